@@ -1,0 +1,249 @@
+// Package audit writes Switchboard's audit log: one JSON line per request,
+// written from one call site, with secret values redacted everywhere. It
+// also provides the [Redactor] that keeps secrets out of the operational log
+// ([RedactingHandler]).
+//
+// A line looks like this (wrapped here; bodies only with Options.LogBodies):
+//
+//	{"time":"2025-01-02T03:04:05.123456789Z","destination":"github",
+//	 "session":"0b6c…","source_ip":"127.0.0.1","http_method":"POST","path":"/github/mcp",
+//	 "mcp_method":"tools/call","rpc_id":7,"status":200,"latency_ms":12.345,
+//	 "request_body":"{…}","response_body":"{…}"}
+package audit
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// MaxBodyBytes is the most of each request or response body a line holds.
+// Longer bodies are cut to this many bytes and the line is marked
+// "truncated": true.
+const MaxBodyBytes = 32 << 10
+
+// Record is one request as the audit log sees it. The caller fills it once,
+// when the request is complete (for a GET event stream, when the stream
+// closes, so Latency spans the stream), and passes it to [Logger.Log].
+type Record struct {
+	// Time is when the request arrived. Zero means the time Log is called.
+	// It is written in UTC.
+	Time time.Time
+	// Destination is the configured destination name the request was for.
+	Destination string
+	// Session is the Mcp-Session-Id, or "" before a session exists.
+	Session string
+	// SourceIP is the client's address; see [SourceIP].
+	SourceIP string
+	// HTTPMethod is the request's HTTP method ("POST", "GET", "DELETE").
+	HTTPMethod string
+	// Path is the request path. Include the query only if it is wanted in
+	// the log; secrets in it are redacted either way.
+	Path string
+	// MCPMethod is the JSON-RPC method, or "" (a GET stream, a response).
+	MCPMethod string
+	// RPCID is the raw JSON-RPC id. Nil omits "rpc_id" (a notification or
+	// no JSON-RPC message). A value that is not valid JSON is written as a
+	// JSON string.
+	RPCID json.RawMessage
+	// Status is the HTTP status code sent to the client.
+	Status int
+	// Latency is the time from arrival to the end of the response, written
+	// as "latency_ms", a float with microsecond precision.
+	Latency time.Duration
+	// Error describes a failure; "" omits the field.
+	Error string
+	// RequestBody and ResponseBody are written as the JSON strings
+	// "request_body" and "response_body" only when the Logger was built with
+	// LogBodies, and only when non-empty. Each is cut to MaxBodyBytes, after
+	// redaction, with "truncated": true on the line.
+	RequestBody, ResponseBody []byte
+}
+
+// Options configures a [Logger]. The zero value logs no bodies and redacts
+// nothing.
+type Options struct {
+	// LogBodies writes request and response bodies (config
+	// audit.log_bodies, or the AUDIT_LOG_BODIES environment variable, as the
+	// gateway decides). False omits them.
+	LogBodies bool
+	// Redact removes secret values from every string written. Nil redacts
+	// nothing.
+	Redact *Redactor
+}
+
+// Logger writes audit records as JSON lines. It is safe for concurrent use:
+// each record is encoded by its caller and written with a single Write call
+// under a mutex, so lines never interleave (and stay whole in a file opened
+// with O_APPEND). The mutex is held only for that Write, so a slow writer
+// delays only other Log calls that are writing at the same time.
+//
+// A nil *Logger discards records, so "audit off" needs no special case.
+type Logger struct {
+	opts Options
+
+	// mu guards writes to w and broken.
+	mu     sync.Mutex
+	w      io.Writer
+	broken bool // the last write stopped mid-line; start the next on a new line
+
+	writeErrors atomic.Uint64
+}
+
+// New returns a Logger that writes to w, which must not be nil.
+func New(w io.Writer, opts Options) *Logger {
+	return &Logger{w: w, opts: opts}
+}
+
+// WriteErrors returns how many lines could not be written in full. Log never
+// returns errors; this is how a failing audit sink shows (for example as a
+// metric).
+func (l *Logger) WriteErrors() uint64 {
+	if l == nil {
+		return 0
+	}
+	return l.writeErrors.Load()
+}
+
+// line is the JSON shape of one record; field order is the output order.
+type line struct {
+	Time         string          `json:"time"`
+	Destination  string          `json:"destination"`
+	Session      string          `json:"session"`
+	SourceIP     string          `json:"source_ip"`
+	HTTPMethod   string          `json:"http_method"`
+	Path         string          `json:"path"`
+	MCPMethod    string          `json:"mcp_method"`
+	RPCID        json.RawMessage `json:"rpc_id,omitempty"`
+	Status       int             `json:"status"`
+	LatencyMS    float64         `json:"latency_ms"`
+	Error        string          `json:"error,omitempty"`
+	RequestBody  string          `json:"request_body,omitempty"`
+	ResponseBody string          `json:"response_body,omitempty"`
+	Truncated    bool            `json:"truncated,omitempty"`
+}
+
+var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledBuf keeps buffers of unusually large lines out of the pool.
+const maxPooledBuf = 256 << 10
+
+// Log writes r as one line. It does not keep r or its slices. Write errors
+// are counted (see [Logger.WriteErrors]), not returned.
+func (l *Logger) Log(r *Record) {
+	if l == nil || r == nil {
+		return
+	}
+	rd := l.opts.Redact
+	t := r.Time
+	if t.IsZero() {
+		t = time.Now()
+	}
+	ln := line{
+		Time:        t.UTC().Format(time.RFC3339Nano),
+		Destination: rd.String(r.Destination),
+		Session:     rd.String(r.Session),
+		SourceIP:    rd.String(r.SourceIP),
+		HTTPMethod:  rd.String(r.HTTPMethod),
+		Path:        rd.String(r.Path),
+		MCPMethod:   rd.String(r.MCPMethod),
+		RPCID:       rpcID(rd, r.RPCID),
+		Status:      r.Status,
+		LatencyMS:   math.Round(float64(r.Latency)/1e3) / 1e3,
+		Error:       rd.String(r.Error),
+	}
+	if l.opts.LogBodies {
+		var cutReq, cutResp bool
+		ln.RequestBody, cutReq = body(rd, r.RequestBody)
+		ln.ResponseBody, cutResp = body(rd, r.ResponseBody)
+		ln.Truncated = cutReq || cutResp
+	}
+
+	buf := bufPool.Get().(*bytes.Buffer)
+	buf.Reset()
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(&ln); err != nil {
+		// Cannot happen: every field is a string, number, bool or valid
+		// JSON. Count it rather than write a broken line.
+		l.writeErrors.Add(1)
+	} else {
+		l.write(buf.Bytes())
+	}
+	if buf.Cap() <= maxPooledBuf {
+		bufPool.Put(buf)
+	}
+}
+
+// write writes one encoded line (ending in LF) in a single call.
+func (l *Logger) write(p []byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.broken {
+		// The previous line was cut off: end it so this one parses.
+		if _, err := l.w.Write([]byte{'\n'}); err != nil {
+			l.writeErrors.Add(1)
+			return
+		}
+		l.broken = false
+	}
+	n, err := l.w.Write(p)
+	if err != nil || n < len(p) {
+		l.writeErrors.Add(1)
+		l.broken = n > 0 && n < len(p)
+	}
+}
+
+// rpcID redacts a raw id and makes sure it is valid JSON.
+func rpcID(rd *Redactor, id json.RawMessage) json.RawMessage {
+	if id == nil {
+		return nil
+	}
+	id = rd.Bytes(id)
+	if json.Valid(id) {
+		return id
+	}
+	s, _ := json.Marshal(string(id)) // a string never fails to marshal
+	return s
+}
+
+// body redacts b and cuts it to MaxBodyBytes, reporting whether it cut.
+// Redaction comes first so a cut can never leave a secret's prefix behind.
+// Only the head of a long body is redacted: it covers every secret that
+// starts before the cut.
+func body(rd *Redactor, b []byte) (string, bool) {
+	if len(b) == 0 {
+		return "", false
+	}
+	window := MaxBodyBytes + rd.maxSecretLen()
+	cut := len(b) > window
+	if cut {
+		b = b[:window]
+	}
+	b = rd.Bytes(b)
+	if len(b) > MaxBodyBytes {
+		b, cut = b[:MaxBodyBytes], true
+	}
+	return string(b), cut
+}
+
+// SourceIP returns the client address of r for the audit log: the host part
+// of r.RemoteAddr (r.RemoteAddr itself if it has no port).
+//
+// X-Forwarded-For and similar headers are deliberately ignored. Switchboard
+// is reached directly, not through a proxy it trusts, so those headers are
+// whatever the client chose to send; honouring them would let any caller
+// write a forged source address into the audit trail.
+func SourceIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}

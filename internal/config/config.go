@@ -1,0 +1,352 @@
+package config
+
+import (
+	"cmp"
+	"os"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Destination types.
+const (
+	TypeStdio          = "stdio"
+	TypeStreamableHTTP = "streamable_http"
+	TypeSSE            = "sse"
+)
+
+// Isolation modes of a stdio destination.
+const (
+	IsolationShared  = "shared"  // one process serves every client session
+	IsolationSession = "session" // one process per client session
+)
+
+// Tool prefix policies of a namespace.
+const (
+	ToolPrefixAlways   = "always"   // every tool is exposed as server__tool
+	ToolPrefixConflict = "conflict" // only tools whose names collide are prefixed
+	ToolPrefixNever    = "never"    // no prefix; a collision is a runtime error
+)
+
+// Config is a loaded configuration. Fields hold their defaults when the file
+// leaves them out; the comment of each field names its YAML key and default.
+type Config struct {
+	// Listen is the address of the HTTP listener (`listen`), host:port.
+	// Default "127.0.0.1:8080".
+	Listen string
+
+	// SecretsFile is the secrets file (`secrets_file`). Relative paths are
+	// resolved against the configuration file's directory. When empty,
+	// secrets.yml and then secrets.yaml beside the configuration file are
+	// tried and a missing file is fine; a named file that is missing is an
+	// error. After loading it holds the path that was read, or "" if none.
+	SecretsFile string
+
+	// Timeout bounds each request forwarded upstream (`timeout`, e.g. "30s").
+	// Default 30s; 0 disables the bound.
+	Timeout time.Duration
+
+	// SessionIdleTimeout closes a client session idle that long
+	// (`session_idle_timeout`). Default 30m; "0s" disables expiry.
+	SessionIdleTimeout time.Duration
+
+	// MaxBodyBytes caps client request bodies (`max_body_bytes`, an integer
+	// or a size like "16MiB"); larger bodies get 413. Default 16 MiB;
+	// always > 0.
+	MaxBodyBytes int64
+
+	// MaxMessageBytes caps one message from an upstream
+	// (`max_message_bytes`); larger messages fail the request with 502.
+	// Default 16 MiB; always > 0.
+	MaxMessageBytes int64
+
+	// MaxSessions caps the client sessions of each destination
+	// (`max_sessions`). Default 10. The environment variable
+	// MAX_STDIO_CONNECTIONS replaces it when set. Always > 0.
+	MaxSessions int
+
+	// KeepAlive is the interval of SSE keep-alive comments (`keep_alive`).
+	// Default 15s; 0 disables them.
+	KeepAlive time.Duration
+
+	// AllowedOrigins lists the origins (scheme://host[:port]) whose browser
+	// requests are accepted (`allowed_origins`). A request whose Origin
+	// header is neither listed nor a loopback origin
+	// (http(s)://localhost, 127.0.0.1 or [::1], any port) gets 403. "*"
+	// allows any origin. Default empty: loopback origins only.
+	AllowedOrigins []string
+
+	// AllowedHosts lists the accepted Host header names, guarding against
+	// DNS rebinding (`allowed_hosts`); entries are host names or IPs without
+	// a port, "*" allows any. Default empty, which means the loopback names
+	// (localhost, 127.0.0.1, ::1) plus the host of Listen.
+	AllowedHosts []string
+
+	// Restart is the restart policy of stdio processes (`restart`).
+	Restart Restart
+
+	// Audit configures the audit log (`audit`).
+	Audit Audit
+
+	// Log configures the operational log (`log`).
+	Log Log
+
+	// Destinations holds the upstream servers by name (`destinations`).
+	Destinations map[string]*Destination
+
+	// Namespaces holds the namespaces by name (`namespaces`).
+	Namespaces map[string]*Namespace
+
+	// Groups holds the groups by name (`groups`).
+	Groups map[string]*Group
+
+	// Names lists the keys of Destinations in file order, for
+	// deterministic iteration.
+	Names []string
+
+	// substituted holds values substituted for ${VAR} references in url,
+	// headers and env values; see SecretValues.
+	substituted []string
+}
+
+// Restart is the restart policy of a stdio process that exits unexpectedly.
+type Restart struct {
+	// Delays are the waits before successive restart attempts (`delays`).
+	// Attempt i waits Delays[i], or the last delay once i is past the end;
+	// an explicitly empty list restarts at once. Default [500ms, 1s, 2s].
+	Delays []time.Duration
+
+	// MaxAttempts is the number of restarts tried before the destination is
+	// marked failed (`max_attempts`). Default len(Delays); 0 never restarts.
+	MaxAttempts int
+}
+
+// Audit configures the audit log of MCP traffic.
+type Audit struct {
+	// Path is the audit log file (`path`), relative to the configuration
+	// file's directory. Default "": standard error.
+	Path string
+
+	// LogBodies records request and response bodies (`log_bodies`).
+	// Default false; the environment variable AUDIT_LOG_BODIES=1 or true
+	// turns it on.
+	LogBodies bool
+}
+
+// Log configures Switchboard's own log.
+type Log struct {
+	// Level is the minimum level logged (`level`): debug, info, warn or
+	// error. Default "info".
+	Level string
+
+	// File is the log file (`file`), relative to the configuration file's
+	// directory. Default "": standard error.
+	File string
+}
+
+// Destination is one upstream MCP server, served under /{Name}/.
+type Destination struct {
+	// Name is the key in `destinations`; it matches ^[a-zA-Z0-9_-]{1,64}$
+	// and is none of the reserved route names (mcp, sse, healthz, metrics).
+	Name string
+
+	// Type is TypeStdio, TypeStreamableHTTP or TypeSSE (`type`). Required.
+	Type string
+
+	// Command is the program and its leading arguments (`command`), stdio
+	// only and required there. The YAML string form is split on white
+	// space and may not contain quotes; use the list form for arguments
+	// with spaces. No shell ever runs it, and shell metacharacters
+	// (; & | ` $ > < ( ) newline) are rejected.
+	Command []string
+
+	// Args are appended to Command (`args`), stdio only.
+	Args []string
+
+	// Env holds extra environment variables for the process (`env`), stdio
+	// only. Non-string scalars are taken as written (PORT: 8080 is "8080").
+	Env map[string]string
+
+	// Cwd is the process's working directory (`cwd`), stdio only; relative
+	// paths are resolved against the configuration file's directory.
+	// Default "": Switchboard's working directory. Whether it exists is
+	// checked when the process starts, not here.
+	Cwd string
+
+	// Isolation is IsolationShared or IsolationSession (`isolation`), stdio
+	// only. Default IsolationShared for stdio, "" for other types.
+	Isolation string
+
+	// LegacySSE serves the deprecated HTTP+SSE transport at /{Name}/sse and
+	// /{Name}/message besides /{Name}/mcp (`legacy_sse`). Default true.
+	LegacySSE bool
+
+	// URL is the upstream endpoint (`url`), http or https; required for
+	// streamable_http and sse, invalid for stdio.
+	URL string
+
+	// Headers are sent with every upstream request (`headers`), HTTP types
+	// only. Keys are canonicalised (textproto.CanonicalMIMEHeaderKey);
+	// ${VAR} references in values are already resolved, from the
+	// destination's secrets first.
+	Headers map[string]string
+
+	// ForwardHeaders names client request headers passed upstream
+	// (`forward_headers`, e.g. Authorization), HTTP types only;
+	// canonicalised.
+	ForwardHeaders []string
+
+	// Timeout overrides Config.Timeout for this destination (`timeout`).
+	// Default 0: use Config.Timeout.
+	Timeout time.Duration
+
+	// ToolPrefix is reserved and always "": namespaces carry the prefix
+	// policy. It is not settable from the file.
+	ToolPrefix string
+
+	// Secrets holds this destination's entry of the secrets file. For stdio
+	// destinations they are extra environment variables and take
+	// precedence over Env; for HTTP types they serve ${VAR} references in
+	// url and headers. Nil when the secrets file has no entry.
+	Secrets Secrets
+}
+
+// Namespace is a named subset of destinations served as one aggregated
+// MCP server.
+type Namespace struct {
+	// Name is the key in `namespaces`; same rules as destination names.
+	Name string
+
+	// Servers are the destinations it includes (`servers`).
+	Servers []string
+
+	// Isolated keeps the namespace out of the default aggregate and out of
+	// groups that do not name it with "!" (`isolated`). Default false.
+	Isolated bool
+
+	// Extends names namespaces whose servers are included too
+	// (`extends`, a name or a list). Cycles are rejected.
+	Extends []string
+
+	// ToolPrefix is ToolPrefixAlways, ToolPrefixConflict or ToolPrefixNever
+	// (`tool_prefix`). Default ToolPrefixAlways.
+	ToolPrefix string
+
+	// Tools filters the aggregated tools (`tools`).
+	Tools ToolFilter
+}
+
+// ToolFilter selects tools by name with path.Match globs, matched against
+// the exposed (prefixed) tool name. A tool passes when Allow is empty or
+// one Allow pattern matches, and no Deny pattern matches.
+type ToolFilter struct {
+	Allow []string // `allow`
+	Deny  []string // `deny`
+}
+
+// Group is a named union of namespaces.
+type Group struct {
+	// Name is the key in `groups`; same rules as destination names, and it
+	// may not equal a namespace name.
+	Name string
+
+	// Namespaces are the member namespaces (`namespaces`), with any "!"
+	// prefix removed. An isolated namespace must be written "!name".
+	Namespaces []string
+
+	// Forced lists the members written "!name": isolated namespaces that
+	// were included on purpose. The gateway logs a warning for them.
+	Forced []string
+}
+
+// Defaults.
+const (
+	DefaultListen             = "127.0.0.1:8080"
+	DefaultTimeout            = 30 * time.Second
+	DefaultSessionIdleTimeout = 30 * time.Minute
+	DefaultMaxBodyBytes       = 16 << 20
+	DefaultMaxMessageBytes    = 16 << 20
+	DefaultMaxSessions        = 10
+	DefaultKeepAlive          = 15 * time.Second
+	DefaultLogLevel           = "info"
+)
+
+// defaultConfig returns a Config holding every default that does not depend
+// on other fields. Decoding overwrites it with what the file sets.
+func defaultConfig() *Config {
+	return &Config{
+		Listen:             DefaultListen,
+		Timeout:            DefaultTimeout,
+		SessionIdleTimeout: DefaultSessionIdleTimeout,
+		MaxBodyBytes:       DefaultMaxBodyBytes,
+		MaxMessageBytes:    DefaultMaxMessageBytes,
+		MaxSessions:        DefaultMaxSessions,
+		KeepAlive:          DefaultKeepAlive,
+		Restart: Restart{
+			// MaxAttempts defaults to len(Delays) once Delays is decoded.
+			Delays: []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second},
+		},
+		Log:          Log{Level: DefaultLogLevel},
+		Destinations: map[string]*Destination{},
+		Namespaces:   map[string]*Namespace{},
+		Groups:       map[string]*Group{},
+	}
+}
+
+// Load reads and validates the configuration file at path, and the secrets
+// file that goes with it. On failure it returns nil and an [Errors] holding
+// every problem found.
+func Load(path string) (*Config, error) {
+	return osLoader.load(path)
+}
+
+// Parse is Load for a configuration already in memory. filename is used in
+// error messages, and its directory to find the secrets file and resolve
+// relative paths; it is not read.
+func Parse(data []byte, filename string) (*Config, error) {
+	return osLoader.parse(data, filename)
+}
+
+// loader holds the process interfaces Load uses, so tests can replace them
+// without touching the real environment.
+type loader struct {
+	lookupEnv func(string) (string, bool)
+	readFile  func(string) ([]byte, error)
+}
+
+var osLoader = loader{lookupEnv: os.LookupEnv, readFile: os.ReadFile}
+
+func (l loader) load(path string) (*Config, error) {
+	data, err := l.readFile(path)
+	if err != nil {
+		return nil, Errors{err}
+	}
+	return l.parse(data, path)
+}
+
+// SecretValues returns every value that must not appear in logs: the values
+// of the secrets file and the values substituted for ${VAR} references in
+// url, headers and env. Values shorter than 4 bytes are left out, since
+// redacting them would mangle unrelated text. The result has no duplicates
+// and is sorted longest first, so a redactor replacing them in order never
+// leaves the tail of a longer secret behind.
+func (c *Config) SecretValues() []string {
+	var vals []string
+	add := func(v string) {
+		if len(v) >= 4 {
+			vals = append(vals, v)
+		}
+	}
+	for _, d := range c.Destinations {
+		for _, v := range d.Secrets {
+			add(v)
+		}
+	}
+	for _, v := range c.substituted {
+		add(v)
+	}
+	slices.SortFunc(vals, func(a, b string) int {
+		return cmp.Or(cmp.Compare(len(b), len(a)), strings.Compare(a, b))
+	})
+	return slices.Compact(vals)
+}

@@ -1,0 +1,384 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net/textproto"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// parse runs the whole pipeline described in the package documentation.
+func (l loader) parse(data []byte, filename string) (*Config, error) {
+	file := filename
+	if file == "" {
+		file = "config"
+	}
+	var errs []*posError
+	d := newDecoder(file, l.lookupEnv, &errs)
+	c := defaultConfig()
+
+	var root *yaml.Node
+	var err error
+	isJS := isJSON(data)
+	if isJS {
+		root, err = parseJSON(data)
+	} else {
+		root, err = parseYAML(data)
+	}
+	if err != nil {
+		d.syntaxErr(err)
+		return nil, d.result()
+	}
+
+	dir := filepath.Dir(filename)
+	if isJS && isClientConfig(root) {
+		d.imported = true
+		d.decodeImport(root, c, dir, l.readFile)
+	} else {
+		d.decodeNative(root, c, dir, l.readFile)
+	}
+	d.attachSecrets(c)
+	d.applyEnv(c)
+	d.finish(c, dir)
+	d.validate(c)
+	if len(errs) > 0 {
+		return nil, d.result()
+	}
+	for _, ns := range c.Namespaces {
+		ns.Servers = slices.DeleteFunc(ns.Servers, func(s string) bool { return d.disabled[s] })
+	}
+	c.substituted = d.subst
+	return c, nil
+}
+
+// result returns the errors reported so far as a sorted Errors.
+func (d *decoder) result() error {
+	sortErrors(*d.errs, d.file)
+	out := make(Errors, len(*d.errs))
+	for i, e := range *d.errs {
+		out[i] = e
+	}
+	return out
+}
+
+// parseYAML parses a single YAML document and returns its top node, or nil
+// for an empty document.
+func parseYAML(data []byte) (*yaml.Node, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		if err != nil {
+			return nil, err
+		}
+		return nil, &syntaxError{line: extra.Line, msg: "multiple YAML documents; a configuration is one document"}
+	}
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) > 0 {
+		return doc.Content[0], nil
+	}
+	return nil, nil
+}
+
+// syntaxError is a parse error at a known line.
+type syntaxError struct {
+	line int
+	msg  string
+}
+
+func (e *syntaxError) Error() string { return e.msg }
+
+var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// syntaxErr reports a parse error, moving the line number yaml puts in its
+// message to the front.
+func (d *decoder) syntaxErr(err error) {
+	var se *syntaxError
+	if errors.As(err, &se) {
+		d.errorLine(se.line, "", "%s", se.msg)
+		return
+	}
+	msg := err.Error()
+	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		d.errorLine(line, "", "%s", m[2])
+		return
+	}
+	d.errorLine(0, "", "%s", strings.TrimPrefix(msg, "yaml: "))
+}
+
+// decodeNative decodes the Switchboard schema.
+func (d *decoder) decodeNative(root *yaml.Node, c *Config, dir string, readFile func(string) ([]byte, error)) {
+	type pair struct {
+		key, path string
+		v         *yaml.Node
+	}
+	var later []pair // decoded after the secrets file is read
+	d.each(root, "", func(key string, v *yaml.Node, path string) {
+		switch key {
+		case "listen":
+			d.setString(&c.Listen, v, path, scope{})
+		case "secrets_file":
+			d.setString(&c.SecretsFile, v, path, scope{})
+		case "timeout":
+			d.setDuration(&c.Timeout, v, path)
+		case "session_idle_timeout":
+			d.setDuration(&c.SessionIdleTimeout, v, path)
+		case "max_body_bytes":
+			d.setSize(&c.MaxBodyBytes, v, path)
+		case "max_message_bytes":
+			d.setSize(&c.MaxMessageBytes, v, path)
+		case "max_sessions":
+			d.setInt(&c.MaxSessions, v, path)
+		case "keep_alive":
+			d.setDuration(&c.KeepAlive, v, path)
+		case "allowed_origins":
+			d.setStrings(&c.AllowedOrigins, v, path, scope{})
+		case "allowed_hosts":
+			d.setStrings(&c.AllowedHosts, v, path, scope{})
+		case "restart":
+			d.each(v, path, func(key string, v *yaml.Node, path string) {
+				switch key {
+				case "delays":
+					d.setDurations(&c.Restart.Delays, v, path)
+				case "max_attempts":
+					d.setInt(&c.Restart.MaxAttempts, v, path)
+				default:
+					d.unknown(path, key)
+				}
+			})
+		case "audit":
+			d.each(v, path, func(key string, v *yaml.Node, path string) {
+				switch key {
+				case "path":
+					d.setString(&c.Audit.Path, v, path, scope{})
+				case "log_bodies":
+					d.setBool(&c.Audit.LogBodies, v, path)
+				default:
+					d.unknown(path, key)
+				}
+			})
+		case "log":
+			d.each(v, path, func(key string, v *yaml.Node, path string) {
+				switch key {
+				case "level":
+					d.setString(&c.Log.Level, v, path, scope{})
+				case "file":
+					d.setString(&c.Log.File, v, path, scope{})
+				default:
+					d.unknown(path, key)
+				}
+			})
+		case "destinations", "namespaces", "groups":
+			later = append(later, pair{key, path, v})
+		default:
+			if !strings.HasPrefix(key, "x-") { // extension keys, for anchors
+				d.unknown(path, key)
+			}
+		}
+	})
+	d.loadSecrets(c, dir, readFile)
+	for _, p := range later {
+		d.each(p.v, p.path, func(name string, v *yaml.Node, path string) {
+			d.add(c, p.key, name, path, v)
+		})
+	}
+}
+
+// add decodes the entry name of section ("destinations", "namespaces" or
+// "groups") from v and adds it to c.
+func (d *decoder) add(c *Config, section, name, path string, v *yaml.Node) {
+	d.order[section] = append(d.order[section], name)
+	d.paths[section+"."+name] = path
+	switch section {
+	case "destinations":
+		c.Destinations[name] = d.destination(name, v, path)
+		c.Names = append(c.Names, name)
+	case "namespaces":
+		c.Namespaces[name] = d.namespace(name, v, path)
+	case "groups":
+		c.Groups[name] = d.group(name, v, path)
+	}
+}
+
+func (d *decoder) destination(name string, n *yaml.Node, path string) *Destination {
+	dst := &Destination{Name: name, LegacySSE: true}
+	secret := scope{secrets: d.secrets[name], record: true}
+	d.each(n, path, func(key string, v *yaml.Node, path string) {
+		switch key {
+		case "type":
+			d.setString(&dst.Type, v, path, scope{})
+		case "command":
+			d.setCommand(&dst.Command, v, path)
+		case "args":
+			d.setStrings(&dst.Args, v, path, scope{})
+		case "env":
+			d.setStringMap(&dst.Env, v, path, scope{record: true}, nil)
+		case "cwd":
+			d.setString(&dst.Cwd, v, path, scope{})
+		case "isolation":
+			d.setString(&dst.Isolation, v, path, scope{})
+		case "legacy_sse":
+			d.setBool(&dst.LegacySSE, v, path)
+		case "url":
+			d.setString(&dst.URL, v, path, secret)
+		case "headers":
+			d.setStringMap(&dst.Headers, v, path, secret, textproto.CanonicalMIMEHeaderKey)
+		case "forward_headers":
+			d.setStrings(&dst.ForwardHeaders, v, path, scope{})
+		case "timeout":
+			d.setDuration(&dst.Timeout, v, path)
+		default:
+			d.unknown(path, key)
+		}
+	})
+	return dst
+}
+
+// setCommand decodes a command: a list of strings, or a string split on
+// white space. The string form may not contain quotes, since splitting
+// would not honour them.
+func (d *decoder) setCommand(p *[]string, n *yaml.Node, path string) {
+	n = resolve(n)
+	switch {
+	case isNull(n):
+	case n.Kind == yaml.SequenceNode:
+		d.setStrings(p, n, path, scope{})
+	case n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str":
+		if strings.ContainsAny(n.Value, `"'`) {
+			d.errorf(n, path, "quotes are not supported in the string form (no shell parses it); use a list for arguments with spaces")
+			return
+		}
+		argv := []string{}
+		for _, f := range strings.Fields(n.Value) {
+			argv = append(argv, d.interp(n, path, f, scope{}))
+		}
+		*p = argv
+	default:
+		d.typeErr(n, path, "a string or a list of strings")
+	}
+}
+
+func (d *decoder) namespace(name string, n *yaml.Node, path string) *Namespace {
+	ns := &Namespace{Name: name, ToolPrefix: ToolPrefixAlways}
+	if n = resolve(n); n.Kind == yaml.SequenceNode {
+		// MCProxy's shorthand: a namespace written as its list of servers.
+		d.setStrings(&ns.Servers, n, join(path, "servers"), scope{})
+		return ns
+	}
+	d.each(n, path, func(key string, v *yaml.Node, path string) {
+		switch key {
+		case "servers":
+			d.setStrings(&ns.Servers, v, path, scope{})
+		case "isolated":
+			d.setBool(&ns.Isolated, v, path)
+		case "extends":
+			d.setNameList(&ns.Extends, v, path)
+		case "tool_prefix":
+			d.setString(&ns.ToolPrefix, v, path, scope{})
+		case "tools":
+			d.each(v, path, func(key string, v *yaml.Node, path string) {
+				switch key {
+				case "allow":
+					d.setStrings(&ns.Tools.Allow, v, path, scope{})
+				case "deny":
+					d.setStrings(&ns.Tools.Deny, v, path, scope{})
+				default:
+					d.unknown(path, key)
+				}
+			})
+		default:
+			d.unknown(path, key)
+		}
+	})
+	return ns
+}
+
+func (d *decoder) group(name string, n *yaml.Node, path string) *Group {
+	g := &Group{Name: name}
+	d.each(n, path, func(key string, v *yaml.Node, path string) {
+		switch key {
+		case "namespaces":
+			d.setStrings(&g.Namespaces, v, path, scope{})
+		default:
+			d.unknown(path, key)
+		}
+	})
+	for i, ns := range g.Namespaces {
+		if forced, ok := strings.CutPrefix(ns, "!"); ok {
+			g.Namespaces[i] = forced
+			g.Forced = append(g.Forced, forced)
+		}
+	}
+	return g
+}
+
+// attachSecrets moves the secrets file's entries onto their destinations.
+func (d *decoder) attachSecrets(c *Config) {
+	for name, s := range d.secrets {
+		dst, ok := c.Destinations[name]
+		if !ok {
+			*d.errs = append(*d.errs, &posError{file: c.SecretsFile, line: d.secretsAt[name], msg: "unknown destination " + strconv.Quote(name)})
+			continue
+		}
+		dst.Secrets = s
+	}
+}
+
+// applyEnv applies the environment overrides.
+func (d *decoder) applyEnv(c *Config) {
+	if v, ok := d.lookupEnv("MAX_STDIO_CONNECTIONS"); ok && v != "" {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n <= 0 {
+			*d.errs = append(*d.errs, &posError{path: "MAX_STDIO_CONNECTIONS", msg: "invalid value " + strconv.Quote(v) + ": want a positive integer"})
+		} else {
+			c.MaxSessions = n
+		}
+	}
+	if v, ok := d.lookupEnv("AUDIT_LOG_BODIES"); ok && v != "" {
+		b, err := strconv.ParseBool(strings.TrimSpace(v))
+		if err != nil {
+			*d.errs = append(*d.errs, &posError{path: "AUDIT_LOG_BODIES", msg: "invalid value " + strconv.Quote(v) + ": want 1, true, 0 or false"})
+		} else if b {
+			c.Audit.LogBodies = true
+		}
+	}
+}
+
+// finish fills the defaults that depend on other fields and resolves
+// relative paths against dir.
+func (d *decoder) finish(c *Config, dir string) {
+	if !d.has("restart.max_attempts") {
+		c.Restart.MaxAttempts = len(c.Restart.Delays)
+	}
+	abs := func(p *string) {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(dir, *p)
+		}
+	}
+	abs(&c.Audit.Path)
+	abs(&c.Log.File)
+	for _, dst := range c.Destinations {
+		if dst.Type == TypeStdio {
+			if dst.Isolation == "" {
+				dst.Isolation = IsolationShared
+			}
+			abs(&dst.Cwd)
+		}
+		for i, h := range dst.ForwardHeaders {
+			dst.ForwardHeaders[i] = textproto.CanonicalMIMEHeaderKey(h)
+		}
+	}
+}

@@ -1,0 +1,340 @@
+package config
+
+import (
+	"errors"
+	"maps"
+	"net"
+	"net/url"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// nameRE is the syntax of destination, namespace and group names, which
+// appear in URL paths.
+var nameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// reserved names are route segments of the gateway itself.
+var reserved = []string{"mcp", "sse", "healthz", "metrics"}
+
+// shellMeta are the bytes a shell would interpret. Commands are run without
+// a shell, so they can only be mistakes (or injection attempts).
+const shellMeta = ";&|`$><()\n\r"
+
+// validate reports every invalid value of c. Names of destinations may
+// equal names of namespaces or groups (they are served on different
+// routes); a group may not share a namespace's name.
+func (d *decoder) validate(c *Config) {
+	d.validateGlobal(c)
+	for _, name := range d.order["destinations"] {
+		d.validateDestination(c.Destinations[name], d.paths["destinations."+name])
+	}
+	for _, name := range d.order["namespaces"] {
+		d.validateNamespace(c, c.Namespaces[name], d.paths["namespaces."+name])
+	}
+	d.checkCycles(c)
+	for _, name := range d.order["groups"] {
+		d.validateGroup(c, c.Groups[name], d.paths["groups."+name])
+	}
+}
+
+func (d *decoder) validateGlobal(c *Config) {
+	if host, port, err := net.SplitHostPort(c.Listen); err != nil {
+		d.errorAt("listen", "listen", "invalid address %q: want host:port", c.Listen)
+	} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		d.errorAt("listen", "listen", "invalid port %q", port)
+	} else if strings.ContainsAny(host, "/ ") {
+		d.errorAt("listen", "listen", "invalid host %q", host)
+	}
+	for _, f := range []struct {
+		key string
+		v   time.Duration
+	}{
+		{"timeout", c.Timeout},
+		{"session_idle_timeout", c.SessionIdleTimeout},
+		{"keep_alive", c.KeepAlive},
+	} {
+		if f.v < 0 {
+			d.errorAt(f.key, f.key, "must not be negative")
+		}
+	}
+	for _, f := range []struct {
+		key string
+		v   int64
+	}{
+		{"max_body_bytes", c.MaxBodyBytes},
+		{"max_message_bytes", c.MaxMessageBytes},
+		{"max_sessions", int64(c.MaxSessions)},
+	} {
+		if f.v <= 0 {
+			d.errorAt(f.key, f.key, "must be positive")
+		}
+	}
+	for i, v := range c.Restart.Delays {
+		if v < 0 {
+			d.errorAt(index("restart.delays", i), index("restart.delays", i), "must not be negative")
+		}
+	}
+	if c.Restart.MaxAttempts < 0 {
+		d.errorAt("restart.max_attempts", "restart.max_attempts", "must not be negative")
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		d.errorAt("log.level", "log.level", "unknown level %q: want debug, info, warn or error", c.Log.Level)
+	}
+	for i, o := range c.AllowedOrigins {
+		if o != "*" && !validOrigin(o) {
+			p := index("allowed_origins", i)
+			d.errorAt(p, p, "invalid origin %q: want scheme://host[:port] or \"*\"", o)
+		}
+	}
+	for i, h := range c.AllowedHosts {
+		if h != "*" && !validHost(h) {
+			p := index("allowed_hosts", i)
+			d.errorAt(p, p, "invalid host %q: want a host name or IP address without a port, or \"*\"", h)
+		}
+	}
+}
+
+func validOrigin(o string) bool {
+	u, err := url.Parse(o)
+	return err == nil && u.Scheme != "" && u.Host != "" && u.User == nil &&
+		u.Path == "" && u.RawQuery == "" && u.Fragment == "" && u.Opaque == ""
+}
+
+func validHost(h string) bool {
+	if _, _, err := net.SplitHostPort(h); err == nil {
+		return false // has a port
+	}
+	h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
+	return h != "" && !strings.ContainsAny(h, "/\\@ \t?#")
+}
+
+// validName checks the name of a destination, namespace or group.
+func (d *decoder) validName(name, p string) {
+	switch {
+	case !nameRE.MatchString(name):
+		d.errorAt(p, p, "invalid name: want 1 to 64 letters, digits, '_' or '-'")
+	case slices.Contains(reserved, name):
+		d.errorAt(p, p, "name %q is reserved (routes /mcp, /sse, /healthz and /metrics)", name)
+	}
+}
+
+func (d *decoder) validateDestination(dst *Destination, p string) {
+	d.validName(dst.Name, p)
+	if dst.Timeout < 0 {
+		d.errorAt(p+".timeout", p, "timeout must not be negative")
+	}
+	switch dst.Type {
+	case TypeStdio:
+		d.validateStdio(dst, p)
+	case TypeStreamableHTTP, TypeSSE:
+		d.validateHTTP(dst, p)
+	case "":
+		if d.imported {
+			d.errorAt(p, p, "needs a command or a url")
+		} else {
+			d.errorAt(p, p, "type is required: stdio, streamable_http or sse")
+		}
+	default:
+		d.errorAt(p+".type", p, "unknown type %q: want stdio, streamable_http or sse", dst.Type)
+	}
+}
+
+func (d *decoder) validateStdio(dst *Destination, p string) {
+	if len(dst.Command) == 0 || dst.Command[0] == "" {
+		d.errorAt(p+".command", p, "command is required for type stdio")
+	}
+	d.checkArgv(dst.Command, p, "command")
+	d.checkArgv(dst.Args, p, "args")
+	for _, key := range slices.Sorted(maps.Keys(dst.Env)) {
+		if !isEnvName(key) {
+			d.errorAt(p+".env."+key, p, "env: invalid name %q: want letters, digits and _, not starting with a digit", key)
+		}
+	}
+	switch dst.Isolation {
+	case IsolationShared, IsolationSession:
+	default:
+		d.errorAt(p+".isolation", p, "unknown isolation %q: want shared or session", dst.Isolation)
+	}
+	d.notValid(p, dst.Type, []field{
+		{"url", dst.URL != ""},
+		{"headers", dst.Headers != nil},
+		{"forward_headers", dst.ForwardHeaders != nil},
+	})
+}
+
+// checkArgv reports the first shell metacharacter in argv.
+func (d *decoder) checkArgv(argv []string, p, field string) {
+	for _, a := range argv {
+		if m := shellMetachar(a); m != "" {
+			d.errorAt(p+"."+field, p, "%s contains shell metacharacter %q (Switchboard never runs a shell)", field, m)
+			return
+		}
+	}
+}
+
+// field is a destination field and whether it is set.
+type field struct {
+	name string
+	set  bool
+}
+
+// notValid reports the fields that are set although type typ ignores them.
+func (d *decoder) notValid(p, typ string, fields []field) {
+	for _, f := range fields {
+		if f.set {
+			d.errorAt(p+"."+f.name, p, "%s is not valid for type %s", f.name, typ)
+		}
+	}
+}
+
+// shellMetachar returns the first shell metacharacter in s, or "".
+func shellMetachar(s string) string {
+	i := strings.IndexAny(s, shellMeta)
+	switch {
+	case i < 0:
+		return ""
+	case strings.HasPrefix(s[i:], "$("):
+		return "$("
+	}
+	return s[i : i+1]
+}
+
+func (d *decoder) validateHTTP(dst *Destination, p string) {
+	// Messages never quote the URL: it may hold a substituted secret.
+	if dst.URL == "" {
+		d.errorAt(p, p, "url is required for type %s", dst.Type)
+	} else if u, err := url.Parse(dst.URL); err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		d.errorAt(p+".url", p, "invalid url: %v", err)
+	} else if u.Scheme != "http" && u.Scheme != "https" {
+		d.errorAt(p+".url", p, "url must start with http:// or https://")
+	} else if u.Host == "" {
+		d.errorAt(p+".url", p, "url has no host")
+	}
+	for _, name := range slices.Sorted(maps.Keys(dst.Headers)) {
+		if !isToken(name) {
+			d.errorAt(p+".headers", p, "headers: invalid header name %q", name)
+		} else if strings.ContainsAny(dst.Headers[name], "\r\n\x00") {
+			d.errorAt(p+".headers", p, "headers: value of %s contains a line break or NUL", name)
+		}
+	}
+	for i, name := range dst.ForwardHeaders {
+		if !isToken(name) {
+			d.errorAt(index(p+".forward_headers", i), p, "forward_headers: invalid header name %q", name)
+		}
+	}
+	d.notValid(p, dst.Type, []field{
+		{"command", dst.Command != nil},
+		{"args", dst.Args != nil},
+		{"env", dst.Env != nil},
+		{"cwd", dst.Cwd != ""},
+		{"isolation", dst.Isolation != ""},
+	})
+}
+
+// isToken reports whether s is an HTTP field name (RFC 9110 token).
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+func (d *decoder) validateNamespace(c *Config, ns *Namespace, p string) {
+	d.validName(ns.Name, p)
+	for i, s := range ns.Servers {
+		if _, ok := c.Destinations[s]; !ok && !d.disabled[s] {
+			d.errorAt(index(p+".servers", i), p, "unknown destination %q in servers", s)
+		}
+	}
+	for i, e := range ns.Extends {
+		if _, ok := c.Namespaces[e]; !ok {
+			d.errorAt(index(p+".extends", i), p, "unknown namespace %q in extends", e)
+		}
+	}
+	switch ns.ToolPrefix {
+	case ToolPrefixAlways, ToolPrefixConflict, ToolPrefixNever:
+	default:
+		d.errorAt(p+".tool_prefix", p, "unknown tool_prefix %q: want always, conflict or never", ns.ToolPrefix)
+	}
+	d.checkGlobs(ns.Tools.Allow, p, "tools.allow")
+	d.checkGlobs(ns.Tools.Deny, p, "tools.deny")
+}
+
+func (d *decoder) checkGlobs(globs []string, p, field string) {
+	for i, g := range globs {
+		if _, err := path.Match(g, ""); err != nil {
+			d.errorAt(index(p+"."+field, i), p, "%s: invalid pattern %q: %v", field, g, err)
+		}
+	}
+}
+
+// checkCycles reports each cycle of namespace extends once, naming it.
+func (d *decoder) checkCycles(c *Config) {
+	const (
+		unvisited = iota
+		onStack
+		done
+	)
+	state := map[string]int{}
+	var stack []string
+	var visit func(name string)
+	visit = func(name string) {
+		state[name] = onStack
+		stack = append(stack, name)
+		for _, e := range c.Namespaces[name].Extends {
+			if _, ok := c.Namespaces[e]; !ok {
+				continue
+			}
+			switch state[e] {
+			case unvisited:
+				visit(e)
+			case onStack:
+				cycle := append(slices.Clone(stack[slices.Index(stack, e):]), e)
+				p := d.paths["namespaces."+name]
+				d.errorAt(p+".extends", p, "extends cycle: %s", strings.Join(cycle, " -> "))
+			}
+		}
+		stack = stack[:len(stack)-1]
+		state[name] = done
+	}
+	for _, name := range d.order["namespaces"] {
+		if state[name] == unvisited {
+			visit(name)
+		}
+	}
+}
+
+func (d *decoder) validateGroup(c *Config, g *Group, p string) {
+	d.validName(g.Name, p)
+	if _, ok := c.Namespaces[g.Name]; ok {
+		d.errorAt(p, p, "name %q is also a namespace", g.Name)
+	}
+	if len(g.Namespaces) == 0 {
+		d.errorAt(p+".namespaces", p, "namespaces is empty")
+	}
+	for i, name := range g.Namespaces {
+		ns, ok := c.Namespaces[name]
+		switch {
+		case !ok:
+			d.errorAt(index(p+".namespaces", i), p, "unknown namespace %q", name)
+		case ns.Isolated && !slices.Contains(g.Forced, name):
+			d.errorAt(index(p+".namespaces", i), p, "namespace %q is isolated; write %q to include it anyway", name, "!"+name)
+		}
+	}
+}

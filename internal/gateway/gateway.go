@@ -1,0 +1,381 @@
+// Package gateway is Switchboard's composition root: it turns a loaded
+// config into running parts and wires them in a fixed order.
+//
+//	client ─HTTP─▶ guard (Origin/Host) ─▶ audit ─▶ front (streamable | legacy sse)
+//	                                                  │ session.Session
+//	                                                  ▼
+//	                                   destination ─▶ upstream.Upstream ─▶ stdio.Process
+//
+// The gateway owns every long-lived goroutine it starts (the HTTP server,
+// the session janitor) and every destination, and Run ends them all before
+// it returns: streams are closed, children get stdin EOF, SIGTERM, SIGKILL.
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/audit"
+	"github.com/switchboard-mcp/switchboard/internal/config"
+	"github.com/switchboard-mcp/switchboard/internal/session"
+	"github.com/switchboard-mcp/switchboard/internal/sse"
+	"github.com/switchboard-mcp/switchboard/internal/streamable"
+)
+
+// Gateway serves a config.
+type Gateway struct {
+	cfg      *config.Config
+	log      *slog.Logger
+	audit    *audit.Logger
+	redactor *audit.Redactor
+	sessions *session.Table
+	done     chan struct{} // closed when shutdown begins: streams end
+	loadedAt time.Time
+
+	dests   map[string]*destination
+	fronts  map[string]http.Handler // "/{d}/mcp" etc.
+	closers []io.Closer
+}
+
+// Options are the parts of a Gateway that do not come from the config file.
+type Options struct {
+	// Logger is the operational log; nil means a text log on stderr at the
+	// config's level (secret values redacted either way).
+	Logger *slog.Logger
+	// AuditWriter receives the audit log; nil means the config's audit.path
+	// (stderr when that is empty).
+	AuditWriter io.Writer
+}
+
+// New builds a Gateway; nothing runs until Run.
+func New(cfg *config.Config, opts Options) (*Gateway, error) {
+	red := audit.NewRedactor(cfg.SecretValues())
+	g := &Gateway{cfg: cfg, redactor: red, done: make(chan struct{}), loadedAt: time.Now(),
+		dests: map[string]*destination{}, fronts: map[string]http.Handler{}}
+	log := opts.Logger
+	if log == nil {
+		w, err := g.openOutput(cfg.Log.File)
+		if err != nil {
+			return nil, fmt.Errorf("gateway: log file: %w", err)
+		}
+		log = slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: parseLevel(cfg.Log.Level)}))
+	}
+	g.log = slog.New(audit.RedactingHandler(log.Handler(), red))
+	aw := opts.AuditWriter
+	if aw == nil {
+		w, err := g.openOutput(cfg.Audit.Path)
+		if err != nil {
+			return nil, fmt.Errorf("gateway: audit log: %w", err)
+		}
+		aw = w
+	}
+	g.audit = audit.New(aw, audit.Options{LogBodies: cfg.Audit.LogBodies, Redact: red})
+	g.sessions = &session.Table{Max: cfg.MaxSessions, Idle: cfg.SessionIdleTimeout,
+		OnDrop: func(s *session.Session) {
+			g.log.Warn("listen stream queue full; message dropped", "destination", s.Dest, "session", s.ID)
+		}}
+	for _, name := range cfg.Names {
+		dc := cfg.Destinations[name]
+		if dc.Type != config.TypeStdio {
+			g.log.Warn("destination type not served yet; skipped", "destination", name, "type", dc.Type)
+			continue
+		}
+		d := newDestination(dc, cfg, g.log)
+		g.dests[name] = d
+		g.fronts[name+"/mcp"] = streamable.NewHandler(d, streamable.Options{
+			Name: name, Sessions: g.sessions, Timeout: timeoutOf(dc, cfg), MaxBody: cfg.MaxBodyBytes,
+			KeepAlive: cfg.KeepAlive, Done: g.done, Logger: g.log,
+		})
+		g.fronts[name+"/sse"], g.fronts[name+"/message"] = g.legacyFront(name, d, dc)
+	}
+	return g, nil
+}
+
+func timeoutOf(dc *config.Destination, cfg *config.Config) time.Duration {
+	if dc.Timeout > 0 {
+		return dc.Timeout
+	}
+	return cfg.Timeout
+}
+
+func parseLevel(s string) slog.Level {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return slog.LevelInfo
+	}
+	return l
+}
+
+// openOutput opens a log file for appending ("" is stderr). Files are closed
+// when the gateway stops.
+func (g *Gateway) openOutput(path string) (io.Writer, error) {
+	if path == "" || path == "-" {
+		return os.Stderr, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	g.closers = append(g.closers, f)
+	return f, nil
+}
+
+// legacyFront returns the handlers of /{d}/sse and /{d}/message.
+func (g *Gateway) legacyFront(name string, d *destination, dc *config.Destination) (http.Handler, http.Handler) {
+	if !dc.LegacySSE {
+		gone := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			audit.FromContext(r.Context()).Destination = name
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusGone)
+			_ = json.NewEncoder(w).Encode(map[string]string{
+				"error": fmt.Sprintf("the legacy HTTP+SSE transport is disabled for %s; use Streamable HTTP at /%s/mcp", name, name),
+			})
+		})
+		return gone, gone
+	}
+	h := sse.NewServer(d, sse.ServerOptions{
+		Name: name, Sessions: g.sessions, Timeout: timeoutOf(dc, g.cfg), MaxBody: g.cfg.MaxBodyBytes,
+		KeepAlive: g.cfg.KeepAlive, Done: g.done, Logger: g.log, MessagePath: "/" + name + "/message",
+	})
+	return http.HandlerFunc(h.ServeStream), http.HandlerFunc(h.ServeMessage)
+}
+
+// Handler returns the gateway's HTTP handler: guard, audit, routes.
+func (g *Gateway) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", g.healthz)
+	mux.HandleFunc("/{dest}/{endpoint}", func(w http.ResponseWriter, r *http.Request) {
+		h := g.fronts[r.PathValue("dest")+"/"+r.PathValue("endpoint")]
+		if h == nil {
+			http.Error(w, "no such destination or endpoint: "+r.URL.Path, http.StatusNotFound)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+	return g.guard(g.audited(mux))
+}
+
+// audited is the one call site of the audit log: every request gets a
+// record, filled in by the handlers, written when the handler returns
+// (for a stream, when it closes).
+func (g *Gateway) audited(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		start := time.Now()
+		rec := &audit.Record{Time: start, SourceIP: audit.SourceIP(r), HTTPMethod: r.Method, Path: r.URL.Path}
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r.WithContext(audit.WithRecord(r.Context(), rec)))
+		rec.Status = sw.status
+		if rec.Status == 0 {
+			rec.Status = http.StatusOK
+		}
+		rec.Latency = time.Since(start)
+		g.audit.Log(rec)
+	})
+}
+
+// statusWriter records the status code; Unwrap keeps http.ResponseController
+// (flushing) working through it.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// healthz reports each destination's state and when the config was loaded.
+func (g *Gateway) healthz(w http.ResponseWriter, r *http.Request) {
+	type dest struct {
+		Name     string `json:"name"`
+		Type     string `json:"type"`
+		State    string `json:"state"`
+		Error    string `json:"error,omitempty"`
+		Sessions int    `json:"sessions"`
+	}
+	out := struct {
+		Status       string `json:"status"`
+		ConfigLoaded string `json:"config_loaded_at"`
+		Destinations []dest `json:"destinations"`
+	}{Status: "ok", ConfigLoaded: g.loadedAt.UTC().Format(time.RFC3339Nano)}
+	names := make([]string, 0, len(g.dests))
+	for n := range g.dests {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		st, msg := g.dests[n].State()
+		out.Destinations = append(out.Destinations, dest{Name: n, Type: g.cfg.Destinations[n].Type, State: st,
+			Error: g.redactor.String(msg), Sessions: g.sessions.Count(n)})
+		if st == "failed" {
+			out.Status = "degraded"
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+// Run serves on the config's listen address (or addr, when not empty) until
+// ctx is done, then shuts down gracefully.
+func (g *Gateway) Run(ctx context.Context, addr string) error {
+	if addr == "" {
+		addr = g.cfg.Listen
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("gateway: listen: %w", err)
+	}
+	return g.Serve(ctx, ln)
+}
+
+// Serve serves on ln until ctx is done, then shuts down: stop accepting,
+// end streams and sessions, stop every process. It returns after all of it.
+func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{Handler: g.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(g.log.Handler(), slog.LevelWarn)}
+	g.log.Info("switchboard listening", "addr", ln.Addr().String(), "destinations", len(g.dests))
+	var wg sync.WaitGroup
+	jctx, stopJanitor := context.WithCancel(context.Background())
+	wg.Go(func() { g.sessions.Run(jctx) })
+	errc := make(chan error, 1)
+	wg.Go(func() { errc <- srv.Serve(ln) })
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-errc:
+	}
+	g.log.Info("switchboard shutting down")
+	close(g.done) // end streams so Shutdown does not wait on them
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	stopJanitor()
+	g.sessions.EndAll(errors.New("switchboard is shutting down"))
+	var dw sync.WaitGroup
+	for _, d := range g.dests {
+		dw.Go(func() { d.Close(sctx) })
+	}
+	dw.Wait()
+	wg.Wait()
+	for _, c := range g.closers {
+		_ = c.Close()
+	}
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return fmt.Errorf("gateway: serve: %w", serveErr)
+	}
+	return nil
+}
+
+// guard rejects requests that could come from a DNS-rebinding page: a Host
+// that is not allowed (when listening on loopback or when allowed_hosts is
+// set) or an Origin that is neither loopback nor allowed. Both get 403.
+func (g *Gateway) guard(next http.Handler) http.Handler {
+	listenHost, _, _ := net.SplitHostPort(g.cfg.Listen)
+	loopbackListen := isLoopbackHost(listenHost)
+	hosts := map[string]bool{}
+	anyHost := false
+	for _, h := range g.cfg.AllowedHosts {
+		if h == "*" {
+			anyHost = true
+		}
+		hosts[strings.ToLower(h)] = true
+	}
+	if listenHost != "" {
+		hosts[strings.ToLower(listenHost)] = true
+	}
+	origins := map[string]bool{}
+	anyOrigin := false
+	for _, o := range g.cfg.AllowedOrigins {
+		if o == "*" {
+			anyOrigin = true
+		}
+		origins[strings.ToLower(strings.TrimSuffix(o, "/"))] = true
+	}
+	checkHost := !anyHost && (loopbackListen || len(g.cfg.AllowedHosts) > 0)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if checkHost {
+			host := r.Host
+			if h, _, err := net.SplitHostPort(host); err == nil {
+				host = h
+			}
+			host = strings.Trim(strings.ToLower(host), "[]")
+			if !isLoopbackHost(host) && !hosts[host] {
+				forbid(w, "Host "+r.Host+" is not allowed (allowed_hosts)")
+				return
+			}
+		}
+		if o := r.Header.Get("Origin"); o != "" && !anyOrigin && !origins[strings.ToLower(o)] && !loopbackOrigin(o) {
+			forbid(w, "Origin "+o+" is not allowed (allowed_origins)")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func forbid(w http.ResponseWriter, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusForbidden)
+	_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": nil,
+		"error": map[string]any{"code": -32600, "message": msg}})
+}
+
+func isLoopbackHost(h string) bool {
+	h = strings.Trim(strings.ToLower(h), "[]")
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+func loopbackOrigin(o string) bool {
+	rest, ok := strings.CutPrefix(strings.ToLower(o), "http://")
+	if !ok {
+		rest, ok = strings.CutPrefix(strings.ToLower(o), "https://")
+	}
+	if !ok {
+		return false
+	}
+	host := rest
+	if h, _, err := net.SplitHostPort(rest); err == nil {
+		host = h
+	}
+	return isLoopbackHost(host)
+}

@@ -1,0 +1,240 @@
+// Package jsonrpc implements the JSON-RPC 2.0 messages that MCP speaks, in the
+// form a gateway needs: a message is decoded only as far as its envelope
+// (jsonrpc, id, method, params, result, error), every member is kept as the
+// raw bytes it arrived as, and re-encoding splices those bytes back together.
+//
+// Why not the go-sdk's jsonrpc package or encoding/json: a gateway touches
+// every message but reads almost none of it. Decode scans the top-level
+// object once, allocates one Message and copies nothing, so a 64 KiB tool
+// result costs one pass over its bytes instead of a full unmarshal into
+// interface values and a marshal back (BenchmarkDecode compares the two).
+// Members that are read (a method name, a progress token) are looked up on
+// demand with Lookup, and rewritten in place with Splice.
+package jsonrpc
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// Message is one JSON-RPC 2.0 message. Which fields are set tells its kind:
+//
+//	request:      Method != "" and ID != nil
+//	notification: Method != "" and ID == nil
+//	response:     Method == "" (Result or Error set; ID may be "null" for an
+//	              error about an unreadable request)
+//
+// ID, Params, Result and Error hold raw JSON; they may alias the buffer the
+// message was decoded from, so a Message must not outlive a buffer that is
+// reused (copy the input first, as the transports do).
+type Message struct {
+	ID     json.RawMessage
+	Method string
+	Params json.RawMessage
+	Result json.RawMessage
+	Error  json.RawMessage
+}
+
+// IsRequest reports whether m is a request (expects a response).
+func (m *Message) IsRequest() bool { return m.Method != "" && m.ID != nil }
+
+// IsNotification reports whether m is a notification.
+func (m *Message) IsNotification() bool { return m.Method != "" && m.ID == nil }
+
+// IsResponse reports whether m is a response (result or error).
+func (m *Message) IsResponse() bool { return m.Method == "" }
+
+// ErrBatch is returned by Decode for a JSON array: batches were removed from
+// MCP in 2025-06-18 and Switchboard does not accept them.
+var ErrBatch = errors.New("jsonrpc: batch requests are not supported (send one message per request)")
+
+// Decode parses one JSON-RPC message. The returned Message aliases b.
+// Errors are *Error values with code ParseError or InvalidRequest (ErrBatch
+// for an array), suitable for sending back to the peer.
+func Decode(b []byte) (*Message, error) {
+	i := skipSpace(b, 0)
+	if i < len(b) && b[i] == '[' {
+		return nil, ErrBatch
+	}
+	if i >= len(b) || b[i] != '{' {
+		return nil, &Error{Code: ParseError, Message: "parse error: not a JSON object"}
+	}
+	m := &Message{}
+	var version []byte
+	var hasMethod bool
+	end, err := eachMember(b, i, func(key, val []byte) error {
+		switch string(key) {
+		case "jsonrpc":
+			version = val
+		case "id":
+			m.ID = val
+		case "method":
+			s, ok := unquote(val)
+			if !ok {
+				return &Error{Code: InvalidRequest, Message: "invalid request: method must be a string"}
+			}
+			m.Method, hasMethod = s, true
+		case "params":
+			m.Params = val
+		case "result":
+			m.Result = val
+		case "error":
+			m.Error = val
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if skipSpace(b, end) != len(b) {
+		return nil, &Error{Code: ParseError, Message: "parse error: trailing data after the message"}
+	}
+	if string(version) != `"2.0"` {
+		return nil, &Error{Code: InvalidRequest, Message: `invalid request: "jsonrpc" must be "2.0"`}
+	}
+	switch {
+	case hasMethod:
+		if m.Method == "" {
+			return nil, &Error{Code: InvalidRequest, Message: "invalid request: empty method"}
+		}
+		if m.Result != nil || m.Error != nil {
+			return nil, &Error{Code: InvalidRequest, Message: "invalid request: a request cannot carry result or error"}
+		}
+		if m.ID != nil && !validID(m.ID) {
+			return nil, &Error{Code: InvalidRequest, Message: "invalid request: id must be a string or an integer"}
+		}
+		if m.Params != nil && m.Params[0] != '{' && m.Params[0] != '[' {
+			return nil, &Error{Code: InvalidRequest, Message: "invalid request: params must be an object or an array"}
+		}
+	case m.Result != nil || m.Error != nil:
+		if m.Result != nil && m.Error != nil {
+			return nil, &Error{Code: InvalidRequest, Message: "invalid response: both result and error"}
+		}
+		if m.ID == nil || (!validID(m.ID) && string(m.ID) != "null") {
+			return nil, &Error{Code: InvalidRequest, Message: "invalid response: missing or invalid id"}
+		}
+	default:
+		return nil, &Error{Code: InvalidRequest, Message: "invalid request: no method, result or error"}
+	}
+	return m, nil
+}
+
+// validID reports whether id is a JSON string or an integer.
+func validID(id []byte) bool {
+	if len(id) == 0 {
+		return false
+	}
+	if id[0] == '"' {
+		return true // eachMember checked the string
+	}
+	for i, c := range id {
+		if c == '-' && i == 0 && len(id) > 1 {
+			continue
+		}
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// Encode returns the wire form of m (no trailing newline).
+func (m *Message) Encode() []byte {
+	return m.AppendTo(make([]byte, 0, 40+len(m.ID)+len(m.Method)+len(m.Params)+len(m.Result)+len(m.Error)))
+}
+
+// AppendTo appends the wire form of m to dst.
+func (m *Message) AppendTo(dst []byte) []byte {
+	dst = append(dst, `{"jsonrpc":"2.0"`...)
+	if m.ID != nil {
+		dst = append(dst, `,"id":`...)
+		dst = append(dst, m.ID...)
+	}
+	if m.Method != "" {
+		dst = append(dst, `,"method":`...)
+		dst = appendString(dst, m.Method)
+	}
+	if m.Params != nil {
+		dst = append(dst, `,"params":`...)
+		dst = append(dst, m.Params...)
+	}
+	if m.Result != nil {
+		dst = append(dst, `,"result":`...)
+		dst = append(dst, m.Result...)
+	}
+	if m.Error != nil {
+		dst = append(dst, `,"error":`...)
+		dst = append(dst, m.Error...)
+	}
+	return append(dst, '}')
+}
+
+// String returns the wire form; for logs and tests.
+func (m *Message) String() string { return string(m.Encode()) }
+
+// IntID returns the raw JSON of an integer id.
+func IntID(n int64) json.RawMessage { return strconv.AppendInt(nil, n, 10) }
+
+// ParseIntID returns the integer an id holds, if it is a plain integer.
+func ParseIntID(id json.RawMessage) (int64, bool) {
+	if len(id) == 0 || len(id) > 19 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(id), 10, 64)
+	return n, err == nil
+}
+
+// NewRequest builds a request; params must be raw JSON or nil.
+func NewRequest(id json.RawMessage, method string, params json.RawMessage) *Message {
+	return &Message{ID: id, Method: method, Params: params}
+}
+
+// NewNotification builds a notification.
+func NewNotification(method string, params json.RawMessage) *Message {
+	return &Message{Method: method, Params: params}
+}
+
+// NewResult builds a success response.
+func NewResult(id json.RawMessage, result json.RawMessage) *Message {
+	if result == nil {
+		result = json.RawMessage("{}")
+	}
+	return &Message{ID: id, Result: result}
+}
+
+// NewError builds an error response. A nil id becomes null.
+func NewError(id json.RawMessage, e *Error) *Message {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	b, _ := json.Marshal(e)
+	return &Message{ID: id, Error: b}
+}
+
+// Marshal is json.Marshal for values known to encode (maps, structs of plain
+// fields); it panics on failure, which is a programming error.
+func Marshal(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("jsonrpc: marshal %T: %v", v, err))
+	}
+	return b
+}
+
+// ErrorOf decodes the error member of a response; nil for a success.
+func (m *Message) ErrorOf() *Error {
+	if m.Error == nil {
+		return nil
+	}
+	var e Error
+	if err := json.Unmarshal(m.Error, &e); err != nil {
+		return &Error{Code: InternalError, Message: "malformed error object"}
+	}
+	return &e
+}
+
+// Equal reports whether two raw ids are the same id.
+func EqualID(a, b json.RawMessage) bool { return bytes.Equal(a, b) }

@@ -1,0 +1,128 @@
+package jsonrpc
+
+import (
+	"context"
+	"io"
+	"sync"
+)
+
+// Queue is an ordered hand-off of messages from the reader goroutine (which
+// must never block on a slow client) to the goroutine that writes them to
+// the client. It is bounded for everything but its last item: past max
+// queued messages, pushes of notifications are dropped and counted.
+type Queue struct {
+	mu      sync.Mutex
+	items   []*Message    // guarded by mu
+	closed  bool          // guarded by mu; no more pushes are taken
+	dropped int           // guarded by mu
+	signal  chan struct{} // cap 1: "items or closed changed"
+	max     int
+}
+
+// NewQueue returns a queue holding at most max messages (plus forced ones).
+func NewQueue(max int) *Queue { return &Queue{signal: make(chan struct{}, 1), max: max} }
+
+// Push appends m; it reports false if the queue is closed or full (a final
+// message always fits: force).
+func (q *Queue) Push(m *Message, force bool) bool {
+	q.mu.Lock()
+	if q.closed || (!force && len(q.items) >= q.max) {
+		if !q.closed {
+			q.dropped++
+		}
+		q.mu.Unlock()
+		return false
+	}
+	q.items = append(q.items, m)
+	q.mu.Unlock()
+	select {
+	case q.signal <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// Close stops further pushes; Pop drains what is queued, then returns io.EOF.
+func (q *Queue) Close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	select {
+	case q.signal <- struct{}{}:
+	default:
+	}
+}
+
+// Pop returns the next message, waiting until one is queued, the queue is
+// closed and drained (io.EOF), or ctx is done.
+func (q *Queue) Pop(ctx context.Context) (*Message, error) {
+	for {
+		q.mu.Lock()
+		if len(q.items) > 0 {
+			m := q.items[0]
+			q.items[0] = nil
+			q.items = q.items[1:]
+			if len(q.items) == 0 {
+				q.items = nil
+			}
+			q.mu.Unlock()
+			return m, nil
+		}
+		closed := q.closed
+		q.mu.Unlock()
+		if closed {
+			return nil, io.EOF
+		}
+		select {
+		case <-q.signal:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// TryPop returns a queued message without waiting.
+func (q *Queue) TryPop() *Message {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.items) == 0 {
+		return nil
+	}
+	m := q.items[0]
+	q.items[0] = nil
+	q.items = q.items[1:]
+	return m
+}
+
+// Dropped returns how many pushes were refused because the queue was full.
+func (q *Queue) Dropped() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.dropped
+}
+
+// Len returns the number of queued messages.
+func (q *Queue) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.items)
+}
+
+// Ready returns a channel that receives when messages were pushed or the
+// queue was closed. With several consumers, a consumer must Poll until it
+// gets nothing before waiting on Ready again.
+func (q *Queue) Ready() <-chan struct{} { return q.signal }
+
+// Poll returns a queued message without waiting; done is true when the queue
+// is closed and drained.
+func (q *Queue) Poll() (m *Message, done bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.items) == 0 {
+		return nil, q.closed
+	}
+	m = q.items[0]
+	q.items[0] = nil
+	q.items = q.items[1:]
+	return m, false
+}

@@ -1,0 +1,369 @@
+package jsonrpc
+
+import (
+	"encoding/json"
+	"unicode/utf8"
+)
+
+// maxDepth bounds nesting so a hostile message cannot exhaust the stack.
+const maxDepth = 512
+
+var errSyntax = &Error{Code: ParseError, Message: "parse error: invalid JSON"}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// eachMember walks the object starting at b[i] == '{' and calls fn with each
+// key (unescaped only when it has no escapes; keys with escapes are passed
+// raw, which never matches a member Switchboard reads) and raw value. It
+// returns the index just past the closing brace.
+func eachMember(b []byte, i int, fn func(key, val []byte) error) (int, error) {
+	i++ // '{'
+	i = skipSpace(b, i)
+	if i < len(b) && b[i] == '}' {
+		return i + 1, nil
+	}
+	for {
+		i = skipSpace(b, i)
+		if i >= len(b) || b[i] != '"' {
+			return 0, errSyntax
+		}
+		kend, ok := skipString(b, i)
+		if !ok {
+			return 0, errSyntax
+		}
+		key := b[i+1 : kend-1]
+		i = skipSpace(b, kend)
+		if i >= len(b) || b[i] != ':' {
+			return 0, errSyntax
+		}
+		i = skipSpace(b, i+1)
+		vend, ok := skipValue(b, i, 0)
+		if !ok {
+			return 0, errSyntax
+		}
+		if fn != nil {
+			if err := fn(key, b[i:vend]); err != nil {
+				return 0, err
+			}
+		}
+		i = skipSpace(b, vend)
+		if i >= len(b) {
+			return 0, errSyntax
+		}
+		if b[i] == '}' {
+			return i + 1, nil
+		}
+		if b[i] != ',' {
+			return 0, errSyntax
+		}
+		i++
+	}
+}
+
+// skipString returns the index just past the string starting at b[i] == '"'.
+// It checks escapes and rejects control characters, as JSON requires.
+func skipString(b []byte, i int) (int, bool) {
+	i++
+	for i < len(b) {
+		c := b[i]
+		switch {
+		case c == '"':
+			return i + 1, true
+		case c == '\\':
+			if i+1 >= len(b) {
+				return 0, false
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(b) {
+					return 0, false
+				}
+				for _, h := range b[i+2 : i+6] {
+					if !isHex(h) {
+						return 0, false
+					}
+				}
+				i += 6
+			default:
+				return 0, false
+			}
+		case c < 0x20:
+			return 0, false
+		default:
+			i++
+		}
+	}
+	return 0, false
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+// skipValue returns the index just past the JSON value starting at b[i].
+func skipValue(b []byte, i, depth int) (int, bool) {
+	if i >= len(b) || depth > maxDepth {
+		return 0, false
+	}
+	switch c := b[i]; {
+	case c == '"':
+		return skipString(b, i)
+	case c == '{':
+		end, err := eachMemberDepth(b, i, depth+1)
+		return end, err == nil
+	case c == '[':
+		i = skipSpace(b, i+1)
+		if i < len(b) && b[i] == ']' {
+			return i + 1, true
+		}
+		for {
+			end, ok := skipValue(b, skipSpace(b, i), depth+1)
+			if !ok {
+				return 0, false
+			}
+			i = skipSpace(b, end)
+			if i >= len(b) {
+				return 0, false
+			}
+			if b[i] == ']' {
+				return i + 1, true
+			}
+			if b[i] != ',' {
+				return 0, false
+			}
+			i++
+		}
+	case c == 't':
+		return literal(b, i, "true")
+	case c == 'f':
+		return literal(b, i, "false")
+	case c == 'n':
+		return literal(b, i, "null")
+	case c == '-' || c >= '0' && c <= '9':
+		return skipNumber(b, i)
+	}
+	return 0, false
+}
+
+// eachMemberDepth is eachMember for nested objects, bounding depth.
+func eachMemberDepth(b []byte, i, depth int) (int, error) {
+	i++
+	i = skipSpace(b, i)
+	if i < len(b) && b[i] == '}' {
+		return i + 1, nil
+	}
+	for {
+		i = skipSpace(b, i)
+		if i >= len(b) || b[i] != '"' {
+			return 0, errSyntax
+		}
+		kend, ok := skipString(b, i)
+		if !ok {
+			return 0, errSyntax
+		}
+		i = skipSpace(b, kend)
+		if i >= len(b) || b[i] != ':' {
+			return 0, errSyntax
+		}
+		vend, ok := skipValue(b, skipSpace(b, i+1), depth)
+		if !ok {
+			return 0, errSyntax
+		}
+		i = skipSpace(b, vend)
+		if i >= len(b) {
+			return 0, errSyntax
+		}
+		if b[i] == '}' {
+			return i + 1, nil
+		}
+		if b[i] != ',' {
+			return 0, errSyntax
+		}
+		i++
+	}
+}
+
+func literal(b []byte, i int, lit string) (int, bool) {
+	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
+		return 0, false
+	}
+	return i + len(lit), true
+}
+
+func skipNumber(b []byte, i int) (int, bool) {
+	start := i
+	if b[i] == '-' {
+		i++
+	}
+	if i >= len(b) {
+		return 0, false
+	}
+	if b[i] == '0' {
+		i++
+	} else if b[i] >= '1' && b[i] <= '9' {
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	} else {
+		return 0, false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		d := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == d {
+			return 0, false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		d := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == d {
+			return 0, false
+		}
+	}
+	return i, i > start
+}
+
+// unquote returns the string a raw JSON string holds.
+func unquote(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", false
+	}
+	inner := raw[1 : len(raw)-1]
+	simple := true
+	for _, c := range inner {
+		if c == '\\' || c >= utf8.RuneSelf {
+			simple = false
+			break
+		}
+	}
+	if simple {
+		return string(inner), true
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// String returns the Go string a raw JSON string value holds.
+func String(raw json.RawMessage) (string, bool) { return unquote(raw) }
+
+// appendString appends s as a JSON string.
+func appendString(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+			b, _ := json.Marshal(s)
+			return append(dst, b...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
+}
+
+// Quote returns s as a raw JSON string.
+func Quote(s string) json.RawMessage { return appendString(nil, s) }
+
+// Lookup finds the member at path (object keys, outermost first) in the JSON
+// object obj and returns its raw value and its [start, end) offsets in obj.
+// ok is false when any step is missing or not an object.
+func Lookup(obj []byte, path ...string) (val []byte, start, end int, ok bool) {
+	base := 0
+	cur := obj
+	for _, key := range path {
+		i := skipSpace(cur, 0)
+		if i >= len(cur) || cur[i] != '{' {
+			return nil, 0, 0, false
+		}
+		found := false
+		var vs, ve int
+		_, err := eachMember(cur, i, func(k, v []byte) error {
+			if !found && string(k) == key {
+				found = true
+				// v is a subslice of cur: recover its offset.
+				vs = cap(cur) - cap(v)
+				ve = vs + len(v)
+			}
+			return nil
+		})
+		if err != nil || !found {
+			return nil, 0, 0, false
+		}
+		base += vs
+		cur = cur[vs:ve]
+	}
+	return cur, base, base + len(cur), true
+}
+
+// Splice returns a copy of b with b[start:end] replaced by v.
+func Splice(b []byte, start, end int, v []byte) []byte {
+	out := make([]byte, 0, len(b)-(end-start)+len(v))
+	out = append(out, b[:start]...)
+	out = append(out, v...)
+	return append(out, b[end:]...)
+}
+
+// Member returns the raw value of a member of obj, or nil.
+func Member(obj []byte, path ...string) json.RawMessage {
+	v, _, _, ok := Lookup(obj, path...)
+	if !ok {
+		return nil
+	}
+	return v
+}
+
+// StringMember returns the string value at path, if it is a string.
+func StringMember(obj []byte, path ...string) (string, bool) {
+	v := Member(obj, path...)
+	if v == nil {
+		return "", false
+	}
+	return unquote(v)
+}
+
+// Valid reports whether b is one syntactically valid JSON value.
+func Valid(b []byte) bool {
+	i := skipSpace(b, 0)
+	end, ok := skipValue(b, i, 0)
+	return ok && skipSpace(b, end) == len(b)
+}
+
+// PeekID returns the id of a possibly truncated message (the first bytes of
+// an oversized line), if a complete "id" member appears before the cut.
+func PeekID(prefix []byte) (json.RawMessage, bool) {
+	i := skipSpace(prefix, 0)
+	if i >= len(prefix) || prefix[i] != '{' {
+		return nil, false
+	}
+	var id json.RawMessage
+	_, _ = eachMember(prefix, i, func(key, val []byte) error {
+		if string(key) == "id" && id == nil {
+			id = val
+		}
+		return nil
+	})
+	return id, id != nil
+}

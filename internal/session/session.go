@@ -1,0 +1,298 @@
+// Package session keeps the client sessions of the legacy protocol era
+// (2025-11-25 and earlier): the Mcp-Session-Id Switchboard mints, the
+// session's backend, its listen stream (the queue behind GET streams or the
+// legacy SSE stream), per-destination caps and idle expiry.
+//
+// A Session is transport-neutral: the Streamable HTTP front and the legacy
+// SSE front both create and use it. Protocol 2026-07-28 requests have no
+// session and never reach this package.
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+)
+
+// Call is one request in flight, as a front reads it. *upstream.Call
+// satisfies it.
+type Call interface {
+	// Poll returns the next message (related notifications and requests,
+	// then the response) without waiting; ended is true once the response
+	// has been taken.
+	Poll() (m *jsonrpc.Message, ended bool)
+	// Ready receives when Poll may have something new.
+	Ready() <-chan struct{}
+	// Abandon says nobody reads the call any more (see upstream.Call).
+	Abandon(cancel bool)
+	// LongLived reports a subscription stream with no response deadline.
+	LongLived() bool
+}
+
+// Backend is what a session talks to: one upstream server (a per-destination
+// route) or, later, an aggregating router. *upstream.Member satisfies it via
+// an adapter in the gateway.
+type Backend interface {
+	Call(ctx context.Context, req *jsonrpc.Message) (Call, error)
+	Notify(ctx context.Context, n *jsonrpc.Message) error
+	Respond(ctx context.Context, r *jsonrpc.Message) error
+	// Leave detaches from the upstream; called once when the session ends.
+	Leave()
+}
+
+// Session is one client session.
+type Session struct {
+	ID      string // Mcp-Session-Id: a random UUIDv4
+	Dest    string // destination (or endpoint) name
+	Version string // protocol version negotiated with the client; set once before the session is shared
+
+	listen *jsonrpc.Queue // messages for the listen stream
+	ended  chan struct{}  // closed by End
+	table  *Table
+
+	mu       sync.Mutex
+	backend  Backend   // guarded by mu; set once by SetBackend
+	endErr   error     // guarded by mu
+	lastSeen time.Time // guarded by mu
+	busy     int       // guarded by mu: requests in flight plus open streams
+}
+
+// SetBackend attaches the backend; a session is usable after it.
+func (s *Session) SetBackend(b Backend) {
+	s.mu.Lock()
+	s.backend = b
+	s.mu.Unlock()
+}
+
+// Backend returns the session's backend (nil before SetBackend).
+func (s *Session) Backend() Backend {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.backend
+}
+
+// Deliver queues a message for the listen stream. It never blocks; when the
+// queue is full the message is dropped (and counted).
+func (s *Session) Deliver(m *jsonrpc.Message) {
+	if !s.listen.Push(m, false) {
+		s.table.dropped(s)
+	}
+}
+
+// End ends the session: its listen streams close, its id answers 404 and
+// the backend is left. It is idempotent.
+func (s *Session) End(err error) {
+	s.mu.Lock()
+	select {
+	case <-s.ended:
+		s.mu.Unlock()
+		return
+	default:
+	}
+	s.endErr = err
+	close(s.ended)
+	b := s.backend
+	s.mu.Unlock()
+	s.listen.Close()
+	s.table.remove(s)
+	if b != nil {
+		go b.Leave() // may wait on a process; never under a front's request
+	}
+}
+
+// Ended is closed when the session has ended.
+func (s *Session) Ended() <-chan struct{} { return s.ended }
+
+// Listen returns the queue behind the session's listen streams. Several
+// streams may read it; each message goes to exactly one of them.
+func (s *Session) Listen() *jsonrpc.Queue { return s.listen }
+
+// Acquire marks the session busy (a request or stream is open) and returns
+// the func that releases it. Busy sessions never expire.
+func (s *Session) Acquire() (release func()) {
+	s.mu.Lock()
+	s.busy++
+	s.lastSeen = time.Now()
+	s.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			s.busy--
+			s.lastSeen = time.Now()
+			s.mu.Unlock()
+		})
+	}
+}
+
+// ErrTooMany is returned by Table.New when a destination is at its cap.
+var ErrTooMany = errors.New("too many sessions")
+
+// Table holds the live sessions of all destinations.
+type Table struct {
+	// Max is the session cap per destination; zero means no cap.
+	Max int
+	// Idle is how long a session may sit with nothing in flight and no open
+	// stream before it expires; zero means never.
+	Idle time.Duration
+	// QueueLimit bounds each listen queue; zero means 1024.
+	QueueLimit int
+	// OnDrop, if set, is called when a listen queue overflows.
+	OnDrop func(s *Session)
+
+	mu     sync.Mutex
+	byID   map[string]*Session // guarded by mu
+	byDest map[string]int      // guarded by mu
+}
+
+// New creates a session for dest, or returns ErrTooMany.
+func (t *Table) New(dest string) (*Session, error) {
+	id := newUUID()
+	ql := t.QueueLimit
+	if ql == 0 {
+		ql = 1024
+	}
+	s := &Session{ID: id, Dest: dest, listen: jsonrpc.NewQueue(ql), ended: make(chan struct{}), table: t, lastSeen: time.Now()}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.byID == nil {
+		t.byID = map[string]*Session{}
+		t.byDest = map[string]int{}
+	}
+	if t.Max > 0 && t.byDest[dest] >= t.Max {
+		return nil, fmt.Errorf("%w: destination %s has %d sessions (the cap)", ErrTooMany, dest, t.Max)
+	}
+	t.byID[id] = s
+	t.byDest[dest]++
+	return s, nil
+}
+
+// Get returns the live session with id, or nil.
+func (t *Table) Get(id string) *Session {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.byID[id]
+}
+
+// Count returns the number of live sessions of dest.
+func (t *Table) Count(dest string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.byDest[dest]
+}
+
+func (t *Table) remove(s *Session) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.byID[s.ID] == s {
+		delete(t.byID, s.ID)
+		t.byDest[s.Dest]--
+	}
+}
+
+func (t *Table) dropped(s *Session) {
+	if t.OnDrop != nil {
+		t.OnDrop(s)
+	}
+}
+
+// All returns a snapshot of the live sessions.
+func (t *Table) All() []*Session {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]*Session, 0, len(t.byID))
+	for _, s := range t.byID {
+		out = append(out, s)
+	}
+	return out
+}
+
+// Expire ends the sessions idle for longer than Idle at now; it returns how
+// many it ended.
+func (t *Table) Expire(now time.Time) int {
+	if t.Idle <= 0 {
+		return 0
+	}
+	n := 0
+	for _, s := range t.All() {
+		s.mu.Lock()
+		idle := s.busy == 0 && now.Sub(s.lastSeen) > t.Idle
+		s.mu.Unlock()
+		if idle {
+			s.End(errors.New("session expired"))
+			n++
+		}
+	}
+	return n
+}
+
+// Run expires idle sessions until ctx is done.
+func (t *Table) Run(ctx context.Context) {
+	if t.Idle <= 0 {
+		return
+	}
+	tick := time.NewTicker(min(t.Idle/2, time.Minute))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			t.Expire(now)
+		}
+	}
+}
+
+// EndAll ends every session (shutdown).
+func (t *Table) EndAll(err error) {
+	for _, s := range t.All() {
+		s.End(err)
+	}
+}
+
+// newUUID returns a random (version 4) UUID.
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	var out [36]byte
+	hex.Encode(out[0:8], b[0:4])
+	out[8] = '-'
+	hex.Encode(out[9:13], b[4:6])
+	out[13] = '-'
+	hex.Encode(out[14:18], b[6:8])
+	out[18] = '-'
+	hex.Encode(out[19:23], b[8:10])
+	out[23] = '-'
+	hex.Encode(out[24:], b[10:])
+	return string(out[:])
+}
+
+// ValidID reports whether id is a UUIDv4 in canonical form (any hex case).
+func ValidID(id string) bool {
+	if len(id) != 36 || id[8] != '-' || id[13] != '-' || id[18] != '-' || id[23] != '-' || id[14] != '4' {
+		return false
+	}
+	switch id[19] {
+	case '8', '9', 'a', 'b', 'A', 'B':
+	default:
+		return false
+	}
+	for i := 0; i < 36; i++ {
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			continue
+		}
+		c := id[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,260 @@
+package sse
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/audit"
+	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/session"
+)
+
+// Destination is what the legacy front serves (the gateway implements it;
+// the same method as streamable.Destination's).
+type Destination interface {
+	Open(ctx context.Context, s *session.Session, init *jsonrpc.Message) (session.Backend, *jsonrpc.Message, error)
+}
+
+// ServerOptions configure a Server. Zero values are documented per field.
+type ServerOptions struct {
+	Name        string         // destination name
+	Sessions    *session.Table // required; shared with the Streamable HTTP front
+	MessagePath string         // path announced in the endpoint event, e.g. "/github/message"
+	// Timeout bounds the wait for each response; progress restarts it.
+	// Zero means 30 s.
+	Timeout time.Duration
+	// MaxBody is the largest POST body accepted (413). Zero means 16 MiB.
+	MaxBody int64
+	// KeepAlive is the interval of keep-alive comments. Zero means 15 s.
+	KeepAlive time.Duration
+	Done      <-chan struct{} // closed at shutdown: streams end
+	Logger    *slog.Logger    // nil discards
+}
+
+// Server serves the legacy HTTP+SSE transport (protocol 2024-11-05): a GET
+// opens the event stream and a session, whose first event names the URL
+// for POSTs; every answer travels on that one stream.
+type Server struct {
+	dest Destination
+	opts ServerOptions
+	log  *slog.Logger
+}
+
+// NewServer returns a legacy SSE front for dest.
+func NewServer(dest Destination, opts ServerOptions) *Server {
+	if opts.Timeout == 0 {
+		opts.Timeout = 30 * time.Second
+	}
+	if opts.MaxBody == 0 {
+		opts.MaxBody = 16 << 20
+	}
+	if opts.KeepAlive == 0 {
+		opts.KeepAlive = 15 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Server{dest: dest, opts: opts, log: opts.Logger}
+}
+
+// ServeStream handles GET /{d}/sse.
+func (s *Server) ServeStream(w http.ResponseWriter, r *http.Request) {
+	rec := audit.FromContext(r.Context())
+	rec.Destination = s.opts.Name
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", "GET")
+		httpError(w, http.StatusMethodNotAllowed, "use GET to open the event stream")
+		return
+	}
+	sess, err := s.opts.Sessions.New(s.opts.Name)
+	if err != nil {
+		httpError(w, http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	rec.Session = sess.ID
+	defer sess.End(errors.New("event stream closed"))
+	release := sess.Acquire()
+	defer release()
+
+	hd := w.Header()
+	hd.Set("Content-Type", "text/event-stream")
+	hd.Set("Cache-Control", "no-cache, no-store")
+	hd.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	ev := NewWriter(w)
+	endpoint := s.opts.MessagePath + "?session_id=" + url.QueryEscape(sess.ID)
+	if err := ev.Event("endpoint", "", []byte(endpoint)); err != nil {
+		return
+	}
+	keep := time.NewTicker(s.opts.KeepAlive)
+	defer keep.Stop()
+	q := sess.Listen()
+	for {
+		m, done := q.Poll()
+		if done {
+			return
+		}
+		if m != nil {
+			if ev.Event("message", "", m.Encode()) != nil {
+				return
+			}
+			continue
+		}
+		select {
+		case <-q.Ready():
+		case <-keep.C:
+			if ev.Comment("keep-alive") != nil {
+				return
+			}
+		case <-sess.Ended():
+			// Drain what is queued, then stop.
+		case <-s.opts.Done:
+			return
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+// ServeMessage handles POST /{d}/message?session_id=…
+func (s *Server) ServeMessage(w http.ResponseWriter, r *http.Request) {
+	rec := audit.FromContext(r.Context())
+	rec.Destination = s.opts.Name
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST")
+		httpError(w, http.StatusMethodNotAllowed, "use POST to send a message")
+		return
+	}
+	id := r.URL.Query().Get("session_id")
+	if id == "" {
+		id = r.URL.Query().Get("sessionId")
+	}
+	if !session.ValidID(id) {
+		httpError(w, http.StatusBadRequest, "missing or malformed session_id")
+		return
+	}
+	sess := s.opts.Sessions.Get(id)
+	if sess == nil || sess.Dest != s.opts.Name {
+		httpError(w, http.StatusNotFound, "session not found; open a new event stream")
+		return
+	}
+	rec.Session = sess.ID
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+		httpError(w, http.StatusUnsupportedMediaType, "Content-Type must be application/json")
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			httpError(w, http.StatusRequestEntityTooLarge, "request body too large")
+			return
+		}
+		httpError(w, http.StatusBadRequest, "reading request body: "+err.Error())
+		return
+	}
+	rec.RequestBody = body
+	msg, err := jsonrpc.Decode(body)
+	if err != nil {
+		httpError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	rec.MCPMethod, rec.RPCID = msg.Method, msg.ID
+	b := sess.Backend()
+	if b == nil {
+		if msg.Method != "initialize" || !msg.IsRequest() {
+			httpError(w, http.StatusBadRequest, "session is not initialized: send initialize first")
+			return
+		}
+		backend, res, err := s.dest.Open(r.Context(), sess, msg)
+		if err != nil {
+			s.log.Warn("initialize failed", "destination", s.opts.Name, "err", err)
+			sess.Deliver(jsonrpc.NewError(msg.ID, toRPCError(err)))
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		sess.SetBackend(backend)
+		sess.Deliver(res)
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	switch {
+	case msg.IsRequest():
+		call, err := b.Call(r.Context(), msg)
+		if err != nil {
+			sess.Deliver(jsonrpc.NewError(msg.ID, toRPCError(err)))
+		} else {
+			go s.pump(sess, msg.ID, call)
+		}
+	case msg.IsNotification():
+		err = b.Notify(r.Context(), msg)
+	default:
+		err = b.Respond(r.Context(), msg)
+	}
+	if err != nil && !msg.IsRequest() {
+		s.log.Debug("message not forwarded", "err", err)
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// pump moves a call's messages onto the session's stream, in order, with
+// the response timeout. It ends with the call, the session or shutdown.
+func (s *Server) pump(sess *session.Session, id []byte, call session.Call) {
+	release := sess.Acquire()
+	defer release()
+	var expired <-chan time.Time
+	timer := time.NewTimer(s.opts.Timeout)
+	defer timer.Stop()
+	if !call.LongLived() {
+		expired = timer.C
+	}
+	for {
+		m, ended := call.Poll()
+		if ended {
+			return
+		}
+		if m != nil {
+			sess.Deliver(m)
+			if m.IsResponse() {
+				return
+			}
+			if m.Method == "notifications/progress" {
+				timer.Reset(s.opts.Timeout)
+			}
+			continue
+		}
+		select {
+		case <-call.Ready():
+		case <-expired:
+			call.Abandon(true)
+			sess.Deliver(jsonrpc.NewError(id, jsonrpc.Errorf(jsonrpc.UpstreamTimeout, "no response from %s within %s", s.opts.Name, s.opts.Timeout)))
+			return
+		case <-sess.Ended():
+			call.Abandon(true)
+			return
+		case <-s.opts.Done:
+			call.Abandon(true)
+			return
+		}
+	}
+}
+
+func toRPCError(err error) *jsonrpc.Error {
+	var e *jsonrpc.Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return jsonrpc.Errorf(jsonrpc.UpstreamUnavailable, "%v", err)
+}
+
+func httpError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, msg+"\n")
+}

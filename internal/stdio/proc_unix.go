@@ -1,0 +1,9 @@
+//go:build unix && !linux
+
+package stdio
+
+import "syscall"
+
+func sysProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+
+func killGroup(pgid int, sig syscall.Signal) { _ = syscall.Kill(-pgid, sig) }

@@ -1,0 +1,336 @@
+// Package stdio runs one MCP server as a child process and speaks
+// newline-delimited JSON-RPC with it over stdin and stdout.
+//
+// It is mechanism only: start, frame, close. Policy (when to restart, how
+// often) belongs to the upstream package. The contracts that make a child
+// safe to run on a user's machine live here:
+//
+//   - no shell: argv is executed directly;
+//   - the environment is an allowlist (AllowedEnv) plus what the config adds;
+//   - the child leads its own process group, and Close ends the whole group:
+//     close stdin, wait, SIGTERM, wait, SIGKILL — so no grandchild (npx's
+//     node, a Python venv's interpreter) is ever orphaned; on Linux the child
+//     also gets SIGKILL if Switchboard itself dies (Pdeathsig);
+//   - stdout lines that are not JSON-RPC objects and stderr lines are handed
+//     to the logger, never to a client.
+package stdio
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// AllowedEnv lists the variables a child inherits from Switchboard's own
+// environment. Everything else must be named in the config (env) or come
+// from the secrets file.
+var AllowedEnv = []string{
+	"PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE",
+	"TMPDIR", "TZ", "NPM_CONFIG_CACHE", "NPM_CONFIG_PREFIX", "XDG_CACHE_HOME",
+	"XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_RUNTIME_DIR", "GOPATH", "GOCACHE",
+	"GOMODCACHE", "GOFLAGS", "GOTOOLCHAIN", "GOPROXY", "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR",
+	"SYSTEMROOT", "PATHEXT", "COMSPEC", "APPDATA", "LOCALAPPDATA", "PROGRAMFILES", "USERPROFILE",
+}
+
+// Env builds a child environment: the allowlisted variables of the current
+// process, then extra (config env, then secrets; later wins).
+func Env(extra ...map[string]string) []string {
+	seen := map[string]int{}
+	var env []string
+	set := func(k, v string) {
+		if i, ok := seen[k]; ok {
+			env[i] = k + "=" + v
+			return
+		}
+		seen[k] = len(env)
+		env = append(env, k+"="+v)
+	}
+	for _, k := range AllowedEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			set(k, v)
+		}
+	}
+	for _, m := range extra {
+		for k, v := range m {
+			set(k, v)
+		}
+	}
+	return env
+}
+
+// Spec describes a child process.
+type Spec struct {
+	Argv []string // program and arguments; Argv[0] is looked up in PATH; required
+	Env  []string // complete environment (see Env); nil means an empty environment
+	Dir  string   // working directory; "" means Switchboard's own
+	// MaxLine is the longest stdout line accepted, in bytes; longer lines are
+	// reported to OnOversize and skipped. Zero means 16 MiB.
+	MaxLine int
+	// GracePeriod is how long Close waits after closing stdin, and again
+	// after SIGTERM, before escalating. Zero means 2 s.
+	GracePeriod time.Duration
+	Logger      *slog.Logger // stderr lines and skipped stdout lines; nil discards
+}
+
+// Process is a running child. Its methods are safe for concurrent use.
+type Process struct {
+	spec  Spec
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	log   *slog.Logger
+
+	wmu  sync.Mutex // wmu serialises writes to stdin, so lines never interleave
+	wbuf []byte     // guarded by wmu
+
+	done      chan struct{} // closed when the process has exited and been reaped
+	waitErr   error         // set before done is closed
+	closeOnce sync.Once
+}
+
+// Start starts the child. onLine is called from one goroutine, in order, for
+// each stdout line that looks like a JSON object (first non-space byte '{'),
+// with a slice that is only valid during the call. onOversize is called with
+// the line's first bytes when a line exceeds MaxLine. Both run on the reader
+// goroutine, which ends when stdout closes; Done is closed after that and
+// after the process is reaped.
+func Start(spec Spec, onLine func([]byte), onOversize func(prefix []byte)) (*Process, error) {
+	if len(spec.Argv) == 0 {
+		return nil, errors.New("stdio: start: empty command")
+	}
+	if spec.MaxLine <= 0 {
+		spec.MaxLine = 16 << 20
+	}
+	if spec.GracePeriod <= 0 {
+		spec.GracePeriod = 2 * time.Second
+	}
+	log := spec.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	cmd := exec.Command(spec.Argv[0], spec.Argv[1:]...)
+	cmd.Env = spec.Env
+	if cmd.Env == nil {
+		cmd.Env = []string{}
+	}
+	cmd.Dir = spec.Dir
+	cmd.SysProcAttr = sysProcAttr()
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("stdio: start: %w", err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("stdio: start: %w", err)
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, fmt.Errorf("stdio: start: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("stdio: start %q: %w", spec.Argv[0], err)
+	}
+	p := &Process{spec: spec, cmd: cmd, stdin: stdin, log: log, done: make(chan struct{})}
+	var readers sync.WaitGroup
+	readers.Add(2)
+	go func() { defer readers.Done(); p.readStdout(stdout, onLine, onOversize) }()
+	go func() { defer readers.Done(); p.readStderr(stderr) }()
+	go p.reap(&readers, stdout, stderr)
+	return p, nil
+}
+
+// reap waits for the child to exit, then ends whatever is left of its
+// process group (no orphans), lets the readers drain what the child wrote,
+// and closes done. cmd.Wait is not used: it would close stdout under the
+// reader and could lose the child's last lines.
+func (p *Process) reap(readers *sync.WaitGroup, stdout, stderr io.Closer) {
+	state, err := p.cmd.Process.Wait()
+	killGroup(p.cmd.Process.Pid, syscall.SIGKILL)
+	drained := make(chan struct{})
+	go func() { readers.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-time.After(p.spec.GracePeriod):
+		// Something outside the group still holds the pipes open.
+		_ = stdout.Close()
+		_ = stderr.Close()
+		<-drained
+	}
+	if err == nil && !state.Success() {
+		err = &exec.ExitError{ProcessState: state}
+	}
+	p.waitErr = err
+	close(p.done)
+}
+
+// Pid returns the child's process id (also its process group id).
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Done is closed when the child has exited.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Err returns how the child exited; valid after Done is closed.
+func (p *Process) Err() error { return p.waitErr }
+
+// ErrExited is returned by Write after the child has exited.
+var ErrExited = errors.New("stdio: process exited")
+
+// Write sends one message, newline-terminated. msg must not contain a newline.
+func (p *Process) Write(msg []byte) error {
+	select {
+	case <-p.done:
+		return ErrExited
+	default:
+	}
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	p.wbuf = append(append(p.wbuf[:0], msg...), '\n')
+	if _, err := p.stdin.Write(p.wbuf); err != nil {
+		return fmt.Errorf("stdio: write: %w", err)
+	}
+	if cap(p.wbuf) > 1<<20 {
+		p.wbuf = nil // do not pin a large buffer
+	}
+	return nil
+}
+
+func (p *Process) readStdout(r io.Reader, onLine func([]byte), onOversize func([]byte)) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var long []byte // accumulates a line longer than the bufio buffer
+	oversize := false
+	for {
+		frag, err := br.ReadSlice('\n')
+		switch {
+		case err == bufio.ErrBufferFull:
+			if oversize {
+				continue
+			}
+			if len(long)+len(frag) > p.spec.MaxLine {
+				oversize = true
+				prefix := append(long, frag...)
+				if len(prefix) > 4096 {
+					prefix = prefix[:4096]
+				}
+				if onOversize != nil {
+					onOversize(prefix)
+				}
+				p.log.Warn("stdout line exceeds the message size limit; skipped", "limit_bytes", p.spec.MaxLine)
+				long = nil
+				continue
+			}
+			long = append(long, frag...)
+			continue
+		case err != nil && len(frag) == 0:
+			return
+		}
+		line := frag
+		if oversize {
+			oversize = false
+			long = nil
+			if err != nil {
+				return
+			}
+			continue
+		}
+		if long != nil {
+			long = append(long, frag...)
+			line = long
+		}
+		if len(line) > p.spec.MaxLine {
+			prefix := line
+			if len(prefix) > 4096 {
+				prefix = prefix[:4096]
+			}
+			if onOversize != nil {
+				onOversize(prefix)
+			}
+			p.log.Warn("stdout line exceeds the message size limit; skipped", "limit_bytes", p.spec.MaxLine)
+		} else {
+			p.line(bytes.TrimSpace(line), onLine)
+		}
+		long = nil
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (p *Process) line(line []byte, onLine func([]byte)) {
+	if len(line) == 0 {
+		return // blank lines are common (npx) and harmless
+	}
+	if line[0] != '{' {
+		p.log.Warn("non-JSON-RPC line on stdout skipped", "line", clip(line))
+		return
+	}
+	onLine(line)
+}
+
+func (p *Process) readStderr(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 4096), 64<<10)
+	for sc.Scan() {
+		if line := bytes.TrimSpace(sc.Bytes()); len(line) > 0 {
+			p.log.Warn("stderr", "line", clip(line))
+		}
+	}
+	// A line longer than the scanner buffer ends the scan: drain the rest so
+	// the child never blocks on a full stderr pipe.
+	_, _ = io.Copy(io.Discard, r)
+}
+
+func clip(b []byte) string {
+	if len(b) > 512 {
+		return string(b[:512]) + "…"
+	}
+	return string(b)
+}
+
+// Close ends the child and its process group: close stdin, wait GracePeriod,
+// SIGTERM the group, wait GracePeriod, SIGKILL the group. It returns when the
+// child has been reaped or ctx is done. It is idempotent.
+func (p *Process) Close(ctx context.Context) error {
+	p.closeOnce.Do(func() {
+		p.wmu.Lock()
+		_ = p.stdin.Close()
+		p.wmu.Unlock()
+	})
+	pgid := p.cmd.Process.Pid
+	t := time.NewTimer(p.spec.GracePeriod)
+	defer t.Stop()
+	select {
+	case <-p.done:
+		killGroup(pgid, syscall.SIGKILL) // stragglers in the group
+		return nil
+	case <-ctx.Done():
+		killGroup(pgid, syscall.SIGKILL)
+		return ctx.Err()
+	case <-t.C:
+	}
+	killGroup(pgid, syscall.SIGTERM)
+	t.Reset(p.spec.GracePeriod)
+	select {
+	case <-p.done:
+		killGroup(pgid, syscall.SIGKILL)
+		return nil
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	killGroup(pgid, syscall.SIGKILL)
+	<-p.done
+	return nil
+}
+
+// Kill ends the child's process group at once with SIGKILL and waits.
+func (p *Process) Kill() {
+	killGroup(p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.done
+}

@@ -1,0 +1,217 @@
+package streamable
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/audit"
+	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/session"
+	"github.com/switchboard-mcp/switchboard/internal/sse"
+	"github.com/switchboard-mcp/switchboard/internal/upstream"
+)
+
+// answer writes a call's messages to the client: JSON when the response is
+// the first thing to arrive (and JSON is accepted), else an SSE stream.
+// modern selects 2026-07-28 semantics: closing the stream cancels.
+func (h *Handler) answer(w http.ResponseWriter, r *http.Request, rec *audit.Record, call session.Call, jsonOK, modern bool) {
+	ctx := r.Context()
+	timeout := h.opts.Timeout
+	if call.LongLived() {
+		timeout = 0
+	}
+	var timer *time.Timer
+	var expired <-chan time.Time
+	if timeout > 0 {
+		timer = time.NewTimer(timeout)
+		defer timer.Stop()
+		expired = timer.C
+	}
+	var keep <-chan time.Time
+	var ev *sse.Writer
+	for {
+		m, ended := call.Poll()
+		if m == nil {
+			if ended {
+				call.Abandon(modern)
+				return // the call ended without a response (cannot happen for upstream calls)
+			}
+			select {
+			case <-call.Ready():
+				continue
+			case <-keep:
+				if ev.Comment("keep-alive") != nil {
+					call.Abandon(modern)
+					return
+				}
+				continue
+			case <-expired:
+				call.Abandon(true)
+				e := jsonrpc.Errorf(jsonrpc.UpstreamTimeout, "no response from %s within %s", h.opts.Name, timeout)
+				rec.Error = e.Message
+				if ev == nil {
+					writeError(w, http.StatusGatewayTimeout, rec.RPCID, e)
+					rec.Status = http.StatusGatewayTimeout
+				} else {
+					_ = ev.Event("message", "", jsonrpc.NewError(rec.RPCID, e).Encode())
+				}
+				return
+			case <-ctx.Done():
+				call.Abandon(modern) // the client went away
+				return
+			case <-h.opts.Done:
+				call.Abandon(true)
+				if ev == nil {
+					writeError(w, http.StatusServiceUnavailable, rec.RPCID, jsonrpc.Errorf(jsonrpc.UpstreamUnavailable, "switchboard is shutting down"))
+				}
+				return
+			}
+		}
+		final := m.IsResponse()
+		if final && ev == nil && jsonOK {
+			h.writeFinal(w, rec, m, true)
+			return
+		}
+		if ev == nil {
+			ev = startSSE(w, http.StatusOK)
+			// No resumption is offered (Last-Event-ID), but clients that
+			// reconnect should wait: the same hint the go-sdk gives.
+			_ = ev.Retry(time.Second)
+			rec.Status = http.StatusOK
+			if call.LongLived() {
+				t := time.NewTicker(h.opts.KeepAlive)
+				defer t.Stop()
+				keep = t.C
+			}
+		}
+		if err := ev.Event("message", "", m.Encode()); err != nil {
+			call.Abandon(modern)
+			return
+		}
+		if final {
+			rec.ResponseBody = m.Encode()
+			return
+		}
+		if timer != nil && m.Method == "notifications/progress" {
+			timer.Reset(timeout) // progress shows the call is alive
+		}
+	}
+}
+
+// writeFinal writes a response as JSON (or as a one-event SSE stream when
+// the client takes only SSE). Gateway errors get their HTTP status.
+func (h *Handler) writeFinal(w http.ResponseWriter, rec *audit.Record, m *jsonrpc.Message, jsonOK bool) {
+	body := m.Encode()
+	rec.ResponseBody = body
+	status := http.StatusOK
+	if e := m.ErrorOf(); e != nil {
+		status = statusForCode(e.Code)
+		rec.Error = e.Message
+	}
+	rec.Status = status
+	if !jsonOK {
+		ev := startSSE(w, status)
+		_ = ev.Event("message", "", body)
+		return
+	}
+	hd := w.Header()
+	hd.Set("Content-Type", "application/json")
+	hd.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// statusForCode maps the error codes Switchboard itself produces (and the
+// 2026-07-28 header errors) to HTTP statuses; every other JSON-RPC error is
+// the server's answer and travels with 200.
+func statusForCode(code int) int {
+	switch code {
+	case jsonrpc.UpstreamUnavailable:
+		return http.StatusServiceUnavailable
+	case jsonrpc.UpstreamTimeout:
+		return http.StatusGatewayTimeout
+	case jsonrpc.UpstreamTooLarge:
+		return http.StatusBadGateway
+	case jsonrpc.HeaderMismatch, jsonrpc.MissingRequiredClientCapability, jsonrpc.UnsupportedProtocolVersion:
+		return http.StatusBadRequest
+	}
+	return http.StatusOK
+}
+
+// fail writes the answer for an error returned before any response exists.
+// It is the one place where Go errors become HTTP statuses and JSON-RPC
+// errors for this front.
+func (h *Handler) fail(w http.ResponseWriter, msg *jsonrpc.Message, err error) {
+	status, e := Classify(err)
+	if status >= 500 {
+		h.log.Warn("request failed", "method", msg.Method, "status", status, "err", err)
+	}
+	var id []byte
+	if msg.IsRequest() {
+		id = msg.ID
+	}
+	writeError(w, status, id, e)
+}
+
+// Classify maps a Go error to an HTTP status and a JSON-RPC error.
+func Classify(err error) (int, *jsonrpc.Error) {
+	var e *jsonrpc.Error
+	switch {
+	case errors.As(err, &e):
+		switch e.Code {
+		case jsonrpc.ParseError, jsonrpc.InvalidRequest, jsonrpc.InvalidParams:
+			return http.StatusBadRequest, e
+		}
+		return statusForCode(e.Code), e
+	case errors.Is(err, session.ErrTooMany):
+		return http.StatusServiceUnavailable, jsonrpc.Errorf(jsonrpc.UpstreamUnavailable, "%v", err)
+	case errors.Is(err, upstream.ErrDuplicateID):
+		return http.StatusConflict, jsonrpc.Errorf(jsonrpc.InvalidRequest, "%v", err)
+	case errors.Is(err, upstream.ErrClosed):
+		return http.StatusNotFound, jsonrpc.Errorf(jsonrpc.InvalidRequest, "session ended")
+	case errors.Is(err, upstream.ErrUnavailable):
+		return http.StatusServiceUnavailable, jsonrpc.Errorf(jsonrpc.UpstreamUnavailable, "%v", err)
+	case errors.Is(err, context.DeadlineExceeded):
+		return http.StatusGatewayTimeout, jsonrpc.Errorf(jsonrpc.UpstreamTimeout, "%v", err)
+	case errors.Is(err, context.Canceled):
+		return 499, jsonrpc.Errorf(jsonrpc.InternalError, "request cancelled")
+	}
+	return http.StatusInternalServerError, jsonrpc.Errorf(jsonrpc.InternalError, "internal error")
+}
+
+func asRPCError(err error) *jsonrpc.Error {
+	if errors.Is(err, jsonrpc.ErrBatch) {
+		return jsonrpc.Errorf(jsonrpc.InvalidRequest, "%v", err)
+	}
+	var e *jsonrpc.Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return jsonrpc.Errorf(jsonrpc.ParseError, "%v", err)
+}
+
+// writeError writes a JSON-RPC error response with an HTTP status.
+func writeError(w http.ResponseWriter, status int, id []byte, e *jsonrpc.Error) {
+	if rec, ok := w.(interface{ Record() *audit.Record }); ok {
+		rec.Record().Error = e.Message
+	}
+	hd := w.Header()
+	hd.Set("Content-Type", "application/json")
+	hd.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(jsonrpc.NewError(id, e).Encode())
+}
+
+// startSSE writes the headers of an event stream and returns its writer.
+func startSSE(w http.ResponseWriter, status int) *sse.Writer {
+	hd := w.Header()
+	hd.Set("Content-Type", "text/event-stream")
+	hd.Set("Cache-Control", "no-cache, no-store")
+	hd.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(status)
+	ev := sse.NewWriter(w)
+	_ = http.NewResponseController(w).Flush()
+	return ev
+}

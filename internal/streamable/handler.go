@@ -1,0 +1,418 @@
+// Package streamable serves the MCP Streamable HTTP transport to clients:
+// POST, GET and DELETE on one endpoint, for both protocol eras.
+//
+// Legacy era (2025-11-25 and earlier): an initialize POST without
+// Mcp-Session-Id opens a session (Switchboard mints the id); later POSTs
+// carry it; GET opens a listen stream; DELETE ends the session.
+//
+// Modern era (2026-07-28): a POST whose params carry
+// _meta["io.modelcontextprotocol/protocolVersion"] is stateless. Its
+// MCP-Protocol-Version, Mcp-Method and Mcp-Name headers are checked against
+// the body (400 with -32020 on a mismatch), and closing the response stream
+// cancels the request.
+//
+// Every request answer is chosen lazily: when the first message for a call
+// is its response and the client accepts JSON, the answer is one JSON
+// object; as soon as anything else comes first (progress, a log message, a
+// server→client request) the answer becomes an SSE stream, flushed per event.
+//
+// The package writes the wire format itself (see package sse) rather than
+// using the go-sdk's StreamableHTTPHandler: the gateway forwards messages it
+// does not decode, and the go-sdk handler decodes every message into typed
+// values and owns the session semantics Switchboard must control.
+package streamable
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/audit"
+	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/session"
+	"github.com/switchboard-mcp/switchboard/internal/upstream"
+)
+
+// Destination is what the handler serves: one upstream (or, later, an
+// aggregated view). The gateway implements it.
+type Destination interface {
+	// Open attaches a new legacy session: it runs (or reuses) the upstream
+	// handshake and returns the session's backend and the InitializeResult
+	// response for the client.
+	Open(ctx context.Context, s *session.Session, init *jsonrpc.Message) (session.Backend, *jsonrpc.Message, error)
+	// Stateless sends a 2026-07-28 request, which belongs to no session.
+	Stateless(ctx context.Context, req *jsonrpc.Message) (session.Call, error)
+}
+
+// Options configure a Handler. Zero values are documented per field.
+type Options struct {
+	Name     string         // destination name; sessions are scoped to it
+	Sessions *session.Table // required; shared with the legacy SSE front
+	// Timeout bounds the wait for a response; progress notifications
+	// restart it. Zero means 30 s. Subscription streams have no deadline.
+	Timeout time.Duration
+	// MaxBody is the largest request body accepted (413 beyond). Zero means 16 MiB.
+	MaxBody int64
+	// KeepAlive is the interval of SSE comment keep-alives. Zero means 15 s.
+	KeepAlive time.Duration
+	// Done, when closed, ends every open stream (graceful shutdown).
+	Done   <-chan struct{}
+	Logger *slog.Logger // nil discards
+}
+
+// Handler serves one Streamable HTTP endpoint.
+type Handler struct {
+	dest Destination
+	opts Options
+	log  *slog.Logger
+}
+
+// NewHandler returns a Handler for dest.
+func NewHandler(dest Destination, opts Options) *Handler {
+	if opts.Timeout == 0 {
+		opts.Timeout = 30 * time.Second
+	}
+	if opts.MaxBody == 0 {
+		opts.MaxBody = 16 << 20
+	}
+	if opts.KeepAlive == 0 {
+		opts.KeepAlive = 15 * time.Second
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Handler{dest: dest, opts: opts, log: log}
+}
+
+// Header names.
+const (
+	HeaderSessionID       = "Mcp-Session-Id"
+	HeaderProtocolVersion = "Mcp-Protocol-Version"
+	HeaderMethod          = "Mcp-Method"
+	HeaderName            = "Mcp-Name"
+)
+
+// metaVersionKey is the _meta member that marks a 2026-07-28 request.
+const metaVersionKey = "io.modelcontextprotocol/protocolVersion"
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rec := audit.FromContext(r.Context())
+	rec.Destination = h.opts.Name
+	switch r.Method {
+	case http.MethodPost:
+		h.post(w, r, rec)
+	case http.MethodGet:
+		h.get(w, r, rec)
+	case http.MethodDelete:
+		h.delete(w, r, rec)
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		writeError(w, http.StatusMethodNotAllowed, nil, jsonrpc.Errorf(jsonrpc.InvalidRequest, "method %s not allowed", r.Method))
+	}
+}
+
+// accepts reports which answer forms the client takes. preferSSE is set
+// when the client lists text/event-stream before application/json: its
+// answers are then streams even when the response comes first.
+func accepts(r *http.Request) (jsonOK, sseOK, preferSSE bool) {
+	a := r.Header.Values("Accept")
+	if len(a) == 0 {
+		return true, true, false
+	}
+	first := ""
+	for _, v := range a {
+		for _, part := range strings.Split(v, ",") {
+			mt, _, _ := mime.ParseMediaType(strings.TrimSpace(part))
+			switch mt {
+			case "application/json", "application/*":
+				jsonOK = true
+			case "text/event-stream", "text/*":
+				sseOK = true
+			case "*/*":
+				jsonOK, sseOK = true, true
+			default:
+				continue
+			}
+			if first == "" {
+				first = mt
+			}
+		}
+	}
+	return jsonOK, sseOK, sseOK && first == "text/event-stream"
+}
+
+// lookupSession validates the Mcp-Session-Id header and finds the session.
+// It writes the error answer and returns nil when there is none.
+func (h *Handler) lookupSession(w http.ResponseWriter, r *http.Request, id string) *session.Session {
+	if !session.ValidID(id) {
+		writeError(w, http.StatusBadRequest, nil, jsonrpc.Errorf(jsonrpc.InvalidRequest, "malformed Mcp-Session-Id"))
+		return nil
+	}
+	s := h.opts.Sessions.Get(id)
+	if s == nil || s.Dest != h.opts.Name || s.Backend() == nil {
+		writeError(w, http.StatusNotFound, nil, jsonrpc.Errorf(jsonrpc.InvalidRequest, "session not found (it ended or expired); initialize a new one"))
+		return nil
+	}
+	return s
+}
+
+func (h *Handler) post(w http.ResponseWriter, r *http.Request, rec *audit.Record) {
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+		writeError(w, http.StatusUnsupportedMediaType, nil, jsonrpc.Errorf(jsonrpc.InvalidRequest, "Content-Type must be application/json"))
+		return
+	}
+	jsonOK, sseOK, preferSSE := accepts(r)
+	if !jsonOK && !sseOK {
+		writeError(w, http.StatusNotAcceptable, nil, jsonrpc.Errorf(jsonrpc.InvalidRequest, "Accept must include application/json or text/event-stream"))
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, nil, jsonrpc.Errorf(jsonrpc.InvalidRequest, "request body exceeds %d bytes", h.opts.MaxBody))
+			return
+		}
+		writeError(w, http.StatusBadRequest, nil, jsonrpc.Errorf(jsonrpc.ParseError, "reading request body: %v", err))
+		return
+	}
+	rec.RequestBody = body
+	msg, err := jsonrpc.Decode(body)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, nil, asRPCError(err))
+		return
+	}
+	rec.MCPMethod, rec.RPCID = msg.Method, msg.ID
+	jsonOK = jsonOK && !preferSSE // from here: "may the answer be plain JSON"
+
+	if v := r.Header.Get(HeaderProtocolVersion); v != "" && msg.Method != "initialize" && !knownVersion(v) {
+		writeError(w, http.StatusBadRequest, msg.ID, &jsonrpc.Error{Code: jsonrpc.UnsupportedProtocolVersion,
+			Message: "unsupported MCP-Protocol-Version " + strconv.Quote(v),
+			Data:    jsonrpc.Marshal(map[string]any{"supported": supportedVersions, "requested": v})})
+		return
+	}
+
+	sid := r.Header.Get(HeaderSessionID)
+	modern := jsonrpc.Member(msg.Params, "_meta", metaVersionKey) != nil
+	switch {
+	case modern && msg.Method != "initialize":
+		// 2026-07-28 ignores Mcp-Session-Id altogether.
+		h.stateless(w, r, rec, msg, jsonOK)
+		return
+	case sid == "" && msg.Method == "initialize" && msg.IsRequest():
+		h.initialize(w, r, rec, msg, jsonOK)
+		return
+	case sid == "":
+		writeError(w, http.StatusBadRequest, msg.ID, jsonrpc.Errorf(jsonrpc.InvalidRequest,
+			"missing Mcp-Session-Id header: send initialize first (or a 2026-07-28 request with _meta)"))
+		return
+	}
+	s := h.lookupSession(w, r, sid)
+	if s == nil {
+		return
+	}
+	rec.Session = s.ID
+	release := s.Acquire()
+	defer release()
+	b := s.Backend()
+	switch {
+	case msg.IsRequest():
+		if msg.Method == "initialize" {
+			writeError(w, http.StatusBadRequest, msg.ID, jsonrpc.Errorf(jsonrpc.InvalidRequest, "session is already initialized"))
+			return
+		}
+		call, err := b.Call(r.Context(), msg)
+		if err != nil {
+			h.fail(w, msg, err)
+			return
+		}
+		h.answer(w, r, rec, call, jsonOK, false)
+	case msg.IsNotification():
+		if err := b.Notify(r.Context(), msg); err != nil {
+			h.fail(w, msg, err)
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+	default:
+		if err := b.Respond(r.Context(), msg); err != nil {
+			h.fail(w, msg, err)
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+	}
+}
+
+func (h *Handler) initialize(w http.ResponseWriter, r *http.Request, rec *audit.Record, msg *jsonrpc.Message, jsonOK bool) {
+	s, err := h.opts.Sessions.New(h.opts.Name)
+	if err != nil {
+		h.fail(w, msg, err)
+		return
+	}
+	rec.Session = s.ID
+	backend, res, err := h.dest.Open(r.Context(), s, msg)
+	if err != nil {
+		s.End(err)
+		h.fail(w, msg, err)
+		return
+	}
+	s.SetBackend(backend)
+	w.Header().Set(HeaderSessionID, s.ID)
+	h.writeFinal(w, rec, res, jsonOK)
+}
+
+func (h *Handler) stateless(w http.ResponseWriter, r *http.Request, rec *audit.Record, msg *jsonrpc.Message, jsonOK bool) {
+	if e := checkHeaders(r, msg); e != nil {
+		writeError(w, http.StatusBadRequest, msg.ID, e)
+		return
+	}
+	if !msg.IsRequest() {
+		// No client notification is defined over HTTP in this era
+		// (cancellation is closing the stream): accept and drop.
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	call, err := h.dest.Stateless(r.Context(), msg)
+	if err != nil {
+		h.fail(w, msg, err)
+		return
+	}
+	h.answer(w, r, rec, call, jsonOK, true)
+}
+
+// checkHeaders validates the 2026-07-28 request-metadata headers against the
+// body; nil when they agree.
+func checkHeaders(r *http.Request, msg *jsonrpc.Message) *jsonrpc.Error {
+	metaVersion, _ := jsonrpc.StringMember(msg.Params, "_meta", metaVersionKey)
+	if v := r.Header.Get(HeaderProtocolVersion); v != metaVersion {
+		return jsonrpc.Errorf(jsonrpc.HeaderMismatch, "MCP-Protocol-Version header %q does not match _meta protocolVersion %q", v, metaVersion)
+	}
+	if v := r.Header.Get(HeaderMethod); v != msg.Method {
+		return jsonrpc.Errorf(jsonrpc.HeaderMismatch, "Mcp-Method header %q does not match method %q", v, msg.Method)
+	}
+	var key string
+	switch msg.Method {
+	case "tools/call", "prompts/get":
+		key = "name"
+	case "resources/read":
+		key = "uri"
+	default:
+		return nil
+	}
+	want, _ := jsonrpc.StringMember(msg.Params, key)
+	got, ok := decodeHeaderValue(r.Header.Get(HeaderName))
+	if !ok || got != want || r.Header.Get(HeaderName) == "" {
+		return jsonrpc.Errorf(jsonrpc.HeaderMismatch, "Mcp-Name header does not match params.%s", key)
+	}
+	return nil
+}
+
+// decodeHeaderValue undoes the =?base64?…?= encoding of header values.
+func decodeHeaderValue(v string) (string, bool) {
+	if strings.HasPrefix(v, "=?base64?") && strings.HasSuffix(v, "?=") && len(v) >= 11 {
+		b, err := base64.StdEncoding.DecodeString(v[len("=?base64?") : len(v)-2])
+		if err != nil {
+			return "", false
+		}
+		return string(b), true
+	}
+	return v, true
+}
+
+var supportedVersions = append(append([]string{}, upstream.KnownVersions...), "2026-07-28")
+
+func knownVersion(v string) bool {
+	for _, s := range supportedVersions {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+func (h *Handler) get(w http.ResponseWriter, r *http.Request, rec *audit.Record) {
+	sid := r.Header.Get(HeaderSessionID)
+	if sid == "" {
+		if v := r.Header.Get(HeaderProtocolVersion); v != "" && !slicesContains(upstream.KnownVersions, v) {
+			// A modern client: this era has no GET stream.
+			w.Header().Set("Allow", "POST")
+			writeError(w, http.StatusMethodNotAllowed, nil, jsonrpc.Errorf(jsonrpc.InvalidRequest, "GET is not supported in protocol %s", v))
+			return
+		}
+		writeError(w, http.StatusBadRequest, nil, jsonrpc.Errorf(jsonrpc.InvalidRequest, "missing Mcp-Session-Id header"))
+		return
+	}
+	if _, sseOK, _ := accepts(r); !sseOK {
+		writeError(w, http.StatusNotAcceptable, nil, jsonrpc.Errorf(jsonrpc.InvalidRequest, "Accept must include text/event-stream"))
+		return
+	}
+	s := h.lookupSession(w, r, sid)
+	if s == nil {
+		return
+	}
+	rec.Session = s.ID
+	release := s.Acquire()
+	defer release()
+	ev := startSSE(w, http.StatusOK)
+	rec.Status = http.StatusOK
+	keep := time.NewTicker(h.opts.KeepAlive)
+	defer keep.Stop()
+	q := s.Listen()
+	for {
+		m, done := q.Poll()
+		if done {
+			return
+		}
+		if m != nil {
+			if err := ev.Event("message", "", m.Encode()); err != nil {
+				s.Deliver(m) // the stream broke: keep the message for another
+				return
+			}
+			continue
+		}
+		select {
+		case <-q.Ready():
+		case <-keep.C:
+			if ev.Comment("keep-alive") != nil {
+				return
+			}
+		case <-s.Ended():
+			return
+		case <-h.opts.Done:
+			return
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+func (h *Handler) delete(w http.ResponseWriter, r *http.Request, rec *audit.Record) {
+	sid := r.Header.Get(HeaderSessionID)
+	if sid == "" {
+		writeError(w, http.StatusBadRequest, nil, jsonrpc.Errorf(jsonrpc.InvalidRequest, "missing Mcp-Session-Id header"))
+		return
+	}
+	s := h.lookupSession(w, r, sid)
+	if s == nil {
+		return
+	}
+	rec.Session = s.ID
+	s.End(nil)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func slicesContains(list []string, v string) bool {
+	for _, s := range list {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}

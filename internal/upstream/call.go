@@ -1,0 +1,98 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"sync/atomic"
+
+	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+)
+
+// Call is one client request in flight. Its messages — related
+// notifications, server→client requests, and last the response — arrive in
+// order through Next. Ids and progress tokens are already the client's own.
+type Call struct {
+	u        *Upstream
+	member   *Member // nil for a stateless (2026-07-28) request
+	id       int64   // internal id on the upstream connection
+	clientID json.RawMessage
+	token    json.RawMessage // the client's progress token; nil if none
+	method   string
+	q        *jsonrpc.Queue
+
+	internal     bool // Switchboard's own request (handshake, setLevel)
+	local        bool // answered by Switchboard without the server
+	subscription bool // subscriptions/listen: long-lived, never times out
+
+	// detached is set once nobody reads q: related messages then go to the
+	// member's listen stream, and the response is dropped.
+	detached atomic.Bool
+}
+
+// Method returns the request's method.
+func (c *Call) Method() string { return c.method }
+
+// LongLived reports whether the call is a subscription stream that has no
+// response deadline.
+func (c *Call) LongLived() bool { return c.subscription }
+
+// Next returns the next message for the client. The response is the last
+// message: after it Next returns io.EOF. On ctx expiry it returns ctx.Err()
+// and the call stays in flight (Abandon it or call Next again).
+func (c *Call) Next(ctx context.Context) (*jsonrpc.Message, error) {
+	return c.q.Pop(ctx)
+}
+
+// Poll returns a queued message without waiting; ended is true after the
+// response has been taken.
+func (c *Call) Poll() (m *jsonrpc.Message, ended bool) { return c.q.Poll() }
+
+// Ready receives when Poll may return something new.
+func (c *Call) Ready() <-chan struct{} { return c.q.Ready() }
+
+// Abandon tells the Upstream that nobody will read the call any more. If the
+// response has not arrived and cancel is set, the server is sent
+// notifications/cancelled; otherwise the response is dropped on arrival and
+// related messages go to the session's listen stream.
+func (c *Call) Abandon(cancel bool) {
+	if c.local || c.internal {
+		return
+	}
+	c.detached.Store(true)
+	c.q.Close()
+	u := c.u
+	u.mu.Lock()
+	live := u.pending[c.id] == c
+	if live && cancel {
+		delete(u.pending, c.id)
+		if c.member != nil {
+			delete(c.member.calls, string(c.clientID))
+		}
+	}
+	u.mu.Unlock()
+	if live && cancel {
+		_ = u.write(jsonrpc.NewNotification("notifications/cancelled",
+			jsonrpc.Marshal(map[string]any{"requestId": c.id, "reason": "cancelled by the client or timed out"})))
+	}
+}
+
+// fail ends the call with an error response.
+func (c *Call) fail(e *jsonrpc.Error) {
+	if c.internal {
+		c.q.Push(jsonrpc.NewError(jsonrpc.IntID(c.id), e), true)
+	} else {
+		c.q.Push(jsonrpc.NewError(c.clientID, e), true)
+	}
+	c.q.Close()
+}
+
+// deliver hands a related message to the client: on the call's own stream
+// while it is read, else on the member's listen stream.
+func (c *Call) deliver(m *jsonrpc.Message) {
+	if !c.detached.Load() && c.q.Push(m, false) {
+		return
+	}
+	if c.member != nil {
+		c.member.d.Deliver(m)
+	}
+}

@@ -1,0 +1,299 @@
+package upstream
+
+import (
+	"bytes"
+
+	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+)
+
+// subscriptionIDKey is where 2026-07-28 tags notifications of a
+// subscriptions/listen stream with the listen request's id.
+const subscriptionIDKey = "io.modelcontextprotocol/subscriptionId"
+
+// dispatch routes one message from connection gen. It runs on the
+// connection's reader goroutine and never blocks on a client.
+func (u *Upstream) dispatch(gen int, line []byte) {
+	msg, err := jsonrpc.Decode(bytes.Clone(line))
+	if err != nil {
+		u.log.Warn("invalid message from server skipped", "err", err, "line", clip(line))
+		return
+	}
+	switch {
+	case msg.IsResponse():
+		u.response(msg)
+	case msg.IsRequest():
+		u.serverRequest(gen, msg)
+	default:
+		u.notification(msg)
+	}
+}
+
+func clip(b []byte) string {
+	if len(b) > 256 {
+		return string(b[:256]) + "…"
+	}
+	return string(b)
+}
+
+func (u *Upstream) response(msg *jsonrpc.Message) {
+	id, ok := jsonrpc.ParseIntID(msg.ID)
+	u.mu.Lock()
+	c := u.pending[id]
+	if ok && c != nil {
+		delete(u.pending, id)
+		if c.member != nil {
+			delete(c.member.calls, string(c.clientID))
+		}
+	}
+	u.mu.Unlock()
+	if !ok || c == nil {
+		u.log.Debug("response to an unknown or finished request dropped", "id", string(msg.ID))
+		return
+	}
+	if !c.internal {
+		msg.ID = c.clientID
+	}
+	if c.detached.Load() {
+		c.q.Close()
+		return
+	}
+	c.q.Push(msg, true)
+	c.q.Close()
+}
+
+// oversize fails the call whose response was too large, when its id can be
+// read from the first bytes.
+func (u *Upstream) oversize(gen int, prefix []byte) {
+	rawID, ok := jsonrpc.PeekID(prefix)
+	if !ok {
+		u.log.Warn("oversized message from server skipped; its id could not be read")
+		return
+	}
+	id, ok := jsonrpc.ParseIntID(rawID)
+	u.mu.Lock()
+	c := u.pending[id]
+	if ok && c != nil {
+		delete(u.pending, id)
+		if c.member != nil {
+			delete(c.member.calls, string(c.clientID))
+		}
+	}
+	u.mu.Unlock()
+	if c != nil {
+		c.fail(jsonrpc.Errorf(jsonrpc.UpstreamTooLarge, "upstream %s: response exceeds the message size limit", u.opts.Name))
+	}
+}
+
+// owner finds where a message without a routing key belongs: the one call
+// in flight (the newest of them if they all belong to one member), or the
+// only member when nothing is in flight. ok is false when it cannot be told.
+// mu held.
+func (u *Upstream) owner() (m *Member, c *Call, ok bool) {
+	var newest *Call
+	for _, p := range u.pending {
+		if p.internal {
+			continue
+		}
+		if newest != nil && (p.member == nil || p.member != newest.member) {
+			return nil, nil, false // two owners
+		}
+		if newest == nil || (newest.subscription && !p.subscription) ||
+			(newest.subscription == p.subscription && p.id > newest.id) {
+			newest = p
+		}
+	}
+	if newest != nil {
+		return newest.member, newest, true
+	}
+	if len(u.members) == 1 {
+		for m := range u.members {
+			return m, nil, true
+		}
+	}
+	return nil, nil, false
+}
+
+func (u *Upstream) serverRequest(gen int, msg *jsonrpc.Message) {
+	if msg.Method == "ping" {
+		u.reply(jsonrpc.NewResult(msg.ID, nil))
+		return
+	}
+	u.mu.Lock()
+	m, c, ok := u.owner()
+	if ok && m == nil {
+		ok = false // a stateless request cannot take server→client requests
+	}
+	var refuse *jsonrpc.Error
+	if !ok {
+		refuse = jsonrpc.Errorf(jsonrpc.RequestRefused,
+			"switchboard: cannot tell which client session %s belongs to (several sessions have calls in flight); "+
+				"configure this destination with isolation: session", msg.Method)
+	} else if need := capabilityFor(msg.Method); need != "" && !m.has(need) {
+		refuse = jsonrpc.Errorf(jsonrpc.MethodNotFound, "the client did not declare the %s capability", need)
+	}
+	var down int64
+	if refuse == nil {
+		u.nextRev++
+		down = u.nextRev
+		u.reverse[down] = &serverRequest{upID: msg.ID, member: m, gen: gen}
+	}
+	u.mu.Unlock()
+	if refuse != nil {
+		u.log.Warn("server→client request refused", "method", msg.Method, "reason", refuse.Message)
+		u.reply(jsonrpc.NewError(msg.ID, refuse))
+		return
+	}
+	out := *msg
+	out.ID = jsonrpc.IntID(down)
+	if c != nil {
+		c.deliver(&out)
+	} else {
+		m.d.Deliver(&out)
+	}
+}
+
+func capabilityFor(method string) string {
+	switch method {
+	case "sampling/createMessage":
+		return "sampling"
+	case "elicitation/create":
+		return "elicitation"
+	case "roots/list":
+		return "roots"
+	}
+	return ""
+}
+
+func (m *Member) has(capability string) bool {
+	switch capability {
+	case "sampling":
+		return m.caps.sampling
+	case "elicitation":
+		return m.caps.elicitation
+	case "roots":
+		return m.caps.roots
+	}
+	return true
+}
+
+// reply answers the server directly (ping, refusals).
+func (u *Upstream) reply(m *jsonrpc.Message) {
+	if err := u.write(m); err != nil {
+		u.log.Debug("reply to server failed", "err", err)
+	}
+}
+
+func (u *Upstream) notification(msg *jsonrpc.Message) {
+	switch msg.Method {
+	case "notifications/progress":
+		u.progress(msg)
+		return
+	case "notifications/message":
+		u.logMessage(msg)
+		return
+	case "notifications/resources/updated":
+		uri, _ := jsonrpc.StringMember(msg.Params, "uri")
+		u.mu.Lock()
+		var to []*Member
+		for m := range u.members {
+			if m.subs[uri] {
+				to = append(to, m)
+			}
+		}
+		u.mu.Unlock()
+		for _, m := range to {
+			m.d.Deliver(msg)
+		}
+		return
+	case "notifications/cancelled":
+		// The server cancels a request it sent to a client.
+		rid, s, e, ok := jsonrpc.Lookup(msg.Params, "requestId")
+		if !ok {
+			return
+		}
+		u.mu.Lock()
+		var target *serverRequest
+		var down int64
+		for d, sr := range u.reverse {
+			if bytes.Equal(sr.upID, rid) {
+				target, down = sr, d
+				break
+			}
+		}
+		if target != nil {
+			delete(u.reverse, down)
+		}
+		u.mu.Unlock()
+		if target != nil {
+			out := &jsonrpc.Message{Method: msg.Method, Params: jsonrpc.Splice(msg.Params, s, e, jsonrpc.IntID(down))}
+			target.member.d.Deliver(out)
+		}
+		return
+	}
+	// 2026-07-28 subscription streams tag their notifications.
+	if sid, s, e, ok := jsonrpc.Lookup(msg.Params, "_meta", subscriptionIDKey); ok {
+		id, _ := jsonrpc.ParseIntID(sid)
+		u.mu.Lock()
+		c := u.pending[id]
+		u.mu.Unlock()
+		if c != nil {
+			out := &jsonrpc.Message{Method: msg.Method, Params: jsonrpc.Splice(msg.Params, s, e, c.clientID)}
+			c.deliver(out)
+		}
+		return
+	}
+	// list_changed and anything else: every member.
+	u.broadcast(msg)
+}
+
+func (u *Upstream) broadcast(msg *jsonrpc.Message) {
+	u.mu.Lock()
+	to := make([]*Member, 0, len(u.members))
+	for m := range u.members {
+		to = append(to, m)
+	}
+	u.mu.Unlock()
+	for _, m := range to {
+		m.d.Deliver(msg)
+	}
+}
+
+func (u *Upstream) progress(msg *jsonrpc.Message) {
+	tok, s, e, ok := jsonrpc.Lookup(msg.Params, "progressToken")
+	if !ok {
+		return
+	}
+	id, _ := jsonrpc.ParseIntID(tok)
+	u.mu.Lock()
+	c := u.pending[id]
+	u.mu.Unlock()
+	if c == nil || c.token == nil {
+		u.log.Debug("progress for an unknown or finished request dropped", "token", string(tok))
+		return
+	}
+	c.deliver(&jsonrpc.Message{Method: msg.Method, Params: jsonrpc.Splice(msg.Params, s, e, c.token)})
+}
+
+// logMessage delivers notifications/message to the call that caused it when
+// that can be told (one owner), else to every member whose level admits it.
+func (u *Upstream) logMessage(msg *jsonrpc.Message) {
+	level, _ := jsonrpc.StringMember(msg.Params, "level")
+	li := levelIndex(level)
+	u.mu.Lock()
+	m, c, ok := u.owner()
+	if ok && c != nil && (m == nil || m.level <= li) {
+		u.mu.Unlock()
+		c.deliver(msg)
+		return
+	}
+	var to []*Member
+	for mm := range u.members {
+		if mm.level <= li {
+			to = append(to, mm)
+		}
+	}
+	u.mu.Unlock()
+	for _, mm := range to {
+		mm.d.Deliver(msg)
+	}
+}

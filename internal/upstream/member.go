@@ -1,0 +1,333 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+)
+
+// Member is one client session attached to an Upstream.
+type Member struct {
+	u *Upstream
+	d Downstream
+
+	// Set at Join, read-only after.
+	version string // protocol version negotiated with this client
+	caps    clientCaps
+
+	// The fields below are guarded by u.mu.
+	calls map[string]int64 // client request id → internal id, for cancellation and duplicates
+	level int              // index in logLevels of the client's level; -1 unset (receives all)
+	subs  map[string]bool  // resource URIs this client subscribed to
+	left  bool
+}
+
+type clientCaps struct{ sampling, elicitation, roots bool }
+
+var logLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+func levelIndex(s string) int { return slices.Index(logLevels, s) }
+
+// Version returns the protocol version negotiated with the client.
+func (m *Member) Version() string { return m.version }
+
+// KnownVersions are the legacy-era protocol versions, oldest first.
+var KnownVersions = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
+
+// negotiate picks the version for a client that asked for requested when the
+// server speaks server: the client's own if Switchboard knows it and the
+// server is not older, else the server's.
+func negotiate(requested, server string) string {
+	ri, si := slices.Index(KnownVersions, requested), slices.Index(KnownVersions, server)
+	if ri >= 0 && (si < 0 || ri <= si) {
+		return requested
+	}
+	if server != "" {
+		return server
+	}
+	return LatestVersion
+}
+
+// Join attaches a client session, starting and initializing the server if
+// needed, and returns the InitializeResult to send to the client (as a
+// response to init, under the client's own id).
+func (u *Upstream) Join(ctx context.Context, d Downstream, init *jsonrpc.Message) (*Member, *jsonrpc.Message, error) {
+	if u.opts.Era != Legacy {
+		return nil, nil, fmt.Errorf("%w: %s speaks protocol 2026-07-28 only", ErrUnavailable, u.opts.Name)
+	}
+	if err := u.ensure(ctx, init.Params); err != nil {
+		return nil, nil, err
+	}
+	requested, _ := jsonrpc.StringMember(init.Params, "protocolVersion")
+	m := &Member{u: u, d: d, calls: map[string]int64{}, level: -1, subs: map[string]bool{}}
+	caps := jsonrpc.Member(init.Params, "capabilities")
+	m.caps = clientCaps{
+		sampling:    jsonrpc.Member(caps, "sampling") != nil,
+		elicitation: jsonrpc.Member(caps, "elicitation") != nil,
+		roots:       jsonrpc.Member(caps, "roots") != nil,
+	}
+	u.mu.Lock()
+	if u.state == Closed {
+		u.mu.Unlock()
+		return nil, nil, ErrClosed
+	}
+	res, server := u.initRes, u.version
+	u.members[m] = struct{}{}
+	u.mu.Unlock()
+	m.version = negotiate(requested, server)
+	if m.version != server {
+		_, s, e, ok := jsonrpc.Lookup(res, "protocolVersion")
+		if ok {
+			res = jsonrpc.Splice(res, s, e, jsonrpc.Quote(m.version))
+		}
+	}
+	return m, jsonrpc.NewResult(init.ID, res), nil
+}
+
+// Leave detaches the member; its in-flight calls are cancelled upstream and
+// its subscriptions released.
+func (m *Member) Leave() {
+	u := m.u
+	u.mu.Lock()
+	if m.left {
+		u.mu.Unlock()
+		return
+	}
+	m.left = true
+	delete(u.members, m)
+	var calls []*Call
+	for _, id := range m.calls {
+		if c := u.pending[id]; c != nil {
+			calls = append(calls, c)
+		}
+	}
+	var unsub []string
+	for uri := range m.subs {
+		if u.subs[uri]--; u.subs[uri] <= 0 {
+			delete(u.subs, uri)
+			unsub = append(unsub, uri)
+		}
+	}
+	u.mu.Unlock()
+	for _, c := range calls {
+		c.Abandon(true)
+	}
+	if len(unsub) > 0 {
+		go u.unsubscribe(unsub)
+	}
+	u.updateLevel()
+}
+
+func (u *Upstream) unsubscribe(uris []string) {
+	ctx, cancel := context.WithTimeout(context.Background(), u.opts.HandshakeTimeout)
+	defer cancel()
+	for _, uri := range uris {
+		if _, err := u.internalCall(ctx, "resources/unsubscribe", jsonrpc.Marshal(map[string]string{"uri": uri})); err != nil {
+			u.log.Debug("resources/unsubscribe failed", "uri", uri, "err", err)
+		}
+	}
+}
+
+// minLevel returns the lowest level any member set; mu held.
+func (u *Upstream) minLevel() string {
+	lo := -1
+	for m := range u.members {
+		if m.level >= 0 && (lo < 0 || m.level < lo) {
+			lo = m.level
+		}
+	}
+	if lo < 0 {
+		return ""
+	}
+	return logLevels[lo]
+}
+
+// updateLevel sends logging/setLevel when the lowest member level changed.
+func (u *Upstream) updateLevel() {
+	u.mu.Lock()
+	want := u.minLevel()
+	if want == "" || want == u.level || u.state != Ready {
+		u.mu.Unlock()
+		return
+	}
+	u.level = want
+	u.mu.Unlock()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), u.opts.HandshakeTimeout)
+		defer cancel()
+		if _, err := u.internalCall(ctx, "logging/setLevel", jsonrpc.Marshal(map[string]string{"level": want})); err != nil {
+			u.log.Debug("logging/setLevel failed", "err", err)
+		}
+	}()
+}
+
+// Call sends a client request and returns the Call that carries its related
+// messages and response. The caller must read it to the end or Abandon it.
+func (m *Member) Call(ctx context.Context, req *jsonrpc.Message) (*Call, error) {
+	u := m.u
+	switch req.Method {
+	case "logging/setLevel":
+		return m.setLevel(ctx, req)
+	case "resources/subscribe", "resources/unsubscribe":
+		return m.subscription(ctx, req)
+	case "initialize":
+		return nil, jsonrpc.Errorf(jsonrpc.InvalidRequest, "session is already initialized")
+	}
+	return u.call(ctx, m, req)
+}
+
+// CallStateless sends a request that belongs to no session (protocol
+// 2026-07-28).
+func (u *Upstream) CallStateless(ctx context.Context, req *jsonrpc.Message) (*Call, error) {
+	return u.call(ctx, nil, req)
+}
+
+func (u *Upstream) call(ctx context.Context, m *Member, req *jsonrpc.Message) (*Call, error) {
+	if err := u.ensure(ctx, nil); err != nil {
+		return nil, err
+	}
+	c := u.newCall(m, req.ID, req.Method)
+	c.subscription = req.Method == "subscriptions/listen"
+	params := req.Params
+	if tok, s, e, ok := jsonrpc.Lookup(params, "_meta", "progressToken"); ok {
+		c.token = tok
+		params = jsonrpc.Splice(params, s, e, jsonrpc.IntID(c.id))
+	}
+	u.mu.Lock()
+	if m != nil {
+		if m.left {
+			u.mu.Unlock()
+			return nil, ErrClosed
+		}
+		key := string(req.ID)
+		if _, dup := m.calls[key]; dup {
+			u.mu.Unlock()
+			return nil, fmt.Errorf("%w %s: a request with this id is still in flight", ErrDuplicateID, req.ID)
+		}
+		m.calls[key] = c.id
+	}
+	u.pending[c.id] = c
+	u.mu.Unlock()
+	out := &jsonrpc.Message{ID: jsonrpc.IntID(c.id), Method: req.Method, Params: params}
+	if err := u.write(out); err != nil {
+		u.forget(c)
+		return nil, err
+	}
+	return c, nil
+}
+
+// localCall returns a Call already holding its response.
+func (u *Upstream) localCall(m *Member, req *jsonrpc.Message, result json.RawMessage) *Call {
+	c := &Call{u: u, member: m, clientID: req.ID, method: req.Method, q: jsonrpc.NewQueue(1), local: true}
+	c.q.Push(jsonrpc.NewResult(req.ID, result), true)
+	c.q.Close()
+	return c
+}
+
+func (m *Member) setLevel(ctx context.Context, req *jsonrpc.Message) (*Call, error) {
+	u := m.u
+	level, _ := jsonrpc.StringMember(req.Params, "level")
+	li := levelIndex(level)
+	if li < 0 {
+		return nil, jsonrpc.Errorf(jsonrpc.InvalidParams, "invalid log level %q", level)
+	}
+	if err := u.ensure(ctx, nil); err != nil {
+		return nil, err
+	}
+	u.mu.Lock()
+	m.level = li
+	want := u.minLevel()
+	if want == u.level {
+		u.mu.Unlock()
+		return u.localCall(m, req, nil), nil
+	}
+	u.level = want
+	u.mu.Unlock()
+	fwd := *req
+	fwd.Params = jsonrpc.Marshal(map[string]string{"level": want})
+	return u.call(ctx, m, &fwd)
+}
+
+func (m *Member) subscription(ctx context.Context, req *jsonrpc.Message) (*Call, error) {
+	u := m.u
+	uri, ok := jsonrpc.StringMember(req.Params, "uri")
+	if !ok {
+		return nil, jsonrpc.Errorf(jsonrpc.InvalidParams, "%s: params.uri must be a string", req.Method)
+	}
+	if err := u.ensure(ctx, nil); err != nil {
+		return nil, err
+	}
+	sub := req.Method == "resources/subscribe"
+	u.mu.Lock()
+	forward := false
+	switch {
+	case sub && !m.subs[uri]:
+		m.subs[uri] = true
+		u.subs[uri]++
+		forward = u.subs[uri] == 1
+	case !sub && m.subs[uri]:
+		delete(m.subs, uri)
+		u.subs[uri]--
+		forward = u.subs[uri] <= 0
+		if forward {
+			delete(u.subs, uri)
+		}
+	}
+	u.mu.Unlock()
+	if !forward {
+		return u.localCall(m, req, nil), nil
+	}
+	return u.call(ctx, m, req)
+}
+
+// Notify forwards a client notification: cancellation of the client's own
+// requests (mapped to internal ids), progress and roots/list_changed.
+// notifications/initialized is absorbed: Switchboard ran the handshake.
+func (m *Member) Notify(ctx context.Context, n *jsonrpc.Message) error {
+	u := m.u
+	switch n.Method {
+	case "notifications/initialized":
+		return nil
+	case "notifications/cancelled":
+		rid, s, e, ok := jsonrpc.Lookup(n.Params, "requestId")
+		if !ok {
+			return nil // invalid cancellations SHOULD be ignored
+		}
+		u.mu.Lock()
+		id, found := m.calls[string(rid)]
+		c := u.pending[id]
+		u.mu.Unlock()
+		if !found || c == nil {
+			return nil
+		}
+		out := &jsonrpc.Message{Method: n.Method, Params: jsonrpc.Splice(n.Params, s, e, jsonrpc.IntID(id))}
+		u.forget(c)
+		c.fail(jsonrpc.Errorf(jsonrpc.RequestRefused, "request cancelled by the client"))
+		return u.write(out)
+	}
+	if err := u.ensure(ctx, nil); err != nil {
+		return err
+	}
+	return u.write(n)
+}
+
+// Respond forwards the client's response to a server→client request.
+func (m *Member) Respond(ctx context.Context, r *jsonrpc.Message) error {
+	u := m.u
+	n, ok := jsonrpc.ParseIntID(r.ID)
+	u.mu.Lock()
+	sr := u.reverse[n]
+	if !ok || sr == nil || sr.member != m {
+		u.mu.Unlock()
+		u.log.Debug("response to an unknown server request dropped", "id", string(r.ID))
+		return nil
+	}
+	delete(u.reverse, n)
+	u.mu.Unlock()
+	out := *r
+	out.ID = sr.upID
+	return u.write(&out)
+}

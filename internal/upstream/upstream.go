@@ -1,0 +1,517 @@
+// Package upstream multiplexes client sessions onto one connection to an MCP
+// server: a stdio child, or (later) a remote Streamable HTTP or SSE server.
+//
+// An Upstream owns the connection and everything that must be rewritten for
+// several clients to share it:
+//
+//   - request ids: each client request gets an internal integer id, and the
+//     response is routed back under the client's own id;
+//   - progress tokens: rewritten to the internal id, so progress reaches only
+//     the call that asked for it, under the client's own token;
+//   - cancellation: a client's notifications/cancelled is mapped to the
+//     internal id of that client's own request, never anyone else's;
+//   - server→client requests (sampling, elicitation, roots): routed to the
+//     session whose call caused them, with ids rewritten both ways; when the
+//     owner cannot be told apart the request is refused, never guessed;
+//   - per-session protocol state: logging/setLevel filters notifications/message
+//     per member, resource subscriptions are ref-counted so
+//     notifications/resources/updated reaches only subscribers;
+//   - the handshake: Switchboard initializes the server itself and answers
+//     each client's initialize from the cached result, so a restarted server
+//     is re-initialized (handshake replayed, level and subscriptions restored)
+//     without the clients noticing anything but the calls that were in flight.
+//
+// Data flow: a front (streamable, sse) owns a session, which holds a Member;
+// Member.Call returns a Call whose messages the front writes to the client.
+// The connection's reader goroutine calls dispatch for every message; it never
+// blocks on a client (Calls and members have their own queues).
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+)
+
+// Conn is one live connection to an MCP server that carries whole messages.
+// *stdio.Process satisfies it.
+type Conn interface {
+	// Write sends one encoded message. Safe for concurrent use.
+	Write(msg []byte) error
+	// Done is closed when the connection has ended.
+	Done() <-chan struct{}
+	// Err tells why it ended; valid after Done.
+	Err() error
+	// Close ends the connection gracefully, within ctx.
+	Close(ctx context.Context) error
+}
+
+// Dialer opens a connection. deliver is called for each message received, in
+// order, from one goroutine, with a slice valid only during the call;
+// oversize is called with the first bytes of a message over the size limit.
+type Dialer func(ctx context.Context, deliver func([]byte), oversize func([]byte)) (Conn, error)
+
+// Downstream is the client side of a Member: the session's listen stream
+// (the GET stream, or the legacy SSE stream). Implementations must not block.
+type Downstream interface {
+	// Deliver queues a message that belongs to no open call: an unrelated
+	// notification, or a server→client request whose call stream is gone.
+	Deliver(m *jsonrpc.Message)
+	// End tells the session that the upstream is gone for good.
+	End(err error)
+}
+
+// Era is the protocol era an Upstream speaks with its server.
+type Era int
+
+const (
+	// Legacy servers (protocol 2025-11-25 and earlier) get an initialize
+	// handshake before anything else.
+	Legacy Era = iota
+	// Modern servers (2026-07-28) are stateless: no handshake.
+	Modern
+)
+
+// Options configure an Upstream. The zero value of each field is documented.
+type Options struct {
+	Name string // destination name, for logs and errors; required
+	Dial Dialer // required
+	// Shared means many client sessions share the connection: Switchboard
+	// initializes the server with its own client identity and the union of
+	// the capabilities it can route. When false the first member's initialize
+	// params are sent as they are (one process per session).
+	Shared bool
+	Era    Era // Legacy (zero) or Modern
+	// RestartDelays are the waits before each restart attempt after the
+	// connection ends unexpectedly; nil means never restart. After the last
+	// one fails the Upstream is Failed and its members are ended.
+	RestartDelays []time.Duration
+	// StableAfter resets the restart attempt count once a connection has
+	// lived this long. Zero means 10 s.
+	StableAfter time.Duration
+	// HandshakeTimeout bounds the initialize exchange. Zero means 30 s.
+	HandshakeTimeout time.Duration
+	// QueueLimit bounds the messages queued for one call or member before
+	// notifications are dropped. Zero means 1024.
+	QueueLimit int
+	Logger     *slog.Logger // nil discards
+	// OnState, if set, is called (without locks held) on every state change.
+	OnState func(State)
+}
+
+// State is an Upstream's lifecycle state.
+type State int
+
+const (
+	Idle       State = iota // not started; the first use starts it
+	Starting                // connecting and handshaking
+	Ready                   // serving
+	Restarting              // waiting to reconnect after an unexpected end
+	Failed                  // restarts exhausted; calls fail fast
+	Closed                  // Close was called
+)
+
+func (s State) String() string {
+	return [...]string{"idle", "starting", "ready", "restarting", "failed", "closed"}[s]
+}
+
+// Errors returned by Upstream methods. The fronts map them to HTTP statuses.
+var (
+	ErrUnavailable = errors.New("upstream unavailable")
+	ErrClosed      = errors.New("upstream closed")
+	ErrDuplicateID = errors.New("duplicate request id")
+)
+
+// Upstream is one connection to one MCP server, shared by its members.
+type Upstream struct {
+	opts Options
+	log  *slog.Logger
+
+	mu sync.Mutex
+	// The fields below are guarded by mu.
+	state     State
+	ready     chan struct{} // closed when the current Starting/Restarting phase ends
+	lastErr   error         // why the last connection or attempt failed
+	conn      Conn          // nil unless Ready or Starting (after dial)
+	gen       int           // bumped for every connection; stale events are ignored
+	connected time.Time
+	attempts  int
+	initReq   json.RawMessage // the initialize params sent to the server
+	initRes   json.RawMessage // the server's InitializeResult
+	version   string          // protocol version the server chose
+	nextID    int64
+	pending   map[int64]*Call
+	reverse   map[int64]*serverRequest // by downstream id
+	nextRev   int64
+	members   map[*Member]struct{}
+	subs      map[string]int // resource URI → number of members subscribed
+	level     string         // logging level set on the server; "" none
+}
+
+// serverRequest is a server→client request awaiting the client's response.
+type serverRequest struct {
+	upID   json.RawMessage // the id the server used
+	member *Member
+	gen    int
+}
+
+// New returns an idle Upstream; nothing starts until it is used.
+func New(opts Options) *Upstream {
+	if opts.StableAfter == 0 {
+		opts.StableAfter = 10 * time.Second
+	}
+	if opts.HandshakeTimeout == 0 {
+		opts.HandshakeTimeout = 30 * time.Second
+	}
+	if opts.QueueLimit == 0 {
+		opts.QueueLimit = 1024
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Upstream{
+		opts:    opts,
+		log:     log.With("destination", opts.Name),
+		pending: map[int64]*Call{},
+		reverse: map[int64]*serverRequest{},
+		members: map[*Member]struct{}{},
+		subs:    map[string]int{},
+	}
+}
+
+// Name returns the destination name.
+func (u *Upstream) Name() string { return u.opts.Name }
+
+// State returns the current state and, for Failed or Restarting, why.
+func (u *Upstream) State() (State, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.state, u.lastErr
+}
+
+// Members returns the number of attached members.
+func (u *Upstream) Members() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return len(u.members)
+}
+
+func (u *Upstream) setState(s State) {
+	// mu held by caller
+	u.state = s
+	if f := u.opts.OnState; f != nil {
+		go f(s)
+	}
+}
+
+// ensure returns once the Upstream is Ready, starting it if Idle. params are
+// the initialize params to use if this call starts a Legacy connection.
+func (u *Upstream) ensure(ctx context.Context, params json.RawMessage) error {
+	u.mu.Lock()
+	for {
+		switch u.state {
+		case Ready:
+			u.mu.Unlock()
+			return nil
+		case Idle:
+			u.initReq = params
+			u.ready = make(chan struct{})
+			u.setState(Starting)
+			go u.connect(u.gen + 1)
+		case Starting, Restarting:
+			ch := u.ready
+			u.mu.Unlock()
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return fmt.Errorf("%w: %s is starting: %w", ErrUnavailable, u.opts.Name, ctx.Err())
+			}
+			u.mu.Lock()
+		case Failed:
+			err := u.lastErr
+			u.mu.Unlock()
+			return fmt.Errorf("%w: %s failed: %v", ErrUnavailable, u.opts.Name, err)
+		case Closed:
+			u.mu.Unlock()
+			return ErrClosed
+		}
+	}
+}
+
+// connect dials and handshakes connection number gen; on failure it
+// schedules the next attempt or marks the Upstream Failed.
+func (u *Upstream) connect(gen int) {
+	ctx, cancel := context.WithTimeout(context.Background(), u.opts.HandshakeTimeout)
+	defer cancel()
+	conn, err := u.opts.Dial(ctx, func(b []byte) { u.dispatch(gen, b) }, func(p []byte) { u.oversize(gen, p) })
+	u.mu.Lock()
+	if u.state == Closed {
+		u.mu.Unlock()
+		if conn != nil {
+			go conn.Close(context.Background())
+		}
+		return
+	}
+	if err != nil {
+		u.mu.Unlock()
+		u.failed(gen, fmt.Errorf("start: %w", err))
+		return
+	}
+	u.gen = gen
+	u.conn = conn
+	u.connected = time.Now()
+	u.mu.Unlock()
+	go u.watch(gen, conn)
+
+	if err := u.handshake(ctx); err != nil {
+		u.log.Warn("handshake failed", "err", err)
+		_ = conn.Close(context.Background())
+		// watch sees the connection end and schedules the restart.
+		return
+	}
+	u.mu.Lock()
+	if u.gen == gen && u.state != Closed {
+		u.lastErr = nil
+		u.setState(Ready)
+		close(u.ready)
+	}
+	u.mu.Unlock()
+}
+
+// handshake runs initialize/initialized (Legacy) and restores what the
+// members had set up on a previous connection: the log level and resource
+// subscriptions. It runs before the Upstream is Ready, so it talks to the
+// connection directly through internal calls.
+func (u *Upstream) handshake(ctx context.Context) error {
+	if u.opts.Era == Legacy {
+		res, err := u.internalCall(ctx, "initialize", u.initParams())
+		if err != nil {
+			return fmt.Errorf("initialize: %w", err)
+		}
+		u.mu.Lock()
+		u.initRes = res
+		u.version, _ = jsonrpc.StringMember(res, "protocolVersion")
+		u.mu.Unlock()
+		if err := u.write(jsonrpc.NewNotification("notifications/initialized", nil)); err != nil {
+			return err
+		}
+	}
+	u.mu.Lock()
+	level := u.level
+	uris := make([]string, 0, len(u.subs))
+	for uri := range u.subs {
+		uris = append(uris, uri)
+	}
+	u.mu.Unlock()
+	if level != "" {
+		if _, err := u.internalCall(ctx, "logging/setLevel", jsonrpc.Marshal(map[string]string{"level": level})); err != nil {
+			u.log.Warn("restoring log level failed", "err", err)
+		}
+	}
+	for _, uri := range uris {
+		if _, err := u.internalCall(ctx, "resources/subscribe", jsonrpc.Marshal(map[string]string{"uri": uri})); err != nil {
+			u.log.Warn("restoring resource subscription failed", "uri", uri, "err", err)
+		}
+	}
+	return nil
+}
+
+// gatewayCapabilities are the client capabilities a shared Upstream
+// declares: everything Switchboard can route to some client.
+var gatewayCapabilities = json.RawMessage(`{"roots":{"listChanged":true},"sampling":{},"elicitation":{"form":{},"url":{}}}`)
+
+// LatestVersion is the newest legacy-era protocol version Switchboard speaks.
+const LatestVersion = "2025-11-25"
+
+func (u *Upstream) initParams() json.RawMessage {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if !u.opts.Shared && u.initReq != nil {
+		return u.initReq
+	}
+	version := LatestVersion
+	return jsonrpc.Marshal(map[string]any{
+		"protocolVersion": version,
+		"capabilities":    gatewayCapabilities,
+		"clientInfo":      map[string]string{"name": "switchboard", "version": "1"},
+	})
+}
+
+// watch waits for connection gen to end, fails its in-flight calls at once
+// and restarts it according to the policy.
+func (u *Upstream) watch(gen int, conn Conn) {
+	<-conn.Done()
+	err := conn.Err()
+	if err == nil {
+		err = errors.New("exited")
+	}
+	u.failed(gen, fmt.Errorf("connection ended: %w", err))
+}
+
+// failed handles the end of connection gen (or a failed attempt at it).
+func (u *Upstream) failed(gen int, err error) {
+	u.mu.Lock()
+	if u.state == Closed || gen < u.gen {
+		u.mu.Unlock()
+		return
+	}
+	u.gen = gen
+	u.conn = nil
+	u.lastErr = err
+	calls := u.pending
+	u.pending = map[int64]*Call{}
+	u.reverse = map[int64]*serverRequest{}
+	for _, c := range calls {
+		if c.member != nil {
+			delete(c.member.calls, string(c.clientID))
+		}
+	}
+	if !u.connected.IsZero() && time.Since(u.connected) >= u.opts.StableAfter {
+		u.attempts = 0
+	}
+	u.connected = time.Time{}
+	var delay time.Duration
+	restart := u.attempts < len(u.opts.RestartDelays)
+	if restart {
+		delay = u.opts.RestartDelays[u.attempts]
+		u.attempts++
+		if u.state != Starting {
+			u.ready = make(chan struct{})
+		}
+		u.setState(Restarting)
+	} else {
+		u.setState(Failed)
+		if u.ready != nil {
+			select {
+			case <-u.ready:
+			default:
+				close(u.ready)
+			}
+		}
+	}
+	var members []*Member
+	if !restart {
+		for m := range u.members {
+			members = append(members, m)
+		}
+	}
+	u.mu.Unlock()
+
+	fail := jsonrpc.Errorf(jsonrpc.UpstreamUnavailable, "upstream %s: %v", u.opts.Name, err)
+	for _, c := range calls {
+		c.fail(fail)
+	}
+	if restart {
+		u.log.Warn("upstream ended; restarting", "err", err, "attempt", u.attempts, "delay", delay)
+		time.AfterFunc(delay, func() { u.connect(gen + 1) })
+		return
+	}
+	u.log.Error("upstream failed; restarts exhausted", "err", err)
+	for _, m := range members {
+		m.d.End(fmt.Errorf("%w: %s failed: %v", ErrUnavailable, u.opts.Name, err))
+	}
+}
+
+// Close ends the connection and every member. It waits for the connection
+// to close gracefully within ctx.
+func (u *Upstream) Close(ctx context.Context) error {
+	u.mu.Lock()
+	if u.state == Closed {
+		u.mu.Unlock()
+		return nil
+	}
+	u.setState(Closed)
+	if u.ready != nil {
+		select {
+		case <-u.ready:
+		default:
+			close(u.ready)
+		}
+	}
+	conn := u.conn
+	u.conn = nil
+	calls := u.pending
+	u.pending = map[int64]*Call{}
+	members := u.members
+	u.members = map[*Member]struct{}{}
+	u.mu.Unlock()
+	fail := jsonrpc.Errorf(jsonrpc.UpstreamUnavailable, "upstream %s is shutting down", u.opts.Name)
+	for _, c := range calls {
+		c.fail(fail)
+	}
+	for m := range members {
+		m.d.End(ErrClosed)
+	}
+	if conn != nil {
+		return conn.Close(ctx)
+	}
+	return nil
+}
+
+// write sends m on the current connection.
+func (u *Upstream) write(m *jsonrpc.Message) error {
+	u.mu.Lock()
+	conn := u.conn
+	u.mu.Unlock()
+	if conn == nil {
+		return fmt.Errorf("%w: %s is not connected", ErrUnavailable, u.opts.Name)
+	}
+	if err := conn.Write(m.Encode()); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrUnavailable, u.opts.Name, err)
+	}
+	return nil
+}
+
+// internalCall sends a request of Switchboard's own and waits for its result.
+func (u *Upstream) internalCall(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	c := u.newCall(nil, nil, method)
+	c.internal = true
+	u.mu.Lock()
+	u.pending[c.id] = c
+	u.mu.Unlock()
+	if err := u.write(jsonrpc.NewRequest(jsonrpc.IntID(c.id), method, params)); err != nil {
+		u.forget(c)
+		return nil, err
+	}
+	for {
+		m, err := c.q.Pop(ctx)
+		if err != nil {
+			u.forget(c)
+			return nil, err
+		}
+		if !m.IsResponse() {
+			continue
+		}
+		if e := m.ErrorOf(); e != nil {
+			return nil, e
+		}
+		return m.Result, nil
+	}
+}
+
+// forget removes c from the pending table if it is still there.
+func (u *Upstream) forget(c *Call) {
+	u.mu.Lock()
+	if u.pending[c.id] == c {
+		delete(u.pending, c.id)
+		if c.member != nil {
+			delete(c.member.calls, string(c.clientID))
+		}
+	}
+	u.mu.Unlock()
+}
+
+func (u *Upstream) newCall(m *Member, clientID json.RawMessage, method string) *Call {
+	u.mu.Lock()
+	u.nextID++
+	id := u.nextID
+	u.mu.Unlock()
+	return &Call{u: u, member: m, id: id, clientID: clientID, method: method, q: jsonrpc.NewQueue(u.opts.QueueLimit)}
+}
