@@ -11,12 +11,29 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// isJSON reports whether data looks like a JSON object: its first
-// non-blank byte, after any byte order mark, is '{'.
+// isJSON reports whether data looks like a JSON object: its first byte
+// that is not blank, part of a // or /* */ comment or a byte order mark
+// is '{'.
 func isJSON(data []byte) bool {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
-	data = bytes.TrimLeft(data, " \t\r\n")
-	return len(data) > 0 && data[0] == '{'
+	for {
+		data = bytes.TrimLeft(data, " \t\r\n")
+		switch {
+		case bytes.HasPrefix(data, []byte("//")):
+			if i := bytes.IndexByte(data, '\n'); i >= 0 {
+				data = data[i:]
+				continue
+			}
+			return false
+		case bytes.HasPrefix(data, []byte("/*")):
+			if i := bytes.Index(data[2:], []byte("*/")); i >= 0 {
+				data = data[2+i+2:]
+				continue
+			}
+			return false
+		}
+		return len(data) > 0 && data[0] == '{'
+	}
 }
 
 // maxJSONDepth bounds the nesting of JSON input.

@@ -24,6 +24,7 @@ type decoder struct {
 	disabled  map[string]bool             // imported servers left out
 	imported  bool                        // the file is a client configuration
 	secretsAt map[string]int              // secrets file: destination name -> line
+	failed    map[string]bool             // paths whose value could not be decoded
 }
 
 func newDecoder(file string, lookupEnv func(string) (string, bool), errs *[]*posError) *decoder {
@@ -36,11 +37,14 @@ func newDecoder(file string, lookupEnv func(string) (string, bool), errs *[]*pos
 		paths:     map[string]string{},
 		disabled:  map[string]bool{},
 		secretsAt: map[string]int{},
+		failed:    map[string]bool{},
 	}
 }
 
-// errorf reports a problem at node n (which may be nil) under path.
+// errorf reports a problem at node n (which may be nil) under path, and
+// marks path as failed so that validation does not also call it missing.
 func (d *decoder) errorf(n *yaml.Node, path, format string, args ...any) {
+	d.failed[path] = true
 	line := 0
 	if n != nil {
 		line = n.Line

@@ -135,6 +135,9 @@ func (d *decoder) validateDestination(dst *Destination, p string) {
 	case TypeStreamableHTTP, TypeSSE:
 		d.validateHTTP(dst, p)
 	case "":
+		if d.failed[p+".type"] {
+			break
+		}
 		if d.imported {
 			d.errorAt(p, p, "needs a command or a url")
 		} else {
@@ -146,7 +149,7 @@ func (d *decoder) validateDestination(dst *Destination, p string) {
 }
 
 func (d *decoder) validateStdio(dst *Destination, p string) {
-	if len(dst.Command) == 0 || dst.Command[0] == "" {
+	if (len(dst.Command) == 0 || dst.Command[0] == "") && !d.failed[p+".command"] {
 		d.errorAt(p+".command", p, "command is required for type stdio")
 	}
 	d.checkArgv(dst.Command, p, "command")
@@ -208,7 +211,9 @@ func shellMetachar(s string) string {
 func (d *decoder) validateHTTP(dst *Destination, p string) {
 	// Messages never quote the URL: it may hold a substituted secret.
 	if dst.URL == "" {
-		d.errorAt(p, p, "url is required for type %s", dst.Type)
+		if !d.failed[p+".url"] {
+			d.errorAt(p, p, "url is required for type %s", dst.Type)
+		}
 	} else if u, err := url.Parse(dst.URL); err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {

@@ -71,7 +71,7 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, rec *audit.Reco
 		}
 		final := m.IsResponse()
 		if final && ev == nil && jsonOK {
-			h.writeFinal(w, rec, m, true)
+			h.writeFinal(w, rec, m, true, modern)
 			return
 		}
 		if ev == nil {
@@ -102,12 +102,15 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, rec *audit.Reco
 
 // writeFinal writes a response as JSON (or as a one-event SSE stream when
 // the client takes only SSE). Gateway errors get their HTTP status.
-func (h *Handler) writeFinal(w http.ResponseWriter, rec *audit.Record, m *jsonrpc.Message, jsonOK bool) {
+func (h *Handler) writeFinal(w http.ResponseWriter, rec *audit.Record, m *jsonrpc.Message, jsonOK, modern bool) {
 	body := m.Encode()
 	rec.ResponseBody = body
 	status := http.StatusOK
 	if e := m.ErrorOf(); e != nil {
 		status = statusForCode(e.Code)
+		if modern {
+			status = modernStatus(e.Code, status)
+		}
 		rec.Error = e.Message
 	}
 	rec.Status = status
@@ -138,6 +141,19 @@ func statusForCode(code int) int {
 		return http.StatusBadRequest
 	}
 	return http.StatusOK
+}
+
+// modernStatus maps protocol errors to the HTTP statuses 2026-07-28
+// requires: unknown method 404; invalid params (missing _meta), unsupported
+// version and missing capability 400.
+func modernStatus(code, otherwise int) int {
+	switch code {
+	case jsonrpc.MethodNotFound:
+		return http.StatusNotFound
+	case jsonrpc.InvalidParams, jsonrpc.UnsupportedProtocolVersion, jsonrpc.MissingRequiredClientCapability, jsonrpc.HeaderMismatch:
+		return http.StatusBadRequest
+	}
+	return otherwise
 }
 
 // fail writes the answer for an error returned before any response exists.

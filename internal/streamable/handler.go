@@ -103,6 +103,9 @@ const (
 // metaVersionKey is the _meta member that marks a 2026-07-28 request.
 const metaVersionKey = "io.modelcontextprotocol/protocolVersion"
 
+// ModernVersion is the first protocol version of the stateless era.
+const ModernVersion = "2026-07-28"
+
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec := audit.FromContext(r.Context())
 	rec.Destination = h.opts.Name
@@ -193,20 +196,21 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, rec *audit.Record
 	rec.MCPMethod, rec.RPCID = msg.Method, msg.ID
 	jsonOK = jsonOK && !preferSSE // from here: "may the answer be plain JSON"
 
-	if v := r.Header.Get(HeaderProtocolVersion); v != "" && msg.Method != "initialize" && !knownVersion(v) {
-		writeError(w, http.StatusBadRequest, msg.ID, &jsonrpc.Error{Code: jsonrpc.UnsupportedProtocolVersion,
-			Message: "unsupported MCP-Protocol-Version " + strconv.Quote(v),
-			Data:    jsonrpc.Marshal(map[string]any{"supported": supportedVersions, "requested": v})})
-		return
-	}
-
-	sid := r.Header.Get(HeaderSessionID)
-	modern := jsonrpc.Member(msg.Params, "_meta", metaVersionKey) != nil
-	switch {
-	case modern && msg.Method != "initialize":
-		// 2026-07-28 ignores Mcp-Session-Id altogether.
+	hv := r.Header.Get(HeaderProtocolVersion)
+	_, hasMeta := jsonrpc.StringMember(msg.Params, "_meta", metaVersionKey)
+	if hasMeta || hv >= ModernVersion {
+		// 2026-07-28: stateless; Mcp-Session-Id is ignored altogether.
 		h.stateless(w, r, rec, msg, jsonOK)
 		return
+	}
+	if hv != "" && msg.Method != "initialize" && !knownVersion(hv) {
+		writeError(w, http.StatusBadRequest, msg.ID, &jsonrpc.Error{Code: jsonrpc.UnsupportedProtocolVersion,
+			Message: "unsupported MCP-Protocol-Version " + strconv.Quote(hv),
+			Data:    jsonrpc.Marshal(map[string]any{"supported": supportedVersions, "requested": hv})})
+		return
+	}
+	sid := r.Header.Get(HeaderSessionID)
+	switch {
 	case sid == "" && msg.Method == "initialize" && msg.IsRequest():
 		h.initialize(w, r, rec, msg, jsonOK)
 		return
@@ -265,18 +269,22 @@ func (h *Handler) initialize(w http.ResponseWriter, r *http.Request, rec *audit.
 	}
 	s.SetBackend(backend)
 	w.Header().Set(HeaderSessionID, s.ID)
-	h.writeFinal(w, rec, res, jsonOK)
+	h.writeFinal(w, rec, res, jsonOK, false)
 }
 
 func (h *Handler) stateless(w http.ResponseWriter, r *http.Request, rec *audit.Record, msg *jsonrpc.Message, jsonOK bool) {
-	if e := checkHeaders(r, msg); e != nil {
-		writeError(w, http.StatusBadRequest, msg.ID, e)
-		return
-	}
 	if !msg.IsRequest() {
 		// No client notification is defined over HTTP in this era
 		// (cancellation is closing the stream): accept and drop.
 		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	if e := checkHeaders(r, msg); e != nil {
+		writeError(w, http.StatusBadRequest, msg.ID, e)
+		return
+	}
+	if e := h.checkParamHeaders(r, msg); e != nil {
+		writeError(w, http.StatusBadRequest, msg.ID, e)
 		return
 	}
 	call, err := h.dest.Stateless(r.Context(), msg)
@@ -290,8 +298,15 @@ func (h *Handler) stateless(w http.ResponseWriter, r *http.Request, rec *audit.R
 // checkHeaders validates the 2026-07-28 request-metadata headers against the
 // body; nil when they agree.
 func checkHeaders(r *http.Request, msg *jsonrpc.Message) *jsonrpc.Error {
-	metaVersion, _ := jsonrpc.StringMember(msg.Params, "_meta", metaVersionKey)
-	if v := r.Header.Get(HeaderProtocolVersion); v != metaVersion {
+	hv := r.Header.Get(HeaderProtocolVersion)
+	if hv == "" {
+		return jsonrpc.Errorf(jsonrpc.HeaderMismatch, "MCP-Protocol-Version header is required for requests carrying _meta %q", metaVersionKey)
+	}
+	metaVersion, ok := jsonrpc.StringMember(msg.Params, "_meta", metaVersionKey)
+	if !ok || metaVersion == "" {
+		return jsonrpc.Errorf(jsonrpc.InvalidParams, "missing or invalid _meta field %q", metaVersionKey)
+	}
+	if v := hv; v != metaVersion {
 		return jsonrpc.Errorf(jsonrpc.HeaderMismatch, "MCP-Protocol-Version header %q does not match _meta protocolVersion %q", v, metaVersion)
 	}
 	if v := r.Header.Get(HeaderMethod); v != msg.Method {

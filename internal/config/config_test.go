@@ -1,0 +1,574 @@
+package config
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// testEnv is the environment the tests load configurations with; no test
+// reads or changes the real one.
+var testEnv = map[string]string{
+	"GITHUB_TOKEN": "ghp_env_token_value",
+	"LEGACY_KEY":   "legacy-env-key",
+	"TOOLS":        "/opt/tools",
+	"API_TOKEN":    "api-token-value",
+	"HA_AGENT_KEY": "ha-agent-key-value",
+}
+
+// testLoader returns a loader reading real files and the given environment.
+func testLoader(env map[string]string) loader {
+	return loader{
+		lookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
+		readFile:  os.ReadFile,
+	}
+}
+
+var expectedErrors = []struct {
+	filename string
+	errMsg   string
+}{
+	{"unknown_key.bad.yaml", `testdata/unknown_key.bad.yaml:4: destinations.github: unknown key "urll"`},
+	{"unknown_top_key.bad.yaml", `testdata/unknown_top_key.bad.yaml:1: unknown key "listn"`},
+	{"wrong_type_int.bad.yaml", `:1: max_sessions: expected an integer, got a string`},
+	{"wrong_type_mapping.bad.yaml", `:1: destinations: expected a mapping, got a list`},
+	{"wrong_type_list.bad.yaml", `:5: destinations.github.forward_headers: expected a list, got a string`},
+	{"wrong_type_bool.bad.yaml", `destinations.github.legacy_sse: expected a boolean, got a string`},
+	{"duplicate_key.bad.yaml", `:5: destinations: duplicate key "github" (first defined at line 2)`},
+	{"duration_unit.bad.yaml", `:1: timeout: invalid duration 30: missing unit`},
+	{"duration_syntax.bad.yaml", `session_idle_timeout: invalid duration "half an hour"`},
+	{"size.bad.yaml", `max_body_bytes: invalid size "16 megabytes"`},
+	{"syntax.bad.yaml", `testdata/syntax.bad.yaml:2: did not find expected node content`},
+	{"multi_doc.bad.yaml", `:2: multiple YAML documents`},
+	{"unset_var.bad.yaml", `:6: destinations.github.headers.Authorization: ${SWITCHBOARD_UNSET_TOKEN} is not set`},
+	{"bad_reference.bad.yaml", `invalid reference ${input:token}`},
+	{"unterminated_reference.bad.yaml", `:4: destinations.github.url: unterminated "${"`},
+	{"command_quotes.bad.yaml", `destinations.files.command: quotes are not supported`},
+	{"type_missing.bad.yaml", `:2: destinations.github: type is required`},
+	{"type_unknown.bad.yaml", `:3: destinations.github: unknown type "websocket"`},
+	{"stdio_no_command.bad.yaml", `destinations.context7: command is required for type stdio`},
+	{"shell_meta.bad.yaml", `:4: destinations.foo: command contains shell metacharacter ";" (Switchboard never runs a shell)`},
+	{"shell_subst.bad.yaml", `destinations.foo: args contains shell metacharacter "$("`},
+	{"shell_newline.bad.yaml", `destinations.foo: args contains shell metacharacter "\n"`},
+	{"url_missing.bad.yaml", `destinations.github: url is required for type streamable_http`},
+	{"url_invalid.bad.yaml", `:4: destinations.github: invalid url: missing ']' in host`},
+	{"url_scheme.bad.yaml", `destinations.github: url must start with http:// or https://`},
+	{"url_no_host.bad.yaml", `destinations.github: url has no host`},
+	{"url_on_stdio.bad.yaml", `:5: destinations.context7: url is not valid for type stdio`},
+	{"headers_on_stdio.bad.yaml", `destinations.context7: headers is not valid for type stdio`},
+	{"command_on_http.bad.yaml", `:5: destinations.legacy: command is not valid for type sse`},
+	{"cwd_on_http.bad.yaml", `destinations.legacy: cwd is not valid for type streamable_http`},
+	{"isolation.bad.yaml", `destinations.context7: unknown isolation "per-client": want shared or session`},
+	{"isolation_on_http.bad.yaml", `destinations.github: isolation is not valid for type streamable_http`},
+	{"name_invalid.bad.yaml", `:2: destinations.git hub: invalid name`},
+	{"name_too_long.bad.yaml", `invalid name: want 1 to 64 letters`},
+	{"name_reserved.bad.yaml", `destinations.metrics: name "metrics" is reserved`},
+	{"negative_timeout.bad.yaml", `:1: timeout: must not be negative`},
+	{"negative_dest_timeout.bad.yaml", `:5: destinations.github: timeout must not be negative`},
+	{"negative_keep_alive.bad.yaml", `keep_alive: must not be negative`},
+	{"size_zero.bad.yaml", `max_body_bytes: must be positive`},
+	{"negative_message_size.bad.yaml", `max_message_bytes: must be positive`},
+	{"max_sessions_zero.bad.yaml", `max_sessions: must be positive`},
+	{"restart_negative_delay.bad.yaml", `:2: restart.delays[1]: must not be negative`},
+	{"restart_negative_attempts.bad.yaml", `restart.max_attempts: must not be negative`},
+	{"restart_unknown_key.bad.yaml", `:2: restart: unknown key "delay"`},
+	{"log_level.bad.yaml", `log.level: unknown level "verbose"`},
+	{"listen.bad.yaml", `listen: invalid address "localhost": want host:port`},
+	{"listen_port.bad.yaml", `listen: invalid port "99999"`},
+	{"origin.bad.yaml", `allowed_origins[0]: invalid origin "app.example.com"`},
+	{"allowed_host.bad.yaml", `allowed_hosts[0]: invalid host "gateway.internal:8080"`},
+	{"env_name.bad.yaml", `destinations.context7: env: invalid name "API-KEY"`},
+	{"forward_header.bad.yaml", `destinations.github: forward_headers: invalid header name "X Request Id"`},
+	{"header_name.bad.yaml", `destinations.github: headers: invalid header name "Bad Header"`},
+	{"header_dup.bad.yaml", `destinations.github.headers: keys "authorization" and "Authorization" are the same`},
+	{"ns_unknown_server.bad.yaml", `:7: namespaces.dev: unknown destination "gitlab" in servers`},
+	{"ns_unknown_extends.bad.yaml", `namespaces.dev: unknown namespace "base" in extends`},
+	{"ns_cycle.bad.yaml", `namespaces.c: extends cycle: a -> b -> c -> a`},
+	{"ns_self_cycle.bad.yaml", `namespaces.a: extends cycle: a -> a`},
+	{"ns_tool_prefix.bad.yaml", `namespaces.dev: unknown tool_prefix "sometimes": want always, conflict or never`},
+	{"ns_glob.bad.yaml", `namespaces.dev: tools.deny: invalid pattern "github__[delete": syntax error in pattern`},
+	{"ns_name.bad.yaml", `namespaces.dev.tools: invalid name`},
+	{"ns_unknown_key.bad.yaml", `namespaces.dev: unknown key "server"`},
+	{"group_unknown_ns.bad.yaml", `groups.all: unknown namespace "home"`},
+	{"group_isolated.bad.yaml", `groups.all: namespace "home" is isolated; write "!home" to include it anyway`},
+	{"group_is_namespace.bad.yaml", `groups.dev: name "dev" is also a namespace`},
+	{"group_empty.bad.yaml", `groups.all: namespaces is empty`},
+	{"group_name_reserved.bad.yaml", `groups.sse: name "sse" is reserved`},
+	{"secrets_unknown_dest.bad.yaml", `testdata/secrets/unknown_dest.secrets.yml:3: unknown destination "context8"`},
+	{"secrets_missing.bad.yaml", `:1: secrets_file: open testdata/secrets/does-not-exist.yml: no such file or directory`},
+	{"secrets_not_string.bad.yaml", `not_string.secrets.yml:2: context7.PIN: expected a string, got an integer (quote the value)`},
+	{"secrets_bad_name.bad.yaml", `bad_name.secrets.yml:2: context7: invalid name "api-key"`},
+	{"secrets_syntax.bad.yaml", `syntax.secrets.yml:`},
+	{"merge_not_mapping.bad.yaml", `destinations.a: merge (<<) values must be mappings, got an integer`},
+	{"import_unknown_key.bad.json", `testdata/import_unknown_key.bad.json:4: mcpServers.filesystem: unknown key "comand"`},
+	{"import_envfile.bad.json", `:3: servers.memory.envFile: not supported`},
+	{"import_type.bad.json", `:3: mcpServers.remote: unknown type "websocket"`},
+	{"import_empty_server.bad.json", `mcpServers.nothing: needs a command or a url`},
+	{"import_no_name.bad.json", `:3: servers[0]: a server in a list needs a "name" string`},
+	{"import_shell.bad.json", `mcpServers.bad: args contains shell metacharacter "|"`},
+	{"import_env_on_http.bad.json", `servers[0]: env is not valid for type streamable_http`},
+	{"json_syntax.bad.json", `json_syntax.bad.json:4: invalid JSON: invalid character '"' after object key:value pair`},
+	{"json_trailing.bad.json", `:1: invalid JSON: data after the top-level value`},
+}
+
+func TestBadConfigs(t *testing.T) {
+	t.Parallel()
+	l := testLoader(testEnv)
+	for _, ee := range expectedErrors {
+		t.Run(ee.filename, func(t *testing.T) {
+			t.Parallel()
+			c, err := l.load(filepath.Join("testdata", ee.filename))
+			if err == nil {
+				t.Fatalf("loaded without error: %+v", c)
+			}
+			if c != nil {
+				t.Errorf("got a Config along with the error")
+			}
+			if !strings.Contains(err.Error(), ee.errMsg) {
+				t.Errorf("error does not contain %q:\n%v", ee.errMsg, err)
+			}
+			var errs Errors
+			if !errors.As(err, &errs) {
+				t.Errorf("error is %T, want Errors", err)
+			}
+		})
+	}
+}
+
+// TestBadConfigsCovered checks that every *.bad.* file has a row.
+func TestBadConfigsCovered(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob("testdata/*.bad.*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if !slices.ContainsFunc(expectedErrors, func(ee struct{ filename, errMsg string }) bool {
+			return ee.filename == filepath.Base(f)
+		}) {
+			t.Errorf("%s has no row in expectedErrors", f)
+		}
+	}
+}
+
+func TestGoodConfigs(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob("testdata/*.good.*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no good configs")
+	}
+	for _, f := range files {
+		if _, err := testLoader(testEnv).load(f); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
+
+func TestFullConfig(t *testing.T) {
+	t.Parallel()
+	c, err := testLoader(testEnv).load("testdata/full.good.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Config{
+		Listen:             "0.0.0.0:9090",
+		SecretsFile:        filepath.Join("testdata", "secrets", "full.secrets.yml"),
+		Timeout:            45 * time.Second,
+		SessionIdleTimeout: time.Hour,
+		MaxBodyBytes:       8 << 20,
+		MaxMessageBytes:    4194304,
+		MaxSessions:        20,
+		KeepAlive:          20 * time.Second,
+		AllowedOrigins:     []string{"https://app.example.com", "http://localhost:5173"},
+		AllowedHosts:       []string{"gateway.internal", "[::1]"},
+		Restart:            Restart{Delays: []time.Duration{250 * time.Millisecond, time.Second}, MaxAttempts: 5},
+		Audit:              Audit{Path: filepath.Join("testdata", "audit.jsonl"), LogBodies: true},
+		Log:                Log{Level: "debug", File: "/var/log/switchboard.log"},
+		Destinations: map[string]*Destination{
+			"github": {
+				Name: "github", Type: TypeStreamableHTTP, URL: "https://api.githubcopilot.com/mcp",
+				// The secrets file wins over the environment.
+				Headers:        map[string]string{"Authorization": "Bearer ghp_secret_from_file", "X-Static": "plain"},
+				ForwardHeaders: []string{"X-Request-Id"},
+				Timeout:        2 * time.Minute,
+				Secrets:        Secrets{"GITHUB_TOKEN": "ghp_secret_from_file"},
+			},
+			"legacy": {
+				Name: "legacy", Type: TypeSSE, LegacySSE: true,
+				URL: "https://mcp.example.com/legacy/sse?key=legacy-env-key",
+			},
+			"context7": {
+				Name: "context7", Type: TypeStdio, LegacySSE: true,
+				Command:   []string{"npx", "-y", "@upstash/context7-mcp"},
+				Args:      []string{"--transport", "stdio"},
+				Env:       map[string]string{"NODE_ENV": "production", "PORT": "8080"},
+				Cwd:       filepath.Join("testdata", "work"),
+				Isolation: IsolationSession,
+				Secrets:   Secrets{"CONTEXT7_API_KEY": "ctx7-secret-value"},
+			},
+			"files": {
+				Name: "files", Type: TypeStdio, LegacySSE: true,
+				Command:   []string{"/opt/tools/mcp server", "--root"},
+				Args:      []string{"/srv/data"},
+				Isolation: IsolationShared,
+			},
+		},
+		Namespaces: map[string]*Namespace{
+			"dev": {
+				Name: "dev", Servers: []string{"github", "context7"}, ToolPrefix: ToolPrefixConflict,
+				Tools: ToolFilter{Allow: []string{"github__*", "context7__*"}, Deny: []string{"*delete*"}},
+			},
+			"docs": {Name: "docs", Servers: []string{"legacy"}, Extends: []string{"dev"}, ToolPrefix: ToolPrefixAlways},
+			"home": {Name: "home", Servers: []string{"files"}, Isolated: true, ToolPrefix: ToolPrefixNever},
+		},
+		Groups: map[string]*Group{
+			"everything": {Name: "everything", Namespaces: []string{"dev", "docs", "home"}, Forced: []string{"home"}},
+		},
+		Names:       []string{"github", "legacy", "context7", "files"},
+		substituted: []string{"ghp_secret_from_file", "legacy-env-key"},
+	}
+	assertEqual(t, c, want)
+}
+
+// assertEqual compares configs field by field so a failure names the field.
+func assertEqual(t *testing.T, got, want *Config) {
+	t.Helper()
+	gv, wv := reflect.ValueOf(*got), reflect.ValueOf(*want)
+	for i := range gv.NumField() {
+		name := gv.Type().Field(i).Name
+		g, w := gv.Field(i), wv.Field(i)
+		switch name {
+		case "Destinations", "Namespaces", "Groups":
+			for _, k := range g.MapKeys() {
+				if wk := w.MapIndex(k); !wk.IsValid() {
+					t.Errorf("%s[%v]: unexpected", name, k)
+				} else if !reflect.DeepEqual(g.MapIndex(k).Interface(), wk.Interface()) {
+					t.Errorf("%s[%v]:\n got %#v\nwant %#v", name, k, g.MapIndex(k).Elem().Interface(), wk.Elem().Interface())
+				}
+			}
+			for _, k := range w.MapKeys() {
+				if !g.MapIndex(k).IsValid() {
+					t.Errorf("%s[%v]: missing", name, k)
+				}
+			}
+		case "substituted":
+			if !reflect.DeepEqual(got.substituted, want.substituted) {
+				t.Errorf("substituted: got %d values, want %d", len(got.substituted), len(want.substituted))
+			}
+		default:
+			if !reflect.DeepEqual(g.Interface(), w.Interface()) {
+				t.Errorf("%s: got %#v, want %#v", name, g.Interface(), w.Interface())
+			}
+		}
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	t.Parallel()
+	for _, data := range []string{"", "# nothing\n", "listen:\ntimeout: ~\nrestart:\n"} {
+		c, err := testLoader(nil).parse([]byte(data), "testdata/none/switchboard.yaml")
+		if err != nil {
+			t.Fatalf("%q: %v", data, err)
+		}
+		want := defaultConfig()
+		want.Restart.MaxAttempts = 3
+		assertEqual(t, c, want)
+	}
+}
+
+func TestMinimal(t *testing.T) {
+	t.Parallel()
+	c, err := testLoader(nil).load("testdata/minimal.good.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := c.Names, []string{"github", "legacy", "context7"}; !slices.Equal(got, want) {
+		t.Errorf("Names = %q, want %q", got, want)
+	}
+	d := c.Destinations["context7"]
+	if !slices.Equal(d.Command, []string{"npx", "-y", "@upstash/context7-mcp"}) || d.Args != nil {
+		t.Errorf("context7 Command = %q, Args = %q", d.Command, d.Args)
+	}
+	if d.Isolation != IsolationShared || !d.LegacySSE {
+		t.Errorf("context7 Isolation = %q, LegacySSE = %v; want defaults", d.Isolation, d.LegacySSE)
+	}
+	if g := c.Destinations["github"]; g.Isolation != "" || g.Timeout != 0 {
+		t.Errorf("github Isolation = %q, Timeout = %v; want zero", g.Isolation, g.Timeout)
+	}
+	if c.SecretsFile != "" {
+		t.Errorf("SecretsFile = %q, want none", c.SecretsFile)
+	}
+}
+
+func TestAnchors(t *testing.T) {
+	t.Parallel()
+	c, err := testLoader(nil).load("testdata/anchors.good.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := c.Destinations["a"], c.Destinations["b"]
+	if a.Type != TypeStdio || a.Isolation != IsolationSession || b.Isolation != IsolationShared {
+		t.Errorf("a = %+v, b = %+v", a, b)
+	}
+}
+
+func TestCommandForms(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DIR": "/opt/my tools"}
+	for _, tt := range []struct {
+		command string
+		want    []string
+	}{
+		{`npx  -y	pkg`, []string{"npx", "-y", "pkg"}},
+		{`${DIR}/server --flag`, []string{"/opt/my tools/server", "--flag"}},
+		{`["/opt/my tools/server", "a b"]`, []string{"/opt/my tools/server", "a b"}},
+		{"\n      - node\n      - server.js", []string{"node", "server.js"}},
+	} {
+		data := "destinations:\n  x:\n    type: stdio\n    command: " + tt.command + "\n"
+		c, err := testLoader(env).parse([]byte(data), "x.yaml")
+		if err != nil {
+			t.Errorf("%s: %v", tt.command, err)
+			continue
+		}
+		if got := c.Destinations["x"].Command; !slices.Equal(got, tt.want) {
+			t.Errorf("%s: Command = %q, want %q", tt.command, got, tt.want)
+		}
+	}
+}
+
+func TestInterpolation(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"PORT": "9000", "EMPTY": "", "SECS": "45s", "ON": "true", "N": "7", "TOKEN": "env-token"}
+	data := `
+listen: 127.0.0.1:${PORT}
+timeout: ${SECS}
+max_sessions: ${N}
+log: {file: "$${HOME}/log ${EMPTY:-fallback} ${UNSET:-x y}"}
+audit: {log_bodies: "${ON}"}
+destinations:
+  h:
+    type: streamable_http
+    url: https://h.example.com/mcp
+    headers:
+      A: ${TOKEN}
+      B: ${env:TOKEN}
+      C: "cost $5"
+`
+	secretsFile := "h:\n  TOKEN: secret-token\n"
+	l := loader{
+		lookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
+		readFile: func(name string) ([]byte, error) {
+			if name == filepath.Join("dir", "secrets.yml") {
+				return []byte(secretsFile), nil
+			}
+			return nil, fs.ErrNotExist
+		},
+	}
+	c, err := l.parse([]byte(data), "dir/switchboard.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Listen != "127.0.0.1:9000" || c.Timeout != 45*time.Second || c.MaxSessions != 7 || !c.Audit.LogBodies {
+		t.Errorf("Listen %q Timeout %v MaxSessions %d LogBodies %v", c.Listen, c.Timeout, c.MaxSessions, c.Audit.LogBodies)
+	}
+	if want := filepath.Join("dir", "${HOME}/log fallback x y"); c.Log.File != want {
+		t.Errorf("Log.File = %q, want %q", c.Log.File, want)
+	}
+	h := c.Destinations["h"].Headers
+	if h["A"] != "secret-token" || h["B"] != "env-token" || h["C"] != "cost $5" {
+		t.Errorf("Headers = %q", h)
+	}
+	if got, want := c.SecretValues(), []string{"secret-token", "env-token"}; !slices.Equal(got, want) {
+		t.Errorf("SecretValues() = %q, want %q", got, want)
+	}
+}
+
+func TestExpand(t *testing.T) {
+	t.Parallel()
+	lookup := func(name string, envOnly bool) (string, bool) {
+		switch name {
+		case "A":
+			return "a", true
+		case "E":
+			return "", true
+		}
+		return "", false
+	}
+	for _, tt := range []struct {
+		in, out string
+		errs    []string
+	}{
+		{"plain", "plain", nil},
+		{"$A ${A}", "$A a", nil},
+		{"$${A}", "${A}", nil},
+		{"$$${A}", "$${A}", nil},
+		{"${A}${A}", "aa", nil},
+		{"${E:-d}${Z:-}", "d", nil},
+		{"${Z}", "", []string{"${Z} is not set"}},
+		{"${env:Z}", "", []string{"${env:Z} is not set"}},
+		{"${}", "", []string{"invalid reference ${}: want ${NAME}, ${NAME:-default} or ${env:NAME}"}},
+		{"${1A}", "", []string{"invalid reference ${1A}: want ${NAME}, ${NAME:-default} or ${env:NAME}"}},
+		{"x${A", "x${A", []string{`unterminated "${" (write "$${" for a literal "${")`}},
+	} {
+		out, _, errs := expand(tt.in, lookup)
+		if out != tt.out || !slices.Equal(errs, tt.errs) {
+			t.Errorf("expand(%q) = %q, %q; want %q, %q", tt.in, out, errs, tt.out, tt.errs)
+		}
+	}
+}
+
+func TestSecretsDefaultFile(t *testing.T) {
+	t.Parallel()
+	c, err := testLoader(nil).load("testdata/withsecrets/switchboard.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join("testdata", "withsecrets", "secrets.yml"); c.SecretsFile != want {
+		t.Errorf("SecretsFile = %q, want %q", c.SecretsFile, want)
+	}
+	if got := c.Destinations["context7"].Secrets["CONTEXT7_API_KEY"]; got != "sk-default-file" {
+		t.Errorf("secret = %q", got)
+	}
+	if got := c.SecretValues(); !slices.Equal(got, []string{"sk-default-file"}) {
+		t.Errorf("SecretValues() = %q", got)
+	}
+}
+
+// TestSecretsNeverInErrors loads configurations full of mistakes around
+// secret values and checks that no message quotes one.
+func TestSecretsNeverInErrors(t *testing.T) {
+	t.Parallel()
+	const secret = "S3CR3T-VALUE"
+	secrets := map[string]string{
+		"ok.yml":     "h:\n  TOKEN: " + secret + "\n  URL: \"http://[" + secret + "\"\n  NL: \"" + secret + "\\nX\"\n",
+		"num.yml":    "h:\n  PIN: 123456789\n",
+		"syntax.yml": "h:\n  TOKEN: '" + secret + "\n  X: [\n",
+		"tab.yml":    "h:\n\tTOKEN: " + secret + "\n",
+		"dup.yml":    "h:\n  TOKEN: " + secret + "\n  TOKEN: " + secret + "x\n",
+		"list.yml":   "h:\n  TOKEN: [" + secret + "]\n",
+		"nomap.yml":  "h: " + secret + "\n",
+		"unk.yml":    "nope:\n  TOKEN: " + secret + "\n",
+	}
+	env := map[string]string{"ENV_SECRET": secret, "MAX_STDIO_CONNECTIONS": "x", "AUDIT_LOG_BODIES": "x"}
+	l := loader{
+		lookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
+		readFile: func(name string) ([]byte, error) {
+			if s, ok := secrets[name]; ok {
+				return []byte(s), nil
+			}
+			return nil, fs.ErrNotExist
+		},
+	}
+	for file := range secrets {
+		for _, dest := range []string{
+			"type: streamable_http\n    url: ${URL}\n    headers: {A: \"${NL}\", B: ${TOKEN}, \"C D\": ${TOKEN}}",
+			"type: sse\n    url: \"${TOKEN}:x\"",
+			"type: sse\n    url: \"${ENV_SECRET}\"",
+			"type: stdio\n    command: [\"${ENV_SECRET};\"]\n    env: {A: \"${ENV_SECRET}\"}\n    url: ${TOKEN}",
+			"type: ${TOKEN}",
+		} {
+			data := "secrets_file: " + file + "\ndestinations:\n  h:\n    " + dest + "\n"
+			_, err := l.parse([]byte(data), "switchboard.yaml")
+			if err == nil {
+				t.Errorf("%s: no error for\n%s", file, data)
+				continue
+			}
+			if strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), "123456789") {
+				t.Errorf("%s: error reveals a secret:\n%v", file, err)
+			}
+		}
+	}
+}
+
+func TestEnvOverrides(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		env         map[string]string
+		maxSessions int
+		logBodies   bool
+		err         string
+	}{
+		{nil, 10, false, ""},
+		{map[string]string{"MAX_STDIO_CONNECTIONS": "3"}, 3, false, ""},
+		{map[string]string{"MAX_STDIO_CONNECTIONS": ""}, 10, false, ""},
+		{map[string]string{"AUDIT_LOG_BODIES": "1"}, 10, true, ""},
+		{map[string]string{"AUDIT_LOG_BODIES": "true"}, 10, true, ""},
+		{map[string]string{"AUDIT_LOG_BODIES": "0"}, 10, false, ""},
+		{map[string]string{"MAX_STDIO_CONNECTIONS": "many"}, 0, false, `MAX_STDIO_CONNECTIONS: invalid value "many": want a positive integer`},
+		{map[string]string{"MAX_STDIO_CONNECTIONS": "0"}, 0, false, `MAX_STDIO_CONNECTIONS: invalid value "0"`},
+		{map[string]string{"AUDIT_LOG_BODIES": "yes please"}, 0, false, `AUDIT_LOG_BODIES: invalid value "yes please"`},
+	} {
+		c, err := testLoader(tt.env).parse([]byte("max_sessions: 10\n"), "x.yaml")
+		switch {
+		case tt.err != "":
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("env %v: error %v, want %q", tt.env, err, tt.err)
+			}
+		case err != nil:
+			t.Errorf("env %v: %v", tt.env, err)
+		case c.MaxSessions != tt.maxSessions || c.Audit.LogBodies != tt.logBodies:
+			t.Errorf("env %v: MaxSessions %d LogBodies %v, want %d %v", tt.env, c.MaxSessions, c.Audit.LogBodies, tt.maxSessions, tt.logBodies)
+		}
+	}
+}
+
+// TestAllErrors checks that one load reports every problem, sorted by line.
+func TestAllErrors(t *testing.T) {
+	t.Parallel()
+	data := `timeout: 30
+listn: x
+destinations:
+  a:
+    type: stdio
+  b:
+    type: sse
+    urll: x
+namespaces:
+  n:
+    servers: [a, c]
+`
+	_, err := testLoader(nil).parse([]byte(data), "sb.yaml")
+	var errs Errors
+	if !errors.As(err, &errs) {
+		t.Fatalf("error %T %v, want Errors", err, err)
+	}
+	want := []string{
+		`sb.yaml:1: timeout: invalid duration 30: missing unit (write it like "30s")`,
+		`sb.yaml:2: unknown key "listn"`,
+		`sb.yaml:4: destinations.a: command is required for type stdio`,
+		`sb.yaml:6: destinations.b: url is required for type sse`,
+		`sb.yaml:8: destinations.b: unknown key "urll"`,
+		`sb.yaml:11: namespaces.n: unknown destination "c" in servers`,
+	}
+	if got := strings.Split(err.Error(), "\n"); !slices.Equal(got, want) {
+		t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	t.Parallel()
+	_, err := Load("testdata/does-not-exist.yaml")
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Load of a missing file: %v, want fs.ErrNotExist", err)
+	}
+}
+
+func TestParse(t *testing.T) {
+	t.Parallel()
+	c, err := Parse([]byte("destinations:\n  e:\n    type: sse\n    url: http://127.0.0.1:1/sse\n"), "testdata/none/x.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Destinations["e"].Type != TypeSSE {
+		t.Errorf("got %+v", c.Destinations["e"])
+	}
+}
