@@ -169,7 +169,16 @@ func (s *Server) ServeMessage(w http.ResponseWriter, r *http.Request) {
 	b := sess.Backend()
 	if b == nil {
 		if msg.Method != "initialize" || !msg.IsRequest() {
-			httpError(w, http.StatusBadRequest, "session is not initialized: send initialize first")
+			// Answer on the stream, as the transport expects: a client
+			// probing with server/discover falls back to initialize on it.
+			if msg.IsRequest() {
+				code := jsonrpc.InvalidRequest
+				if msg.Method == "server/discover" {
+					code = jsonrpc.MethodNotFound
+				}
+				sess.Deliver(jsonrpc.NewError(msg.ID, jsonrpc.Errorf(code, "%s: session not initialized; send initialize first", msg.Method)))
+			}
+			w.WriteHeader(http.StatusAccepted)
 			return
 		}
 		backend, res, err := s.dest.Open(r.Context(), sess, msg)
