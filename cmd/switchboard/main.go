@@ -3,6 +3,7 @@
 //
 //	switchboard serve --config FILE [--listen ADDR]
 //	switchboard check --config FILE
+//	switchboard relay --url URL [--transport auto|http|sse] [--header 'Name: value']... [--log FILE] [--debug]
 //	switchboard version
 package main
 
@@ -24,6 +25,8 @@ import (
 const usage = `usage:
   switchboard serve --config FILE [--listen ADDR]   run the gateway
   switchboard check --config FILE                   validate a config (every error at once)
+  switchboard relay --url URL [--transport auto|http|sse] [--header 'Name: value']... [--log FILE] [--debug]
+                                                    a stdio MCP server that forwards to a remote one
   switchboard version                               print the version
 `
 
@@ -42,6 +45,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return serve(args[1:], stderr)
 	case "check":
 		return check(args[1:], stdout, stderr)
+	case "relay":
+		if relayCmd == nil {
+			fmt.Fprintln(stderr, "switchboard: relay is not built in")
+			return 2
+		}
+		return relayCmd(args[1:], os.Stdin, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "switchboard", version())
 		return 0
@@ -121,3 +130,6 @@ func check(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "%s: ok (%d destinations)\n", *cfgPath, len(cfg.Destinations))
 	return 0
 }
+
+// relayCmd runs the relay subcommand (relay.go).
+var relayCmd func(args []string, stdin io.Reader, stdout, stderr io.Writer) int

@@ -74,12 +74,18 @@
 //
 // The JSON files of other MCP clients and gateways load as they are:
 //
-//   - Claude Desktop, Cursor, Windsurf, Cline and Claude Code:
-//     {"mcpServers": {"name": {"command", "args", "env"} | {"url", "headers", "type"}}}
-//   - VS Code (.vscode/mcp.json): {"servers": {"name": {"type": "stdio"|"http"|"sse", ...}}}
-//   - MCProxy (mcproxy.json): {"servers": [{"name", "command", "args", "env"}, ...],
-//     "namespaces": {...}, "groups": {...}}
+//	Claude Desktop, Claude Code, Cursor, Windsurf, Cline:
+//	    {"mcpServers": {"NAME": {"command": "npx", "args": [...], "env": {...}}}}
+//	    {"mcpServers": {"NAME": {"url": "https://...", "headers": {...}, "type": "sse"}}}
+//	VS Code (.vscode/mcp.json):
+//	    {"servers": {"NAME": {"type": "stdio" | "http" | "sse", ...}}}
+//	MCProxy (mcproxy.json):
+//	    {"servers": [{"name": "NAME", "command": "...", "args": [...], "env": {...}}],
+//	     "namespaces": {...}, "groups": {...}}
 //
+// The URL may also be given as "serverUrl" (Windsurf) or "httpUrl" (Gemini
+// CLI, always Streamable HTTP), and "type" (or "transportType") may be
+// stdio, sse, http, streamable-http or streamableHttp.
 // A JSON "command" is argv[0] as written (it is not split on spaces). A
 // server without "type" is stdio when it has a command; with a URL it is sse
 // when the URL path ends in "/sse" and streamable_http otherwise. "timeout"

@@ -153,17 +153,24 @@ func (d *decoder) each(n *yaml.Node, path string, fn func(key string, v *yaml.No
 			explicit[k.Value] = true
 		}
 	}
-	seen := map[string]int{}
-	d.pairs(n, path, explicit, seen, fn, 0)
+	m := &mergeState{explicit: explicit, seen: map[string]int{}, merged: map[*yaml.Node]bool{}}
+	d.pairs(n, path, m, fn, 0)
 	return true
 }
 
-func (d *decoder) pairs(n *yaml.Node, path string, explicit map[string]bool, seen map[string]int, fn func(string, *yaml.Node, string), depth int) {
+// mergeState is the bookkeeping of one mapping's merge keys.
+type mergeState struct {
+	explicit map[string]bool     // keys the mapping itself sets
+	seen     map[string]int      // keys delivered so far -> line
+	merged   map[*yaml.Node]bool // mappings already merged in; merging one twice adds nothing
+}
+
+func (d *decoder) pairs(n *yaml.Node, path string, m *mergeState, fn func(string, *yaml.Node, string), depth int) {
 	merged := depth > 0
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
-			d.merge(v, path, explicit, seen, fn, depth+1)
+			d.merge(v, path, m, fn, depth+1)
 			continue
 		}
 		if k.Kind != yaml.ScalarNode || k.ShortTag() == "!!null" {
@@ -171,41 +178,48 @@ func (d *decoder) pairs(n *yaml.Node, path string, explicit map[string]bool, see
 			continue
 		}
 		key := k.Value
-		if merged && explicit[key] {
+		if merged && m.explicit[key] {
 			continue // the mapping's own key wins over a merged one
 		}
-		if first, dup := seen[key]; dup {
+		if first, dup := m.seen[key]; dup {
 			if !merged {
 				d.errorf(k, path, "duplicate key %q (first defined at line %d)", key, first)
 			}
 			continue
 		}
-		seen[key] = k.Line
+		m.seen[key] = k.Line
 		kpath := join(path, key)
 		d.pos[kpath] = k.Line
 		fn(key, v, kpath)
 	}
 }
 
-func (d *decoder) merge(v *yaml.Node, path string, explicit map[string]bool, seen map[string]int, fn func(string, *yaml.Node, string), depth int) {
+func (d *decoder) merge(v *yaml.Node, path string, m *mergeState, fn func(string, *yaml.Node, string), depth int) {
 	if depth > 32 {
 		d.errorf(v, path, "merge keys nested too deeply")
 		return
 	}
 	v = resolve(v)
-	switch {
-	case v.Kind == yaml.MappingNode:
-		d.pairs(v, path, explicit, seen, fn, depth)
-	case v.Kind == yaml.SequenceNode:
-		for _, m := range v.Content {
-			if m = resolve(m); m.Kind != yaml.MappingNode {
-				d.errorf(m, path, "merge (<<) values must be mappings, got %s", describe(m))
+	var sources []*yaml.Node
+	switch v.Kind {
+	case yaml.MappingNode:
+		sources = []*yaml.Node{v}
+	case yaml.SequenceNode:
+		for _, s := range v.Content {
+			if s = resolve(s); s.Kind != yaml.MappingNode {
+				d.errorf(s, path, "merge (<<) values must be mappings, got %s", describe(s))
 				continue
 			}
-			d.pairs(m, path, explicit, seen, fn, depth)
+			sources = append(sources, s)
 		}
 	default:
 		d.errorf(v, path, "merge (<<) value must be a mapping or a list of mappings, got %s", describe(v))
+	}
+	for _, s := range sources {
+		if !m.merged[s] {
+			m.merged[s] = true
+			d.pairs(s, path, m, fn, depth)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"sync"
 	"time"
 
@@ -13,55 +14,98 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/upstream"
 )
 
-// destination serves one configured stdio server to the fronts. It
-// implements streamable.Destination (and the legacy SSE front's equivalent).
+// destination serves one configured upstream server to the fronts. It
+// implements streamable.Destination and sse.Destination.
+//
+// Which upstream a session gets depends on the type and isolation:
+//
+//	stdio, isolation shared   one process for every legacy session (shared)
+//	stdio, isolation session  one process per session (private)
+//	streamable_http, sse      one upstream session per client session (private)
+//
+// 2026-07-28 requests go to modern, a separate stateless connection, so one
+// process never has to mix protocol eras.
 type destination struct {
-	name      string
-	cfg       *config.Destination
-	isolation string
-	newUp     func(shared bool, era upstream.Era) *upstream.Upstream
+	name   string
+	cfg    *config.Destination
+	dialer func(forward http.Header) upstream.Dialer
+	newUp  func(dial upstream.Dialer, shared bool, era upstream.Era) *upstream.Upstream
 
-	// shared serves every legacy session when isolation is shared.
-	shared *upstream.Upstream
-	// modern serves 2026-07-28 requests (stateless; one process, started on
-	// first use) so a process never has to mix protocol eras.
-	modern *upstream.Upstream
+	shared *upstream.Upstream // nil unless stdio with isolation shared
+	modern *upstream.Upstream // nil for legacy sse destinations
 
 	mu      sync.Mutex
-	private map[*upstream.Upstream]struct{} // guarded by mu: per-session upstreams (isolation: session)
+	private map[*upstream.Upstream]struct{} // guarded by mu: per-session upstreams
 	closed  bool                            // guarded by mu
 }
 
 func newDestination(cfg *config.Destination, global *config.Config, log *slog.Logger) *destination {
-	d := &destination{name: cfg.Name, cfg: cfg, isolation: cfg.Isolation, private: map[*upstream.Upstream]struct{}{}}
-	argv := append(append([]string{}, cfg.Command...), cfg.Args...)
-	env := stdio.Env(cfg.Env, cfg.Secrets)
+	d := &destination{name: cfg.Name, cfg: cfg, private: map[*upstream.Upstream]struct{}{}}
 	dlog := log.With("destination", cfg.Name)
-	spec := stdio.Spec{Argv: argv, Env: env, Dir: cfg.Cwd, MaxLine: int(global.MaxMessageBytes), Logger: dlog}
-	dial := func(ctx context.Context, deliver func([]byte), oversize func([]byte)) (upstream.Conn, error) {
-		p, err := stdio.Start(spec, deliver, oversize)
-		if err != nil {
-			return nil, err
+	maxMsg := int(global.MaxMessageBytes)
+	switch cfg.Type {
+	case config.TypeStdio:
+		argv := append(append([]string{}, cfg.Command...), cfg.Args...)
+		spec := stdio.Spec{Argv: argv, Env: stdio.Env(cfg.Env, cfg.Secrets), Dir: cfg.Cwd, MaxLine: maxMsg, Logger: dlog}
+		d.dialer = func(http.Header) upstream.Dialer {
+			return func(ctx context.Context, deliver func([]byte), oversize func([]byte)) (upstream.Conn, error) {
+				p, err := stdio.Start(spec, deliver, oversize)
+				if err != nil {
+					return nil, err
+				}
+				dlog.Info("process started", "pid", p.Pid())
+				return p, nil
+			}
 		}
-		dlog.Info("process started", "pid", p.Pid())
-		return p, nil
+	case config.TypeStreamableHTTP:
+		d.dialer = func(forward http.Header) upstream.Dialer {
+			hdr := upstreamHeader(cfg, forward)
+			return func(ctx context.Context, deliver func([]byte), oversize func([]byte)) (upstream.Conn, error) {
+				return dialStreamable(ctx, cfg.URL, hdr, maxMsg, dlog, deliver, oversize)
+			}
+		}
+	case config.TypeSSE:
+		d.dialer = func(forward http.Header) upstream.Dialer {
+			hdr := upstreamHeader(cfg, forward)
+			return func(ctx context.Context, deliver func([]byte), oversize func([]byte)) (upstream.Conn, error) {
+				return dialSSE(ctx, cfg.URL, hdr, maxMsg, dlog, deliver, oversize)
+			}
+		}
 	}
 	delays := restartDelays(global.Restart)
 	timeout := cfg.Timeout
 	if timeout == 0 {
 		timeout = global.Timeout
 	}
-	d.newUp = func(shared bool, era upstream.Era) *upstream.Upstream {
+	d.newUp = func(dial upstream.Dialer, shared bool, era upstream.Era) *upstream.Upstream {
 		return upstream.New(upstream.Options{
 			Name: cfg.Name, Dial: dial, Shared: shared, Era: era,
 			RestartDelays: delays, HandshakeTimeout: timeout, Logger: log,
 		})
 	}
-	if d.isolation != config.IsolationSession {
-		d.shared = d.newUp(true, upstream.Legacy)
+	if cfg.Type == config.TypeStdio && cfg.Isolation != config.IsolationSession {
+		d.shared = d.newUp(d.dialer(nil), true, upstream.Legacy)
 	}
-	d.modern = d.newUp(true, upstream.Modern)
+	if cfg.Type != config.TypeSSE {
+		d.modern = d.newUp(d.dialer(nil), true, upstream.Modern)
+	}
 	return d
+}
+
+// upstreamHeader builds the headers of an HTTP upstream: the configured
+// ones (secrets already substituted) plus the client headers named in
+// forward_headers. The client's Authorization is never passed otherwise.
+func upstreamHeader(cfg *config.Destination, forward http.Header) http.Header {
+	h := http.Header{}
+	for k, v := range cfg.Headers {
+		h.Set(k, v)
+	}
+	for _, name := range cfg.ForwardHeaders {
+		if vs := forward.Values(name); len(vs) > 0 {
+			h[http.CanonicalHeaderKey(name)] = append([]string(nil), vs...)
+		}
+	}
+	return h
 }
 
 // restartDelays expands the policy into one delay per attempt.
@@ -84,7 +128,7 @@ func (d *destination) Open(ctx context.Context, s *session.Session, init *jsonrp
 	up := d.shared
 	var owned *upstream.Upstream
 	if up == nil {
-		owned = d.newUp(false, upstream.Legacy)
+		owned = d.newUp(d.dialer(clientHeader(ctx)), false, upstream.Legacy)
 		d.mu.Lock()
 		if d.closed {
 			d.mu.Unlock()
@@ -107,6 +151,10 @@ func (d *destination) Open(ctx context.Context, s *session.Session, init *jsonrp
 
 // Stateless sends a 2026-07-28 request.
 func (d *destination) Stateless(ctx context.Context, req *jsonrpc.Message) (session.Call, error) {
+	if d.modern == nil {
+		return nil, jsonrpc.Errorf(jsonrpc.UnsupportedProtocolVersion,
+			"destination %s is a legacy HTTP+SSE server; send initialize (protocol 2025-11-25 or earlier)", d.name)
+	}
 	c, err := d.modern.CallStateless(ctx, req)
 	if err != nil {
 		return nil, err
@@ -127,9 +175,11 @@ func (d *destination) release(up *upstream.Upstream) {
 func (d *destination) Close(ctx context.Context) {
 	d.mu.Lock()
 	d.closed = true
-	ups := []*upstream.Upstream{d.modern}
-	if d.shared != nil {
-		ups = append(ups, d.shared)
+	var ups []*upstream.Upstream
+	for _, up := range []*upstream.Upstream{d.shared, d.modern} {
+		if up != nil {
+			ups = append(ups, up)
+		}
 	}
 	for up := range d.private {
 		ups = append(ups, up)
@@ -146,7 +196,7 @@ func (d *destination) Close(ctx context.Context) {
 func (d *destination) State() (string, string) {
 	up := d.shared
 	if up == nil {
-		return "ready", "" // per-session processes start on demand
+		return "ready", "" // per-session connections start on demand
 	}
 	st, err := up.State()
 	msg := ""
@@ -176,4 +226,16 @@ func (b *memberBackend) Leave() {
 	if b.owned != nil {
 		b.d.release(b.owned)
 	}
+}
+
+type headerKey struct{}
+
+// withClientHeader records the client's request headers for forward_headers.
+func withClientHeader(ctx context.Context, h http.Header) context.Context {
+	return context.WithValue(ctx, headerKey{}, h)
+}
+
+func clientHeader(ctx context.Context) http.Header {
+	h, _ := ctx.Value(headerKey{}).(http.Header)
+	return h
 }

@@ -88,10 +88,6 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		}}
 	for _, name := range cfg.Names {
 		dc := cfg.Destinations[name]
-		if dc.Type != config.TypeStdio {
-			g.log.Warn("destination type not served yet; skipped", "destination", name, "type", dc.Type)
-			continue
-		}
 		d := newDestination(dc, cfg, g.log)
 		g.dests[name] = d
 		g.fronts[name+"/mcp"] = streamable.NewHandler(d, streamable.Options{
@@ -182,7 +178,8 @@ func (g *Gateway) audited(next http.Handler) http.Handler {
 		start := time.Now()
 		rec := &audit.Record{Time: start, SourceIP: audit.SourceIP(r), HTTPMethod: r.Method, Path: r.URL.Path}
 		sw := &statusWriter{ResponseWriter: w}
-		next.ServeHTTP(sw, r.WithContext(audit.WithRecord(r.Context(), rec)))
+		ctx := withClientHeader(audit.WithRecord(r.Context(), rec), r.Header)
+		next.ServeHTTP(sw, r.WithContext(ctx))
 		rec.Status = sw.status
 		if rec.Status == 0 {
 			rec.Status = http.StatusOK

@@ -52,9 +52,11 @@ type Conn interface {
 	Close(ctx context.Context) error
 }
 
-// Dialer opens a connection. deliver is called for each message received, in
-// order, from one goroutine, with a slice valid only during the call;
-// oversize is called with the first bytes of a message over the size limit.
+// Dialer opens a connection. deliver is called for each message received,
+// with a slice valid only during the call; it may be called from several
+// goroutines at once (an HTTP connection reads several response streams),
+// but the messages of one stream arrive in order. oversize is called with
+// the first bytes of a message over the size limit.
 type Dialer func(ctx context.Context, deliver func([]byte), oversize func([]byte)) (Conn, error)
 
 // Downstream is the client side of a Member: the session's listen stream
