@@ -36,8 +36,8 @@
 //
 //	switchboard.yaml:12: destinations.github: unknown key "urll"
 //
-// No error message ever contains a value from the secrets file or a value
-// substituted for a ${VAR} reference.
+// No error message contains a secret: a value from the secrets file, or a
+// value substituted into url, headers or env (see Interpolation).
 //
 // The returned Config is read-only: callers must not modify it or copy it
 // shallowly, so that a reload can compare an old and a new Config.

@@ -18,7 +18,7 @@ import (
 // with the value "[REDACTED]"; read the values by indexing.
 type Secrets map[string]string
 
-const redacted = "[REDACTED]"
+const redactedValue = "[REDACTED]"
 
 func (s Secrets) redacted() map[string]string {
 	if s == nil {
@@ -26,7 +26,7 @@ func (s Secrets) redacted() map[string]string {
 	}
 	m := make(map[string]string, len(s))
 	for k := range s {
-		m[k] = redacted
+		m[k] = redactedValue
 	}
 	return m
 }
@@ -52,7 +52,7 @@ func (s Secrets) GoString() string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "%q:%q", k, redacted)
+		fmt.Fprintf(&b, "%q:%q", k, redactedValue)
 	}
 	b.WriteString("}")
 	return b.String()

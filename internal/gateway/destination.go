@@ -125,6 +125,12 @@ func restartDelays(r config.Restart) []time.Duration {
 
 // Open attaches a legacy session.
 func (d *destination) Open(ctx context.Context, s *session.Session, init *jsonrpc.Message) (session.Backend, *jsonrpc.Message, error) {
+	return d.Join(ctx, s, init)
+}
+
+// Join attaches a downstream (a session, or an aggregating router's member
+// slot) and returns its backend and the InitializeResult response.
+func (d *destination) Join(ctx context.Context, down upstream.Downstream, init *jsonrpc.Message) (session.Backend, *jsonrpc.Message, error) {
 	up := d.shared
 	var owned *upstream.Upstream
 	if up == nil {
@@ -138,14 +144,13 @@ func (d *destination) Open(ctx context.Context, s *session.Session, init *jsonrp
 		d.mu.Unlock()
 		up = owned
 	}
-	m, res, err := up.Join(ctx, s, init)
+	m, res, err := up.Join(ctx, down, init)
 	if err != nil {
 		if owned != nil {
 			d.release(owned)
 		}
 		return nil, nil, err
 	}
-	s.Version = m.Version()
 	return &memberBackend{Member: m, d: d, owned: owned}, res, nil
 }
 

@@ -64,7 +64,7 @@ func Decode(b []byte) (*Message, error) {
 	}
 	m := &Message{}
 	var version []byte
-	var hasMethod bool
+	var hasMethod, badMethod bool
 	end, err := eachMember(b, i, func(key, val []byte) error {
 		switch string(key) {
 		case "jsonrpc":
@@ -72,11 +72,10 @@ func Decode(b []byte) (*Message, error) {
 		case "id":
 			m.ID = val
 		case "method":
+			// A bad method is reported only once the whole input is
+			// known to be JSON: invalid JSON is a ParseError.
 			s, ok := unquote(val)
-			if !ok {
-				return &Error{Code: InvalidRequest, Message: "invalid request: method must be a string"}
-			}
-			m.Method, hasMethod = s, true
+			m.Method, hasMethod, badMethod = s, true, !ok
 		case "params":
 			m.Params = val
 		case "result":
@@ -91,6 +90,9 @@ func Decode(b []byte) (*Message, error) {
 	}
 	if skipSpace(b, end) != len(b) {
 		return nil, &Error{Code: ParseError, Message: "parse error: trailing data after the message"}
+	}
+	if badMethod {
+		return nil, &Error{Code: InvalidRequest, Message: "invalid request: method must be a string"}
 	}
 	if string(version) != `"2.0"` {
 		return nil, &Error{Code: InvalidRequest, Message: `invalid request: "jsonrpc" must be "2.0"`}

@@ -1,6 +1,7 @@
 package jsonrpc
 
 import (
+	"bytes"
 	"encoding/json"
 	"unicode/utf8"
 )
@@ -23,9 +24,10 @@ func skipSpace(b []byte, i int) int {
 }
 
 // eachMember walks the object starting at b[i] == '{' and calls fn with each
-// key (unescaped only when it has no escapes; keys with escapes are passed
-// raw, which never matches a member Switchboard reads) and raw value. It
-// returns the index just past the closing brace.
+// unescaped key and raw value. It returns the index just past the closing
+// brace. Keys are unescaped (rarely: only keys holding a backslash allocate)
+// so that "progress\u0054oken" is the member a JSON parser upstream sees as
+// progressToken.
 func eachMember(b []byte, i int, fn func(key, val []byte) error) (int, error) {
 	i++ // '{'
 	i = skipSpace(b, i)
@@ -42,6 +44,10 @@ func eachMember(b []byte, i int, fn func(key, val []byte) error) (int, error) {
 			return 0, errSyntax
 		}
 		key := b[i+1 : kend-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			k, _ := unquote(b[i:kend])
+			key = []byte(k)
+		}
 		i = skipSpace(b, kend)
 		if i >= len(b) || b[i] != ':' {
 			return 0, errSyntax
@@ -250,10 +256,13 @@ func unquote(raw []byte) (string, bool) {
 	if len(raw) < 2 || raw[0] != '"' {
 		return "", false
 	}
+	if raw[len(raw)-1] != '"' {
+		return "", false
+	}
 	inner := raw[1 : len(raw)-1]
 	simple := true
 	for _, c := range inner {
-		if c == '\\' || c >= utf8.RuneSelf {
+		if c == '\\' || c == '"' || c < 0x20 || c >= utf8.RuneSelf {
 			simple = false
 			break
 		}
@@ -289,7 +298,10 @@ func Quote(s string) json.RawMessage { return appendString(nil, s) }
 
 // Lookup finds the member at path (object keys, outermost first) in the JSON
 // object obj and returns its raw value and its [start, end) offsets in obj.
-// ok is false when any step is missing or not an object.
+// ok is false when any step is missing or not an object. When a key appears
+// more than once the last one wins, as in Decode and in encoding/json,
+// JSON.parse and Python's json: a rewrite must hit the member the receiver
+// will read.
 func Lookup(obj []byte, path ...string) (val []byte, start, end int, ok bool) {
 	base := 0
 	cur := obj
@@ -301,7 +313,7 @@ func Lookup(obj []byte, path ...string) (val []byte, start, end int, ok bool) {
 		found := false
 		var vs, ve int
 		_, err := eachMember(cur, i, func(k, v []byte) error {
-			if !found && string(k) == key {
+			if string(k) == key {
 				found = true
 				// v is a subslice of cur: recover its offset.
 				vs = cap(cur) - cap(v)
@@ -360,7 +372,7 @@ func PeekID(prefix []byte) (json.RawMessage, bool) {
 	}
 	var id json.RawMessage
 	_, _ = eachMember(prefix, i, func(key, val []byte) error {
-		if string(key) == "id" && id == nil {
+		if string(key) == "id" { // the last complete one, as in Decode
 			id = val
 		}
 		return nil

@@ -50,7 +50,6 @@ type Backend interface {
 type Session struct {
 	ID      string // Mcp-Session-Id: a random UUIDv4
 	Dest    string // destination (or endpoint) name
-	Version string // protocol version negotiated with the client; set once before the session is shared
 
 	listen *jsonrpc.Queue // messages for the listen stream
 	ended  chan struct{}  // closed by End
