@@ -173,11 +173,9 @@ func TestDecodeInvalid(t *testing.T) {
 		// Not JSON, or not an object.
 		{"empty", ``, ParseError},
 		{"whitespace only", " \n\t", ParseError},
-		{"null", `null`, ParseError},
-		{"string", `"x"`, ParseError},
-		{"number", `1`, ParseError},
-		{"true", `true`, ParseError},
 		{"garbage", `hello`, ParseError},
+		{"number then garbage", `1x`, ParseError},
+		{"unterminated top-level string", `"x`, ParseError},
 		{"bom", "\xef\xbb\xbf{\"jsonrpc\":\"2.0\",\"method\":\"m\"}", ParseError},
 		{"unterminated object", `{`, ParseError},
 		{"unterminated after member", `{"jsonrpc":"2.0",`, ParseError},
@@ -241,6 +239,12 @@ func TestDecodeInvalid(t *testing.T) {
 		{"broken batch", `[`, batch},
 
 		// Valid JSON, invalid JSON-RPC.
+		// JSON that is not an object is an invalid request, not a parse
+		// error (JSON-RPC 2.0 section 5.1).
+		{"null", `null`, InvalidRequest},
+		{"string", ` "x" `, InvalidRequest},
+		{"number", `1`, InvalidRequest},
+		{"true", `true`, InvalidRequest},
 		{"empty object", `{}`, InvalidRequest},
 		{"no jsonrpc", `{"id":1,"method":"m"}`, InvalidRequest},
 		{"jsonrpc 1.0", `{"jsonrpc":"1.0","id":1,"method":"m"}`, InvalidRequest},

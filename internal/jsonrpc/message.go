@@ -60,6 +60,9 @@ func Decode(b []byte) (*Message, error) {
 		return nil, ErrBatch
 	}
 	if i >= len(b) || b[i] != '{' {
+		if Valid(b) { // JSON, but not a request object
+			return nil, &Error{Code: InvalidRequest, Message: "invalid request: not a JSON object"}
+		}
 		return nil, &Error{Code: ParseError, Message: "parse error: not a JSON object"}
 	}
 	m := &Message{}

@@ -372,7 +372,9 @@ func PeekID(prefix []byte) (json.RawMessage, bool) {
 	}
 	var id json.RawMessage
 	_, _ = eachMember(prefix, i, func(key, val []byte) error {
-		if string(key) == "id" { // the last complete one, as in Decode
+		// A number that runs to the cut may be cut short ("12" of "123").
+		cut := cap(prefix)-cap(val)+len(val) == len(prefix) && val[0] != '"'
+		if string(key) == "id" && !cut { // the last complete one, as in Decode
 			id = val
 		}
 		return nil

@@ -1,0 +1,95 @@
+package gateway
+
+import (
+	"context"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/peers"
+)
+
+// The official conformance suite against Switchboard in front of the go-sdk everything-server
+// over stdio. The figures are those the same suites show against everything-server directly
+// (shared/docs/testing.md); a gateway that serves both eras must reach all three.
+
+// scenarioLineRE matches a per-scenario summary line, e.g. "✗ tasks-lifecycle: 1 passed, 8 failed".
+var scenarioLineRE = regexp.MustCompile(`(?m)^\S+ (\S+): (\d+) passed, (\d+) failed\s*$`)
+
+// failingScenarios returns the scenarios of a conformance run's summary with failures, and the sum
+// of their failure counts.
+func failingScenarios(output string) (names []string, failures int) {
+	for _, m := range scenarioLineRE.FindAllStringSubmatch(output, -1) {
+		n, _ := strconv.Atoi(m[3])
+		if n > 0 {
+			names = append(names, m[1])
+			failures += n
+		}
+	}
+	return names, failures
+}
+
+func TestConformanceE2E(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real conformance suite; skipped with -short")
+	}
+	bin := peers.EverythingServer(t)
+	peers.Conformance(t, peers.ConformanceStable) // skip (or fail under SWITCHBOARD_REQUIRE_PEERS=1) early
+	peers.Conformance(t, peers.ConformanceNext)
+
+	suites := []struct {
+		name, version string
+		extra         []string
+		wantPassed    int
+		exact         bool // else: >= wantPassed, and only tasks-* (extension) scenarios may fail
+	}{
+		{"0.1.16", peers.ConformanceStable, nil, 40, true},
+		{"0.2.0-alpha.12/2025-11-25", peers.ConformanceNext, []string{"--requirements", "2025-11-25"}, 82, true},
+		{"0.2.0-alpha.12/2026-07-28", peers.ConformanceNext, []string{"--requirements", "2026-07-28"}, 165, false},
+	}
+	for _, isolation := range []string{"shared", "session"} {
+		t.Run("isolation="+isolation, func(t *testing.T) {
+			t.Parallel()
+			for _, s := range suites {
+				t.Run(s.name, func(t *testing.T) {
+					// A fresh gateway per suite run: protocol eras never mix in one process.
+					// The suite opens many sessions and deletes few of them.
+					gw := startHarnessGateway(t, harnessStdioYAML("everything", []string{bin}, 500, "isolation: "+isolation))
+					ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+					defer cancel()
+					start := time.Now()
+					passed, failed, out, err := peers.RunConformance(ctx, t, s.version, gw.URL+"/everything/mcp", s.extra...)
+					t.Logf("conformance %s %s, isolation %s: %d passed / %d failed in %v",
+						s.version, strings.Join(s.extra, " "), isolation, passed, failed, time.Since(start).Round(time.Millisecond))
+					if err != nil {
+						t.Fatalf("RunConformance: %v\n%s", err, out)
+					}
+					bad, badSum := failingScenarios(out)
+					if s.exact {
+						if passed != s.wantPassed || failed != 0 {
+							t.Errorf("got %d passed, %d failed; want exactly %d passed, 0 failed (failing scenarios: %v)",
+								passed, failed, s.wantPassed, bad)
+						}
+					} else {
+						if passed < s.wantPassed {
+							t.Errorf("got %d passed, want >= %d", passed, s.wantPassed)
+						}
+						if badSum != failed {
+							t.Errorf("the failing scenario lines add up to %d failures, the Total line says %d", badSum, failed)
+						}
+						for _, name := range bad {
+							if !strings.HasPrefix(name, "tasks-") {
+								t.Errorf("scenario %s failed; only tasks-* (extension) scenarios may fail", name)
+							}
+						}
+					}
+					if t.Failed() {
+						t.Logf("conformance output:\n%s", out) // only ever a failing run's output
+					}
+				})
+			}
+		})
+	}
+}

@@ -1,0 +1,471 @@
+package gateway_test
+
+// A small hand-written stdio MCP server, run by re-executing the test binary
+// with SWITCHBOARD_TEST_SERVER=<mode>. It speaks newline-delimited JSON-RPC
+// on stdin/stdout and is deliberately simple and observable: every tool
+// result carries the server's pid and the request id it saw, and the "state"
+// tool reports what the server recorded (log levels set, subscriptions,
+// cancellations, answers to its own requests).
+//
+// Modes:
+//
+//	plain    a well-behaved server
+//	garbage  banners, blank lines and non-JSON junk on stdout around every
+//	         message, and lots of stderr
+//	flood    a goroutine floods stdout with garbage lines the whole time
+//
+// SWITCHBOARD_TEST_DIE_FILE names a file: when it exists at start-up the
+// server exits 1 at once (to exhaust restarts).
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+const (
+	envServerMode = "SWITCHBOARD_TEST_SERVER"
+	envServerTag  = "SWITCHBOARD_TEST_TAG"
+	envDieFile    = "SWITCHBOARD_TEST_DIE_FILE"
+)
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(envServerMode); mode != "" {
+		os.Exit(runTestServer(mode))
+	}
+	os.Exit(m.Run())
+}
+
+// wireMsg is a JSON-RPC message as the test server (and the tests) see it.
+type wireMsg struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method,omitempty"`
+	Params  json.RawMessage `json:"params,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   *wireError      `json:"error,omitempty"`
+}
+
+type wireError struct {
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+type inflight struct {
+	cancel context.CancelFunc
+	tag    string
+}
+
+type testServer struct {
+	mode string
+
+	wmu sync.Mutex
+	out *bufio.Writer
+	junk int
+
+	mu        sync.Mutex
+	levels    []string
+	subs      []string
+	cancelled []string
+	answers   []string
+	running   map[string]*inflight        // by raw request id
+	waiters   map[string]chan struct{}    // wait/release keys
+	asks      map[string]chan *wireMsg    // server→client requests by id
+	nextAsk   int
+	client    json.RawMessage // clientInfo of the initialize it received
+}
+
+func runTestServer(mode string) int {
+	if f := os.Getenv(envDieFile); f != "" {
+		if _, err := os.Stat(f); err == nil {
+			fmt.Fprintln(os.Stderr, "testserver: die file present; exiting")
+			return 1
+		}
+	}
+	s := &testServer{
+		mode:    mode,
+		out:     bufio.NewWriterSize(os.Stdout, 64<<10),
+		running: map[string]*inflight{},
+		waiters: map[string]chan struct{}{},
+		asks:    map[string]chan *wireMsg{},
+	}
+	switch mode {
+	case "garbage":
+		s.raw("Starting switchboard test server v0.0.1 ...", "", "   ", "[INFO] GARBAGE banner: ready to serve",
+			"{this is GARBAGE and not json", `["GARBAGE","array"]`, "\t")
+		for i := 0; i < 300; i++ {
+			fmt.Fprintf(os.Stderr, "STDERR-NOISE line %d: the quick brown fox jumps over the lazy dog\n", i)
+		}
+	case "flood":
+		go s.flood()
+	}
+	in := bufio.NewReaderSize(os.Stdin, 64<<10)
+	for {
+		line, err := in.ReadBytes('\n')
+		if len(strings.TrimSpace(string(line))) > 0 {
+			s.handleLine(line)
+		}
+		if err != nil {
+			return 0 // stdin closed: the gateway wants us gone
+		}
+	}
+}
+
+// raw writes lines that are not messages (junk) to stdout.
+func (s *testServer) raw(lines ...string) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	for _, l := range lines {
+		s.out.WriteString(l)
+		s.out.WriteByte('\n')
+	}
+	s.out.Flush()
+}
+
+func (s *testServer) flood() {
+	pad := strings.Repeat("x", 120)
+	long := "FLOOD-LONG " + strings.Repeat("y", 100<<10) // longer than the gateway's read buffer
+	for n := 0; ; n++ {
+		lines := make([]string, 0, 17)
+		for i := 0; i < 16; i++ {
+			lines = append(lines, fmt.Sprintf("FLOOD garbage %d/%d %s", n, i, pad))
+		}
+		if n%8 == 0 {
+			lines = append(lines, "{FLOOD not json either", "")
+		}
+		if n%64 == 0 {
+			lines = append(lines, long)
+		}
+		s.raw(lines...)
+		time.Sleep(time.Millisecond) // a flood, not a busy loop that starves the machine
+	}
+}
+
+// send writes one message (in garbage mode wrapped in junk).
+func (s *testServer) send(m any) {
+	b, err := json.Marshal(m)
+	if err != nil {
+		panic(err)
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.mode == "garbage" {
+		s.junk++
+		fmt.Fprintf(s.out, "GARBAGE before message %d\n\n{GARBAGE-not-json\n", s.junk)
+		fmt.Fprintf(os.Stderr, "STDERR-NOISE about to send message %d\n", s.junk)
+	}
+	s.out.Write(b)
+	s.out.WriteByte('\n')
+	if s.mode == "garbage" {
+		fmt.Fprintf(s.out, "   \nGARBAGE after message %d\n", s.junk)
+	}
+	s.out.Flush()
+}
+
+func (s *testServer) result(id json.RawMessage, v any) {
+	b, _ := json.Marshal(v)
+	s.send(wireMsg{JSONRPC: "2.0", ID: id, Result: b})
+}
+
+func (s *testServer) fail(id json.RawMessage, code int, msg string) {
+	s.send(wireMsg{JSONRPC: "2.0", ID: id, Error: &wireError{Code: code, Message: msg}})
+}
+
+func (s *testServer) notify(method string, params any) {
+	b, _ := json.Marshal(params)
+	s.send(wireMsg{JSONRPC: "2.0", Method: method, Params: b})
+}
+
+func (s *testServer) handleLine(line []byte) {
+	var m wireMsg
+	if err := json.Unmarshal(line, &m); err != nil {
+		fmt.Fprintf(os.Stderr, "testserver: bad line %q: %v\n", line, err)
+		return
+	}
+	switch {
+	case m.Method != "" && m.ID != nil:
+		ctx, cancel := context.WithCancel(context.Background())
+		key := string(m.ID)
+		s.mu.Lock()
+		in := &inflight{cancel: cancel}
+		if m.Method == "tools/call" {
+			var p struct {
+				Arguments struct {
+					Tag string `json:"tag"`
+					Key string `json:"key"`
+				} `json:"arguments"`
+			}
+			_ = json.Unmarshal(m.Params, &p)
+			in.tag = p.Arguments.Tag + p.Arguments.Key
+		}
+		s.running[key] = in
+		s.mu.Unlock()
+		go func() {
+			defer func() {
+				s.mu.Lock()
+				delete(s.running, key)
+				s.mu.Unlock()
+				cancel()
+			}()
+			s.request(ctx, &m)
+		}()
+	case m.Method != "":
+		s.notification(&m)
+	default:
+		s.mu.Lock()
+		ch := s.asks[string(m.ID)]
+		delete(s.asks, string(m.ID))
+		s.mu.Unlock()
+		if ch != nil {
+			ch <- &m
+		}
+	}
+}
+
+func (s *testServer) notification(m *wireMsg) {
+	if m.Method != "notifications/cancelled" {
+		return
+	}
+	var p struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	_ = json.Unmarshal(m.Params, &p)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// Recorded here, synchronously, so a request read after this
+	// notification sees it.
+	if in := s.running[string(p.RequestID)]; in != nil {
+		s.cancelled = append(s.cancelled, in.tag)
+		in.cancel()
+	}
+}
+
+var knownVersions = map[string]bool{"2024-11-05": true, "2025-03-26": true, "2025-06-18": true, "2025-11-25": true}
+
+func (s *testServer) request(ctx context.Context, m *wireMsg) {
+	switch m.Method {
+	case "initialize":
+		var p struct {
+			ProtocolVersion string          `json:"protocolVersion"`
+			ClientInfo      json.RawMessage `json:"clientInfo"`
+		}
+		_ = json.Unmarshal(m.Params, &p)
+		v := p.ProtocolVersion
+		if !knownVersions[v] {
+			v = "2025-11-25"
+		}
+		s.mu.Lock()
+		s.client = p.ClientInfo
+		s.mu.Unlock()
+		s.result(m.ID, map[string]any{
+			"protocolVersion": v,
+			"capabilities": map[string]any{
+				"tools":     map[string]any{"listChanged": true},
+				"resources": map[string]any{"subscribe": true, "listChanged": true},
+				"logging":   map[string]any{},
+			},
+			"serverInfo":   map[string]any{"name": "switchboard-testserver", "version": "1"},
+			"instructions": fmt.Sprintf("pid=%d", os.Getpid()),
+		})
+	case "ping":
+		s.result(m.ID, map[string]any{})
+	case "tools/list":
+		var tools []map[string]any
+		for _, n := range []string{"echo", "pid", "slow", "wait", "release", "progress", "log", "ask", "update", "changed", "big", "crash", "state"} {
+			tools = append(tools, map[string]any{"name": n, "inputSchema": map[string]any{"type": "object"}})
+		}
+		s.result(m.ID, map[string]any{"tools": tools})
+	case "logging/setLevel":
+		var p struct {
+			Level string `json:"level"`
+		}
+		_ = json.Unmarshal(m.Params, &p)
+		s.mu.Lock()
+		s.levels = append(s.levels, p.Level)
+		s.mu.Unlock()
+		s.result(m.ID, map[string]any{})
+	case "resources/subscribe", "resources/unsubscribe":
+		var p struct {
+			URI string `json:"uri"`
+		}
+		_ = json.Unmarshal(m.Params, &p)
+		s.mu.Lock()
+		s.subs = append(s.subs, strings.TrimPrefix(m.Method, "resources/")+":"+p.URI)
+		s.mu.Unlock()
+		s.result(m.ID, map[string]any{})
+	case "tools/call":
+		s.tool(ctx, m)
+	default:
+		s.fail(m.ID, -32601, "method not found: "+m.Method)
+	}
+}
+
+type toolArgs struct {
+	Text  string `json:"text"`
+	MS    int    `json:"ms"`
+	N     int    `json:"n"`
+	Level string `json:"level"`
+	After bool   `json:"after"`
+	Key   string `json:"key"`
+	Tag   string `json:"tag"`
+	URI   string `json:"uri"`
+	Bytes int    `json:"bytes"`
+}
+
+func (s *testServer) tool(ctx context.Context, m *wireMsg) {
+	var p struct {
+		Name      string   `json:"name"`
+		Arguments toolArgs `json:"arguments"`
+		Meta      struct {
+			ProgressToken json.RawMessage `json:"progressToken"`
+		} `json:"_meta"`
+	}
+	if err := json.Unmarshal(m.Params, &p); err != nil {
+		s.fail(m.ID, -32602, "bad params: "+err.Error())
+		return
+	}
+	a := p.Arguments
+	tok := p.Meta.ProgressToken
+	text := func(t string, extra ...any) {
+		sc := map[string]any{"text": t, "pid": os.Getpid(), "id": m.ID}
+		for i := 0; i+1 < len(extra); i += 2 {
+			sc[extra[i].(string)] = extra[i+1]
+		}
+		s.result(m.ID, map[string]any{
+			"content":           []any{map[string]any{"type": "text", "text": t}},
+			"structuredContent": sc,
+		})
+	}
+	progress := func(n, total int, msg string) {
+		if tok != nil {
+			s.notify("notifications/progress", map[string]any{"progressToken": tok, "progress": n, "total": total, "message": msg})
+		}
+	}
+	switch p.Name {
+	case "echo":
+		text(a.Text)
+	case "pid":
+		text(fmt.Sprint(os.Getpid()))
+	case "slow":
+		select {
+		case <-time.After(time.Duration(a.MS) * time.Millisecond):
+			text("slept")
+		case <-ctx.Done(): // cancelled: no response, as the spec says
+		}
+	case "wait":
+		progress(0, 1, "waiting")
+		select {
+		case <-s.waiter(a.Key):
+			text("released:" + a.Key)
+		case <-ctx.Done():
+		}
+	case "release":
+		// Respond first, then release: the gateway sees this call end
+		// before anything the released call does.
+		text("ok")
+		s.mu.Lock()
+		ch := s.waiterLocked(a.Key)
+		select {
+		case <-ch:
+		default:
+			close(ch)
+		}
+		s.mu.Unlock()
+	case "progress":
+		for i := 1; i <= a.N; i++ {
+			progress(i, a.N, fmt.Sprintf("step %d", i))
+		}
+		text(string(tok))
+	case "log":
+		if !a.After {
+			s.notify("notifications/message", map[string]any{"level": a.Level, "logger": "testserver", "data": a.Text})
+		}
+		text("logged")
+		if a.After {
+			s.notify("notifications/message", map[string]any{"level": a.Level, "logger": "testserver", "data": a.Text})
+		}
+	case "ask":
+		if a.Key != "" {
+			progress(0, 1, "waiting")
+			select {
+			case <-s.waiter(a.Key):
+			case <-ctx.Done():
+				return
+			}
+		}
+		s.mu.Lock()
+		s.nextAsk++
+		id := json.RawMessage(fmt.Sprintf(`"ask-%d"`, s.nextAsk))
+		ch := make(chan *wireMsg, 1)
+		s.asks[string(id)] = ch
+		s.mu.Unlock()
+		params, _ := json.Marshal(map[string]any{
+			"messages":  []any{map[string]any{"role": "user", "content": map[string]any{"type": "text", "text": "question: " + a.Text}}},
+			"maxTokens": 10,
+		})
+		s.send(wireMsg{JSONRPC: "2.0", ID: id, Method: "sampling/createMessage", Params: params})
+		var r *wireMsg
+		select {
+		case r = <-ch:
+		case <-ctx.Done():
+			return
+		}
+		var answer string
+		if r.Error != nil {
+			answer = fmt.Sprintf("error:%d:%s", r.Error.Code, r.Error.Message)
+		} else {
+			var res struct {
+				Content struct {
+					Text string `json:"text"`
+				} `json:"content"`
+			}
+			_ = json.Unmarshal(r.Result, &res)
+			answer = "answer:" + res.Content.Text
+		}
+		s.mu.Lock()
+		s.answers = append(s.answers, answer)
+		s.mu.Unlock()
+		text(answer)
+	case "update":
+		s.notify("notifications/resources/updated", map[string]any{"uri": a.URI})
+		text("updated")
+	case "changed":
+		s.notify("notifications/tools/list_changed", map[string]any{})
+		text("changed")
+	case "big":
+		text(strings.Repeat("b", a.Bytes))
+	case "crash":
+		s.wmu.Lock() // nothing more gets out
+		os.Exit(1)
+	case "state":
+		s.mu.Lock()
+		st := map[string]any{"levels": s.levels, "subs": s.subs, "cancelled": s.cancelled, "answers": s.answers, "client": s.client}
+		s.mu.Unlock()
+		b, _ := json.Marshal(st)
+		text(string(b), "state", st)
+	default:
+		s.fail(m.ID, -32602, "unknown tool "+p.Name)
+	}
+}
+
+func (s *testServer) waiter(key string) chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.waiterLocked(key)
+}
+
+func (s *testServer) waiterLocked(key string) chan struct{} {
+	ch := s.waiters[key]
+	if ch == nil {
+		ch = make(chan struct{})
+		s.waiters[key] = ch
+	}
+	return ch
+}
