@@ -316,11 +316,12 @@ func TestDecodeInvalid(t *testing.T) {
 // equalJSON reports whether a and b hold the same JSON value per encoding/json.
 func equalJSON(t testing.TB, a, b []byte) bool {
 	t.Helper()
-	var va, vb any
-	if err := json.Unmarshal(a, &va); err != nil {
+	va, err := unmarshalAny(a)
+	if err != nil {
 		t.Fatalf("unmarshal %.200s: %v", a, err)
 	}
-	if err := json.Unmarshal(b, &vb); err != nil {
+	vb, err := unmarshalAny(b)
+	if err != nil {
 		t.Fatalf("unmarshal %.200s: %v", b, err)
 	}
 	return reflect.DeepEqual(va, vb)

@@ -148,7 +148,9 @@ func validID(id []byte) bool {
 
 // Encode returns the wire form of m (no trailing newline).
 func (m *Message) Encode() []byte {
-	return m.AppendTo(make([]byte, 0, 40+len(m.ID)+len(m.Method)+len(m.Params)+len(m.Result)+len(m.Error)))
+	// 64 is the envelope around the members when all are present:
+	// {"jsonrpc":"2.0" ,"id": ,"method":"" ,"params": ,"result": ,"error": }
+	return m.AppendTo(make([]byte, 0, 64+len(m.ID)+len(m.Method)+len(m.Params)+len(m.Result)+len(m.Error)))
 }
 
 // AppendTo appends the wire form of m to dst.

@@ -35,11 +35,19 @@ func (q *Queue) Push(m *Message, force bool) bool {
 	}
 	q.items = append(q.items, m)
 	q.mu.Unlock()
+	q.wake()
+	return true
+}
+
+// wake leaves a token on signal. signal holds one token for any number of
+// waiters, so whoever takes a message and leaves more behind, or sees the
+// queue closed, passes the wake-up on: otherwise a second consumer could
+// wait forever after Close, or while a message sits queued.
+func (q *Queue) wake() {
 	select {
 	case q.signal <- struct{}{}:
 	default:
 	}
-	return true
 }
 
 // Close stops further pushes; Pop drains what is queued, then returns io.EOF.
@@ -47,10 +55,7 @@ func (q *Queue) Close() {
 	q.mu.Lock()
 	q.closed = true
 	q.mu.Unlock()
-	select {
-	case q.signal <- struct{}{}:
-	default:
-	}
+	q.wake()
 }
 
 // Pop returns the next message, waiting until one is queued, the queue is
@@ -65,12 +70,17 @@ func (q *Queue) Pop(ctx context.Context) (*Message, error) {
 			if len(q.items) == 0 {
 				q.items = nil
 			}
+			more := q.items != nil || q.closed
 			q.mu.Unlock()
+			if more {
+				q.wake()
+			}
 			return m, nil
 		}
 		closed := q.closed
 		q.mu.Unlock()
 		if closed {
+			q.wake()
 			return nil, io.EOF
 		}
 		select {
@@ -119,10 +129,16 @@ func (q *Queue) Poll() (m *Message, done bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if len(q.items) == 0 {
+		if q.closed {
+			q.wake()
+		}
 		return nil, q.closed
 	}
 	m = q.items[0]
 	q.items[0] = nil
 	q.items = q.items[1:]
+	if len(q.items) > 0 || q.closed {
+		q.wake()
+	}
 	return m, false
 }

@@ -113,7 +113,7 @@ func (s *Server) ServeStream(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		case <-sess.Ended():
-			// Drain what is queued, then stop.
+			return
 		case <-s.opts.Done:
 			return
 		case <-r.Context().Done():

@@ -60,6 +60,16 @@ func (c *Call) Abandon(cancel bool) {
 	}
 	c.detached.Store(true)
 	c.q.Close()
+	if !cancel && c.member != nil {
+		// Related messages queued but never read (a server→client request
+		// the server is waiting on) go to the listen stream, as later
+		// ones do; a response is dropped.
+		for m, _ := c.q.Poll(); m != nil; m, _ = c.q.Poll() {
+			if !m.IsResponse() {
+				c.member.d.Deliver(m)
+			}
+		}
+	}
 	u := c.u
 	u.mu.Lock()
 	live := u.pending[c.id] == c

@@ -281,9 +281,14 @@ func (u *Upstream) logMessage(msg *jsonrpc.Message) {
 	li := levelIndex(level)
 	u.mu.Lock()
 	m, c, ok := u.owner()
-	if ok && c != nil && (m == nil || m.level <= li) {
+	if ok && c != nil {
+		// The message belongs to that call: its session gets it if its
+		// level admits it, and no other session ever does.
+		admit := m == nil || m.level <= li
 		u.mu.Unlock()
-		c.deliver(msg)
+		if admit {
+			c.deliver(msg)
+		}
 		return
 	}
 	var to []*Member

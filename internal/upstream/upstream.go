@@ -97,6 +97,9 @@ type Options struct {
 	// StableAfter resets the restart attempt count once a connection has
 	// lived this long. Zero means 10 s.
 	StableAfter time.Duration
+	// RetryFailedAfter is how long a Failed upstream refuses new work before
+	// the next use starts it again. Zero means 30 s.
+	RetryFailedAfter time.Duration
 	// HandshakeTimeout bounds the initialize exchange. Zero means 30 s.
 	HandshakeTimeout time.Duration
 	// QueueLimit bounds the messages queued for one call or member before
@@ -144,6 +147,7 @@ type Upstream struct {
 	gen       int           // bumped for every connection; stale events are ignored
 	connected time.Time
 	attempts  int
+	failedAt  time.Time // when the Upstream last became Failed
 	initReq   json.RawMessage // the initialize params sent to the server
 	initRes   json.RawMessage // the server's InitializeResult
 	version   string          // protocol version the server chose
@@ -167,6 +171,9 @@ type serverRequest struct {
 func New(opts Options) *Upstream {
 	if opts.StableAfter == 0 {
 		opts.StableAfter = 10 * time.Second
+	}
+	if opts.RetryFailedAfter == 0 {
+		opts.RetryFailedAfter = 30 * time.Second
 	}
 	if opts.HandshakeTimeout == 0 {
 		opts.HandshakeTimeout = 30 * time.Second
@@ -237,6 +244,12 @@ func (u *Upstream) ensure(ctx context.Context, params json.RawMessage) error {
 			}
 			u.mu.Lock()
 		case Failed:
+			if time.Since(u.failedAt) >= u.opts.RetryFailedAfter {
+				// Give a failed server another chance, now and then.
+				u.attempts = 0
+				u.setState(Idle)
+				continue
+			}
 			err := u.lastErr
 			u.mu.Unlock()
 			return fmt.Errorf("%w: %s failed: %v", ErrUnavailable, u.opts.Name, err)
@@ -384,11 +397,15 @@ func (u *Upstream) failed(gen int, err error) {
 	if restart {
 		delay = u.opts.RestartDelays[u.attempts]
 		u.attempts++
-		if u.state != Starting {
+		// A new phase needs a new ready channel only if the last one was
+		// closed (we were Ready): while Starting or Restarting, callers
+		// already wait on the open one, which must be the one closed later.
+		if u.state == Ready {
 			u.ready = make(chan struct{})
 		}
 		u.setState(Restarting)
 	} else {
+		u.failedAt = time.Now()
 		u.setState(Failed)
 		if u.ready != nil {
 			select {
