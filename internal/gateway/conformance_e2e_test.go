@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"context"
@@ -15,13 +15,13 @@ import (
 // over stdio. The figures are those the same suites show against everything-server directly
 // (shared/docs/testing.md); a gateway that serves both eras must reach all three.
 
-// scenarioLineRE matches a per-scenario summary line, e.g. "✗ tasks-lifecycle: 1 passed, 8 failed".
-var scenarioLineRE = regexp.MustCompile(`(?m)^\S+ (\S+): (\d+) passed, (\d+) failed\s*$`)
+// conformanceScenarioRE matches a per-scenario summary line, e.g. "✗ tasks-lifecycle: 1 passed, 8 failed".
+var conformanceScenarioRE = regexp.MustCompile(`(?m)^\S+ (\S+): (\d+) passed, (\d+) failed\s*$`)
 
-// failingScenarios returns the scenarios of a conformance run's summary with failures, and the sum
+// conformanceFailures returns the scenarios of a conformance run's summary with failures, and the sum
 // of their failure counts.
-func failingScenarios(output string) (names []string, failures int) {
-	for _, m := range scenarioLineRE.FindAllStringSubmatch(output, -1) {
+func conformanceFailures(output string) (names []string, failures int) {
+	for _, m := range conformanceScenarioRE.FindAllStringSubmatch(output, -1) {
 		n, _ := strconv.Atoi(m[3])
 		if n > 0 {
 			names = append(names, m[1])
@@ -56,17 +56,17 @@ func TestConformanceE2E(t *testing.T) {
 				t.Run(s.name, func(t *testing.T) {
 					// A fresh gateway per suite run: protocol eras never mix in one process.
 					// The suite opens many sessions and deletes few of them.
-					gw := startHarnessGateway(t, harnessStdioYAML("everything", []string{bin}, 500, "isolation: "+isolation))
+					h := start(t, "max_sessions: 500\n", dest{name: "everything", command: []string{bin}, isolation: isolation})
 					ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 					defer cancel()
-					start := time.Now()
-					passed, failed, out, err := peers.RunConformance(ctx, t, s.version, gw.URL+"/everything/mcp", s.extra...)
+					began := time.Now()
+					passed, failed, out, err := peers.RunConformance(ctx, t, s.version, h.url("/everything/mcp"), s.extra...)
 					t.Logf("conformance %s %s, isolation %s: %d passed / %d failed in %v",
-						s.version, strings.Join(s.extra, " "), isolation, passed, failed, time.Since(start).Round(time.Millisecond))
+						s.version, strings.Join(s.extra, " "), isolation, passed, failed, time.Since(began).Round(time.Millisecond))
 					if err != nil {
 						t.Fatalf("RunConformance: %v\n%s", err, out)
 					}
-					bad, badSum := failingScenarios(out)
+					bad, badSum := conformanceFailures(out)
 					if s.exact {
 						if passed != s.wantPassed || failed != 0 {
 							t.Errorf("got %d passed, %d failed; want exactly %d passed, 0 failed (failing scenarios: %v)",
@@ -88,8 +88,29 @@ func TestConformanceE2E(t *testing.T) {
 					if t.Failed() {
 						t.Logf("conformance output:\n%s", out) // only ever a failing run's output
 					}
+					stopNoStragglers(t, h)
 				})
 			}
 		})
 	}
+}
+
+// stopNoStragglers stops the gateway and checks that Serve returned only after every upstream
+// process had exited: the suite leaves dozens of sessions (and, with isolation session, dozens of
+// processes) open, all ended by the shutdown at once. (h.stop, which also runs at cleanup, gives
+// processes a grace period after Serve returns; this check gives none.)
+func stopNoStragglers(t *testing.T, h *harness) {
+	t.Helper()
+	h.cancel()
+	select {
+	case err := <-h.served:
+		left := h.procs()
+		h.served <- err // for h.stop, which reports it
+		if len(left) > 0 {
+			t.Errorf("Serve returned while upstream processes %v were still running", left)
+		}
+	case <-time.After(30 * time.Second):
+		t.Errorf("Serve did not return within 30 s of shutdown")
+	}
+	h.stop()
 }

@@ -33,10 +33,16 @@ type destination struct {
 
 	shared *upstream.Upstream // nil unless stdio with isolation shared
 	modern *upstream.Upstream // nil for legacy sse destinations
+	// toolHeaders caches the x-mcp-header bindings of modern's tools
+	// (see paramHeaders).
+	toolHeaders toolHeaders
 
 	mu      sync.Mutex
 	private map[*upstream.Upstream]struct{} // guarded by mu: per-session upstreams
 	closed  bool                            // guarded by mu
+	// releasing counts release calls closing a private upstream; Close
+	// waits for them (Add only under mu while !closed).
+	releasing sync.WaitGroup
 }
 
 func newDestination(cfg *config.Destination, global *config.Config, log *slog.Logger) *destination {
@@ -167,13 +173,25 @@ func (d *destination) Stateless(ctx context.Context, req *jsonrpc.Message) (sess
 	return c, nil
 }
 
+// release stops a private upstream whose session ended. The upstream stays
+// in private until it has stopped, so a concurrent Close (shutdown) either
+// closes it itself or waits for this release: Close never returns while a
+// process is still running.
 func (d *destination) release(up *upstream.Upstream) {
 	d.mu.Lock()
-	delete(d.private, up)
+	if d.closed {
+		d.mu.Unlock()
+		return // Close stops it and waits
+	}
+	d.releasing.Add(1)
 	d.mu.Unlock()
+	defer d.releasing.Done()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_ = up.Close(ctx)
+	d.mu.Lock()
+	delete(d.private, up)
+	d.mu.Unlock()
 }
 
 // Close stops every process of the destination and waits for them.
@@ -195,6 +213,7 @@ func (d *destination) Close(ctx context.Context) {
 		wg.Go(func() { _ = up.Close(ctx) })
 	}
 	wg.Wait()
+	d.releasing.Wait() // an up.Close that lost the race to release's returned at once
 }
 
 // State summarises the destination for /healthz.

@@ -138,6 +138,10 @@ type Upstream struct {
 	opts Options
 	log  *slog.Logger
 
+	// connecting counts connect goroutines (dialling, or waiting to redial);
+	// Close waits for them so no connection outlives it.
+	connecting sync.WaitGroup
+
 	mu sync.Mutex
 	// The fields below are guarded by mu.
 	state     State
@@ -147,7 +151,8 @@ type Upstream struct {
 	gen       int           // bumped for every connection; stale events are ignored
 	connected time.Time
 	attempts  int
-	failedAt  time.Time // when the Upstream last became Failed
+	failedAt  time.Time       // when the Upstream last became Failed
+	redial    *time.Timer     // the pending restart, if any
 	initReq   json.RawMessage // the initialize params sent to the server
 	initRes   json.RawMessage // the server's InitializeResult
 	version   string          // protocol version the server chose
@@ -233,6 +238,7 @@ func (u *Upstream) ensure(ctx context.Context, params json.RawMessage) error {
 			u.initReq = params
 			u.ready = make(chan struct{})
 			u.setState(Starting)
+			u.connecting.Add(1)
 			go u.connect(u.gen + 1)
 		case Starting, Restarting:
 			ch := u.ready
@@ -262,7 +268,15 @@ func (u *Upstream) ensure(ctx context.Context, params json.RawMessage) error {
 
 // connect dials and handshakes connection number gen; on failure it
 // schedules the next attempt or marks the Upstream Failed.
+// The caller has done u.connecting.Add(1).
 func (u *Upstream) connect(gen int) {
+	defer u.connecting.Done()
+	u.mu.Lock()
+	closed := u.state == Closed
+	u.mu.Unlock()
+	if closed {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), u.opts.HandshakeTimeout)
 	defer cancel()
 	conn, err := u.opts.Dial(ctx, func(b []byte) { u.dispatch(gen, b) }, func(p []byte) { u.oversize(gen, p) })
@@ -270,7 +284,7 @@ func (u *Upstream) connect(gen int) {
 	if u.state == Closed {
 		u.mu.Unlock()
 		if conn != nil {
-			go conn.Close(context.Background())
+			_ = conn.Close(context.Background()) // Close waits for this goroutine
 		}
 		return
 	}
@@ -429,7 +443,11 @@ func (u *Upstream) failed(gen int, err error) {
 	}
 	if restart {
 		u.log.Warn("upstream ended; restarting", "err", err, "attempt", u.attempts, "delay", delay)
-		time.AfterFunc(delay, func() { u.connect(gen + 1) })
+		u.connecting.Add(1)
+		t := time.AfterFunc(delay, func() { u.connect(gen + 1) })
+		u.mu.Lock()
+		u.redial = t
+		u.mu.Unlock()
 		return
 	}
 	u.log.Error("upstream failed; restarts exhausted", "err", err)
@@ -447,6 +465,9 @@ func (u *Upstream) Close(ctx context.Context) error {
 		return nil
 	}
 	u.setState(Closed)
+	if u.redial != nil && u.redial.Stop() {
+		u.connecting.Done() // the pending connect will not run
+	}
 	if u.ready != nil {
 		select {
 		case <-u.ready:
@@ -468,10 +489,18 @@ func (u *Upstream) Close(ctx context.Context) error {
 	for m := range members {
 		m.d.End(ErrClosed)
 	}
+	var err error
 	if conn != nil {
-		return conn.Close(ctx)
+		err = conn.Close(ctx)
 	}
-	return nil
+	// A connection being dialled now is closed by its own goroutine.
+	done := make(chan struct{})
+	go func() { u.connecting.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	return err
 }
 
 // write sends m on the current connection.
