@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/switchboard-mcp/switchboard/internal/config"
@@ -74,8 +75,24 @@ func serve(args []string, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	cfgPath := fs.String("config", "", "config file (YAML)")
 	listen := fs.String("listen", "", "listen address, overriding the config's listen")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile to this file (for performance work)")
+	stdio := fs.Bool("stdio", false, "serve one MCP server on stdin/stdout aggregating the configured servers (no HTTP listener)")
+	namespace := fs.String("namespace", "", "with --stdio: the namespace or group to serve (default: the default view)")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fmt.Fprintf(stderr, "switchboard: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(stderr, "switchboard: %v\n", err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
 	}
 	if *cfgPath == "" {
 		fmt.Fprintln(stderr, "switchboard serve: --config is required")
@@ -93,6 +110,13 @@ func serve(args []string, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	if *stdio {
+		if err := g.ServeStdio(ctx, *namespace, os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintf(stderr, "switchboard: %v\n", err)
+			return 1
+		}
+		return 0
+	}
 	if err := g.Run(ctx, *listen); err != nil {
 		fmt.Fprintf(stderr, "switchboard: %v\n", err)
 		return 1

@@ -46,6 +46,7 @@ type Gateway struct {
 
 	dests   map[string]*destination
 	fronts  map[string]http.Handler // "/{d}/mcp" etc.
+	views   *views                  // aggregated endpoints (aggregate.go)
 	closers []io.Closer
 }
 
@@ -92,10 +93,11 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		g.dests[name] = d
 		g.fronts[name+"/mcp"] = streamable.NewHandler(d, streamable.Options{
 			Name: name, Sessions: g.sessions, Timeout: timeoutOf(dc, cfg), MaxBody: cfg.MaxBodyBytes,
-			KeepAlive: cfg.KeepAlive, Done: g.done, Logger: g.log,
+			KeepAlive: cfg.KeepAlive, Done: g.done, Logger: g.log, ParamHeaders: d.paramHeaders,
 		})
 		g.fronts[name+"/sse"], g.fronts[name+"/message"] = g.legacyFront(name, d, dc)
 	}
+	g.buildViews()
 	return g, nil
 }
 
@@ -163,6 +165,7 @@ func (g *Gateway) Handler() http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+	g.routeViews(mux)
 	return g.guard(g.audited(mux))
 }
 

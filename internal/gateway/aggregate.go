@@ -1,0 +1,185 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/audit"
+	"github.com/switchboard-mcp/switchboard/internal/router"
+	"github.com/switchboard-mcp/switchboard/internal/sse"
+	"github.com/switchboard-mcp/switchboard/internal/stdiofront"
+	"github.com/switchboard-mcp/switchboard/internal/streamable"
+)
+
+// Aggregated endpoints (package router):
+//
+//	/mcp, /sse, /message                    the default view: destinations in no
+//	                                        namespace + every non-isolated namespace
+//	/mcp/{name}, /sse/{name}, /message/{name}  one namespace or group
+//
+// The X-Namespace header names the view and takes precedence over the path.
+// An unknown name gets 404. Sessions of a view are kept in the session
+// table under "mcp" (default view) or "mcp/{name}", names no destination
+// can have, so caps and session ids never mix with a destination's.
+//
+// /message/{name} shadows the routes of a destination called "message"
+// (/message/mcp, /message/sse, /message/message): those go to the
+// destination unless a view of that name exists; for /message/message,
+// when both exist, the session_id decides.
+
+// HeaderNamespace names the view of a request to an aggregated endpoint.
+const HeaderNamespace = "X-Namespace"
+
+// views holds the aggregated endpoints.
+type views struct {
+	routers map[string]*router.Router // by view name; "" is the default view
+	mcp     map[string]http.Handler
+	stream  map[string]http.Handler // GET /sse
+	message map[string]http.Handler // POST /message
+}
+
+// viewKey is the session-table name of a view's sessions.
+func viewKey(name string) string {
+	if name == "" {
+		return "mcp"
+	}
+	return "mcp/" + name
+}
+
+// Name returns the destination's name (router.Server).
+func (d *destination) Name() string { return d.name }
+
+// buildViews creates a Router and its fronts for the default view and
+// every namespace and group.
+func (g *Gateway) buildViews() {
+	servers := map[string]router.Server{}
+	for name, d := range g.dests {
+		servers[name] = d
+	}
+	vs := router.Views(g.cfg, servers, g.log)
+	g.views = &views{routers: map[string]*router.Router{}, mcp: map[string]http.Handler{},
+		stream: map[string]http.Handler{}, message: map[string]http.Handler{}}
+	for name, v := range vs {
+		rt := router.New(v, router.Options{Version: buildVersion(), Timeout: g.cfg.Timeout, Logger: g.log})
+		key := viewKey(name)
+		g.views.routers[name] = rt
+		g.views.mcp[name] = streamable.NewHandler(rt, streamable.Options{
+			Name: key, Sessions: g.sessions, Timeout: g.cfg.Timeout, MaxBody: g.cfg.MaxBodyBytes,
+			KeepAlive: g.cfg.KeepAlive, Done: g.done, Logger: g.log, ParamHeaders: rt.ParamHeaders,
+		})
+		msgPath := "/message"
+		if name != "" {
+			msgPath += "/" + name
+		}
+		h := sse.NewServer(rt, sse.ServerOptions{
+			Name: key, Sessions: g.sessions, Timeout: g.cfg.Timeout, MaxBody: g.cfg.MaxBodyBytes,
+			KeepAlive: g.cfg.KeepAlive, Done: g.done, Logger: g.log, MessagePath: msgPath,
+		})
+		g.views.stream[name] = http.HandlerFunc(h.ServeStream)
+		g.views.message[name] = http.HandlerFunc(h.ServeMessage)
+		names := make([]string, 0, len(v.Servers))
+		for _, s := range v.Servers {
+			names = append(names, s.Name())
+		}
+		g.log.Debug("aggregated view", "view", name, "servers", names, "tool_prefix", v.Prefix)
+	}
+}
+
+// routeViews registers the aggregated endpoints.
+func (g *Gateway) routeViews(mux *http.ServeMux) {
+	for _, p := range []string{"/mcp", "/mcp/{name}"} {
+		mux.HandleFunc(p, g.serveView(g.views.mcp, ""))
+	}
+	for _, p := range []string{"/sse", "/sse/{name}"} {
+		mux.HandleFunc(p, g.serveView(g.views.stream, ""))
+	}
+	for _, p := range []string{"/message", "/message/{name}"} {
+		mux.HandleFunc(p, g.serveView(g.views.message, "message"))
+	}
+}
+
+// serveView dispatches to the handler of the view the request names.
+// shadowed is the first path segment that a destination's routes may share
+// ("message").
+func (g *Gateway) serveView(handlers map[string]http.Handler, shadowed string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		name := r.PathValue("name")
+		header := r.Header.Get(HeaderNamespace)
+		if shadowed != "" && header == "" && name != "" {
+			if d := g.fronts[shadowed+"/"+name]; d != nil {
+				_, isView := handlers[name]
+				if !isView || g.sessionDest(r) == shadowed {
+					d.ServeHTTP(w, r)
+					return
+				}
+			}
+		}
+		if header != "" {
+			name = header
+		}
+		h := handlers[name]
+		if h == nil {
+			audit.FromContext(r.Context()).Destination = viewKey(name)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": nil,
+				"error": map[string]any{"code": -32600, "message": fmt.Sprintf("no namespace or group named %q", name)}})
+			return
+		}
+		h.ServeHTTP(w, r)
+	}
+}
+
+// sessionDest returns the destination of the session a legacy POST names.
+func (g *Gateway) sessionDest(r *http.Request) string {
+	id := r.URL.Query().Get("session_id")
+	if id == "" {
+		id = r.URL.Query().Get("sessionId")
+	}
+	if s := g.sessions.Get(id); s != nil {
+		return s.Dest
+	}
+	return ""
+}
+
+// ServeStdio serves one view ("" the default view) as a single MCP server
+// on in and out (newline-delimited JSON-RPC) until in ends or ctx is done,
+// then stops every destination. Logs never go to out.
+func (g *Gateway) ServeStdio(ctx context.Context, view string, in io.Reader, out io.Writer) error {
+	rt := g.views.routers[view]
+	if rt == nil {
+		return fmt.Errorf("gateway: no namespace or group named %q", view)
+	}
+	g.log.Info("switchboard serving on stdio", "view", view, "servers", len(rt.View().Servers))
+	err := stdiofront.Serve(ctx, rt, in, out, stdiofront.Options{
+		Name: viewKey(view), Timeout: g.cfg.Timeout, MaxLine: int(g.cfg.MaxMessageBytes), Logger: g.log,
+	})
+	close(g.done)
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, d := range g.dests {
+		wg.Go(func() { d.Close(sctx) })
+	}
+	wg.Wait()
+	for _, c := range g.closers {
+		_ = c.Close()
+	}
+	if err != nil && ctx.Err() == nil {
+		return err
+	}
+	return nil
+}
+
+func buildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}

@@ -1,0 +1,102 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/session"
+)
+
+// localCall is a call the router answered itself: its messages (normally
+// just the response) are all there when it is returned.
+type localCall struct {
+	mu    sync.Mutex
+	msgs  []*jsonrpc.Message
+	ready chan struct{}
+}
+
+func newLocalCall(msgs ...*jsonrpc.Message) *localCall {
+	c := &localCall{msgs: msgs, ready: make(chan struct{})}
+	close(c.ready)
+	return c
+}
+
+// result answers req with a result.
+func result(req *jsonrpc.Message, res []byte) *localCall {
+	return newLocalCall(jsonrpc.NewResult(req.ID, res))
+}
+
+// failure answers req with an error.
+func failure(req *jsonrpc.Message, e *jsonrpc.Error) *localCall {
+	return newLocalCall(jsonrpc.NewError(req.ID, e))
+}
+
+func (c *localCall) Poll() (*jsonrpc.Message, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.msgs) == 0 {
+		return nil, true
+	}
+	m := c.msgs[0]
+	c.msgs = c.msgs[1:]
+	return m, false
+}
+
+func (c *localCall) Ready() <-chan struct{} { return c.ready }
+func (c *localCall) Abandon(bool)           {}
+func (c *localCall) LongLived() bool        { return false }
+
+// routedCall is a call forwarded to one member: server→client requests on
+// its stream get router-unique ids, so the client's answer finds the member.
+type routedCall struct {
+	session.Call
+	rewrite func(*jsonrpc.Message) *jsonrpc.Message
+}
+
+func (c *routedCall) Poll() (*jsonrpc.Message, bool) {
+	m, ended := c.Call.Poll()
+	if m != nil && c.rewrite != nil {
+		m = c.rewrite(m)
+	}
+	return m, ended
+}
+
+var errNoResponse = errors.New("the call ended without a response")
+
+// drain reads a call until its response; other messages go to other (nil
+// drops them). On ctx expiry the call is abandoned and cancelled.
+func drain(ctx context.Context, c session.Call, other func(*jsonrpc.Message)) (*jsonrpc.Message, error) {
+	for {
+		m, ended := c.Poll()
+		if m != nil {
+			if m.IsResponse() {
+				return m, nil
+			}
+			if other != nil {
+				other(m)
+			}
+			continue
+		}
+		if ended {
+			return nil, errNoResponse
+		}
+		select {
+		case <-c.Ready():
+		case <-ctx.Done():
+			c.Abandon(true)
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// drainAll reads a call to its end and returns every message, response last.
+func drainAll(ctx context.Context, c session.Call) ([]*jsonrpc.Message, error) {
+	var msgs []*jsonrpc.Message
+	resp, err := drain(ctx, c, func(m *jsonrpc.Message) { msgs = append(msgs, m) })
+	if err != nil {
+		return msgs, err
+	}
+	return append(msgs, resp), nil
+}

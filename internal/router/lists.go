@@ -1,0 +1,516 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/session"
+	"github.com/switchboard-mcp/switchboard/internal/upstream"
+)
+
+// kind is one of the merged lists.
+type kind int
+
+const (
+	kTools kind = iota
+	kPrompts
+	kResources
+	kTemplates
+	nKinds
+)
+
+var kinds = [nKinds]struct {
+	method     string // list method
+	key        string // result member holding the items
+	field      string // item member that identifies it
+	capability string // server capability that offers it
+	changed    string // list_changed notification
+}{
+	{"tools/list", "tools", "name", "tools", "notifications/tools/list_changed"},
+	{"prompts/list", "prompts", "name", "prompts", "notifications/prompts/list_changed"},
+	{"resources/list", "resources", "uri", "resources", "notifications/resources/list_changed"},
+	{"resources/templates/list", "resourceTemplates", "uriTemplate", "resources", "notifications/resources/list_changed"},
+}
+
+func kindOf(method string) (kind, bool) {
+	for k := range nKinds {
+		if kinds[k].method == method {
+			return k, true
+		}
+	}
+	return 0, false
+}
+
+// maxPages bounds the pages followed on one upstream list.
+const maxPages = 1000
+
+// member is one server inside an aggregate (a session's) or inside the
+// stateless catalog.
+type member struct {
+	name string
+	cat  *catalog
+	// call sends a request to the server; set once before the member is
+	// used. Use invoke, which checks that the member still serves.
+	call func(ctx context.Context, req *jsonrpc.Message) (session.Call, error)
+	// caps are the server's capabilities (from its InitializeResult); nil
+	// when unknown (stateless), which means "ask anyway".
+	caps json.RawMessage
+
+	// The fields below are guarded by the catalog's mu.
+	err   error // why the member is unavailable; nil when it serves
+	lists [nKinds][]json.RawMessage
+	have  [nKinds]bool
+	gen   [nKinds]int
+}
+
+// invoke sends req to the member's server, or fails at once naming the
+// server when it is unavailable.
+func (m *member) invoke(ctx context.Context, req *jsonrpc.Message) (session.Call, error) {
+	m.cat.mu.Lock()
+	err, call := m.err, m.call
+	m.cat.mu.Unlock()
+	if err != nil || call == nil {
+		return nil, fmt.Errorf("%w: server %s: %v", upstream.ErrUnavailable, m.name, err)
+	}
+	return call(ctx, req)
+}
+
+// has reports whether the member offers a capability ("tools", "logging", …).
+func (m *member) has(capability string) bool {
+	return m.caps == nil || jsonrpc.Member(m.caps, capability) != nil
+}
+
+// route is where an exposed name leads.
+type route struct {
+	m    *member
+	name string // the member's own name for it (tools, prompts), or the URI
+}
+
+// merged is one merged list as the client sees it.
+type merged struct {
+	items     []json.RawMessage
+	version   string
+	routes    map[string]route
+	byName    map[string]json.RawMessage // exposed item by name or URI
+	templates []template                 // kTemplates only, most specific first
+	err       *jsonrpc.Error
+}
+
+type template struct {
+	re      *regexp.Regexp
+	literal int // literal characters: more is more specific
+	m       *member
+	uri     string
+}
+
+// catalog holds the members of one aggregate and their merged lists.
+type catalog struct {
+	r       *Router
+	members []*member
+	// other receives messages of internal calls that are not the response
+	// (nil drops them).
+	other func(m *member, msg *jsonrpc.Message)
+	// quiet logs failed listings at debug level (the stateless catalog,
+	// whose legacy-only servers fail every time).
+	quiet bool
+
+	mu      sync.Mutex
+	merged  [nKinds]*merged // cached; nil when stale
+	listGen [nKinds]int
+	ids     atomic.Int64
+}
+
+// id returns a request id for the router's own upstream calls.
+func (c *catalog) id() json.RawMessage {
+	return jsonrpc.Quote("switchboard-" + strconv.FormatInt(c.ids.Add(1), 10))
+}
+
+// invalidate drops a member's cached list and the merged one.
+func (c *catalog) invalidate(m *member, k kind) {
+	c.mu.Lock()
+	m.lists[k], m.have[k] = nil, false
+	m.gen[k]++
+	c.merged[k] = nil
+	c.listGen[k]++
+	c.mu.Unlock()
+}
+
+// list returns the merged list of kind k, from the cache unless fresh.
+// meta is the client's _meta, sent along with the upstream requests.
+// Members that fail are left out (and logged).
+func (c *catalog) list(ctx context.Context, k kind, meta json.RawMessage, fresh bool) *merged {
+	c.mu.Lock()
+	if mg := c.merged[k]; mg != nil && !fresh {
+		c.mu.Unlock()
+		return mg
+	}
+	type job struct {
+		i   int
+		gen int
+	}
+	var jobs []job
+	lists := make([][]json.RawMessage, len(c.members))
+	for i, m := range c.members {
+		if m.err != nil || !m.has(kinds[k].capability) {
+			continue
+		}
+		if m.have[k] && !fresh {
+			lists[i] = m.lists[k]
+			continue
+		}
+		jobs = append(jobs, job{i, m.gen[k]})
+	}
+	gen0 := c.listGen[k]
+	c.mu.Unlock()
+
+	errs := make([]error, len(jobs))
+	got := make([][]json.RawMessage, len(jobs))
+	var wg sync.WaitGroup
+	for j, jb := range jobs {
+		wg.Go(func() { got[j], errs[j] = c.fetch(ctx, c.members[jb.i], k, meta) })
+	}
+	wg.Wait()
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	complete := true
+	for j, jb := range jobs {
+		m := c.members[jb.i]
+		if errs[j] != nil {
+			complete = false
+			logf := c.r.log.Warn
+			if c.quiet {
+				logf = c.r.log.Debug
+			}
+			logf("listing failed; the server is left out of this answer", "view", c.r.view.Name,
+				"server", m.name, "method", kinds[k].method, "err", errs[j])
+			continue
+		}
+		lists[jb.i] = got[j]
+		if m.gen[k] == jb.gen {
+			m.lists[k], m.have[k] = got[j], true
+		}
+	}
+	mg := c.build(k, lists)
+	// A session's list is cached only when every member answered (a failed
+	// member is asked again next time). The stateless catalog lists afresh
+	// for every list request and keeps the result only to route calls, so
+	// it keeps it anyway: a legacy-only server must not cost a fan-out per
+	// call.
+	if (complete || c.quiet) && c.listGen[k] == gen0 {
+		c.merged[k] = mg
+	}
+	return mg
+}
+
+// fetch lists kind k of one member, following its cursors to the end.
+func (c *catalog) fetch(ctx context.Context, m *member, k kind, meta json.RawMessage) ([]json.RawMessage, error) {
+	var items []json.RawMessage
+	cursor := ""
+	seen := map[string]bool{}
+	for range maxPages {
+		params := map[string]json.RawMessage{}
+		if meta != nil {
+			params["_meta"] = meta
+		}
+		if cursor != "" {
+			params["cursor"] = jsonrpc.Quote(cursor)
+		}
+		var p json.RawMessage
+		if len(params) > 0 {
+			p = jsonrpc.Marshal(params)
+		}
+		call, err := m.invoke(ctx, jsonrpc.NewRequest(c.id(), kinds[k].method, p))
+		if err != nil {
+			return nil, err
+		}
+		resp, err := drain(ctx, call, func(msg *jsonrpc.Message) {
+			if c.other != nil {
+				c.other(m, msg)
+			}
+		})
+		if err != nil {
+			return nil, err
+		}
+		if e := resp.ErrorOf(); e != nil {
+			return nil, e
+		}
+		var res map[string]json.RawMessage
+		if err := json.Unmarshal(resp.Result, &res); err != nil {
+			return nil, fmt.Errorf("malformed %s result: %v", kinds[k].method, err)
+		}
+		var page []json.RawMessage
+		if raw := res[kinds[k].key]; raw != nil && string(raw) != "null" {
+			if err := json.Unmarshal(raw, &page); err != nil {
+				return nil, fmt.Errorf("malformed %s result: %v", kinds[k].method, err)
+			}
+		}
+		items = append(items, page...)
+		next, _ := jsonrpc.String(res["nextCursor"])
+		if next == "" || seen[next] {
+			return items, nil
+		}
+		seen[next] = true
+		cursor = next
+	}
+	return items, fmt.Errorf("%s: more than %d pages", kinds[k].method, maxPages)
+}
+
+// build merges the members' lists (parallel to c.members; nil = none).
+// mu held.
+func (c *catalog) build(k kind, lists [][]json.RawMessage) *merged {
+	mg := &merged{routes: map[string]route{}, byName: map[string]json.RawMessage{}}
+	field := kinds[k].field
+	switch k {
+	case kTools, kPrompts:
+		var items []Item
+		var raws []json.RawMessage
+		var owners []*member
+		for i, list := range lists {
+			m := c.members[i]
+			for _, raw := range list {
+				name, ok := jsonrpc.StringMember(raw, field)
+				if !ok || name == "" {
+					continue
+				}
+				if k == kTools && !c.r.view.admits(m.name, name) {
+					continue
+				}
+				items = append(items, Item{Server: m.name, Name: name})
+				raws = append(raws, raw)
+				owners = append(owners, m)
+			}
+		}
+		names, err := ExposeNames(c.r.view.Prefix, items)
+		if err != nil {
+			c.r.log.Error("name collision", "view", c.r.view.Name, "list", kinds[k].key, "err", err)
+			mg.err = jsonrpc.Errorf(jsonrpc.InternalError, "switchboard: %s in %s: %v", kinds[k].key, c.r.viewLabel(), err)
+			mg.items = []json.RawMessage{}
+			mg.version = listVersion(nil)
+			return mg
+		}
+		for i, it := range items {
+			n := names[i]
+			if n == "" {
+				continue
+			}
+			raw := raws[i]
+			if n != it.Name {
+				if _, s, e, ok := jsonrpc.Lookup(raw, field); ok {
+					raw = jsonrpc.Splice(raw, s, e, jsonrpc.Quote(n))
+				}
+				if full := it.Server + Separator + it.Name; n != full && n != it.Name {
+					c.r.noteShortened(it.Server, it.Name, n)
+				}
+			}
+			mg.items = append(mg.items, raw)
+			mg.routes[n] = route{m: owners[i], name: it.Name}
+			mg.byName[n] = raw
+		}
+	default:
+		for i, list := range lists {
+			m := c.members[i]
+			for _, raw := range list {
+				key, ok := jsonrpc.StringMember(raw, field)
+				if !ok || key == "" {
+					continue
+				}
+				if _, dup := mg.routes[key]; dup {
+					continue // the first server in the view wins
+				}
+				mg.routes[key] = route{m: m, name: key}
+				mg.byName[key] = raw
+				mg.items = append(mg.items, raw)
+				if k == kTemplates {
+					if t, ok := compileTemplate(key); ok {
+						t.m = m
+						mg.templates = append(mg.templates, t)
+					}
+				}
+			}
+		}
+		sort.SliceStable(mg.templates, func(i, j int) bool { return mg.templates[i].literal > mg.templates[j].literal })
+	}
+	keys := make([]string, 0, len(mg.items))
+	for _, raw := range mg.items {
+		s, _ := jsonrpc.StringMember(raw, field)
+		keys = append(keys, s)
+	}
+	mg.version = listVersion(keys)
+	if mg.items == nil {
+		mg.items = []json.RawMessage{}
+	}
+	return mg
+}
+
+// compileTemplate turns an RFC 6570 URI template into a matcher: literal
+// text must match exactly, each {expression} matches anything.
+func compileTemplate(t string) (template, bool) {
+	var b strings.Builder
+	b.WriteString("^")
+	literal := 0
+	rest := t
+	for rest != "" {
+		i := strings.IndexByte(rest, '{')
+		if i < 0 {
+			b.WriteString(regexp.QuoteMeta(rest))
+			literal += len(rest)
+			break
+		}
+		b.WriteString(regexp.QuoteMeta(rest[:i]))
+		literal += i
+		j := strings.IndexByte(rest[i:], '}')
+		if j < 0 {
+			return template{}, false
+		}
+		b.WriteString(".*")
+		rest = rest[i+j+1:]
+	}
+	b.WriteString("$")
+	re, err := regexp.Compile(b.String())
+	if err != nil {
+		return template{}, false
+	}
+	return template{re: re, literal: literal, uri: t}, true
+}
+
+// matchTemplate returns the member whose template matches uri best.
+func (mg *merged) matchTemplate(uri string) *member {
+	for _, t := range mg.templates {
+		if t.re.MatchString(uri) {
+			return t.m
+		}
+	}
+	return nil
+}
+
+// routeName finds the member and original name of an exposed tool or
+// prompt name. A name not in the cached list makes it list again once.
+func (c *catalog) routeName(ctx context.Context, k kind, name string, meta json.RawMessage) (route, *jsonrpc.Error) {
+	mg := c.list(ctx, k, meta, false)
+	rt, ok := mg.routes[name]
+	if !ok && mg.err == nil {
+		mg = c.list(ctx, k, meta, true)
+		rt, ok = mg.routes[name]
+	}
+	if ok {
+		return rt, nil
+	}
+	if mg.err != nil {
+		return route{}, mg.err
+	}
+	what := strings.TrimSuffix(kinds[k].key, "s")
+	c.mu.Lock()
+	var down []string
+	for _, m := range c.members {
+		if m.err == nil {
+			continue
+		}
+		if hasPrefix(name, m.name) {
+			err := m.err
+			c.mu.Unlock()
+			return route{}, unavailable(m.name, fmt.Errorf("%s %q: %w", what, name, err))
+		}
+		down = append(down, m.name)
+	}
+	c.mu.Unlock()
+	if len(down) > 0 {
+		return route{}, jsonrpc.Errorf(jsonrpc.InvalidParams, "unknown %s %q (unavailable servers: %s)", what, name, strings.Join(down, ", "))
+	}
+	return route{}, jsonrpc.Errorf(jsonrpc.InvalidParams, "unknown %s %q", what, name)
+}
+
+// routeURI finds the member serving a resource URI: the merged resources
+// first, then the best-matching resource template. nil when neither knows it.
+func (c *catalog) routeURI(ctx context.Context, uri string, meta json.RawMessage) *member {
+	if rt, ok := c.list(ctx, kResources, meta, false).routes[uri]; ok {
+		return rt.m
+	}
+	return c.list(ctx, kTemplates, meta, false).matchTemplate(uri)
+}
+
+// live returns the members that serve and offer capability ("" any).
+func (c *catalog) live(capability string) []*member {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*member
+	for _, m := range c.members {
+		if m.err == nil && (capability == "" || m.has(capability)) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// tryInOrder sends req to each member in turn until one answers with
+// something other than "not found" / "unknown", and returns that answer
+// (or the last one).
+func (c *catalog) tryInOrder(ctx context.Context, req *jsonrpc.Message, members []*member, rewrite func(*member, *jsonrpc.Message) *jsonrpc.Message) (session.Call, error) {
+	var last []*jsonrpc.Message
+	var lastErr error
+	for _, m := range members {
+		call, err := m.invoke(ctx, req)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		msgs, err := drainAll(ctx, call)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		if rewrite != nil {
+			for i, msg := range msgs {
+				msgs[i] = rewrite(m, msg)
+			}
+		}
+		last = msgs
+		if e := msgs[len(msgs)-1].ErrorOf(); e != nil && notFound(e.Code) {
+			continue
+		}
+		return newLocalCall(msgs...), nil
+	}
+	if last != nil {
+		return newLocalCall(last...), nil
+	}
+	if lastErr != nil {
+		return nil, lastErr
+	}
+	return failure(req, jsonrpc.Errorf(jsonrpc.InvalidParams, "no server in %s knows this resource", c.r.viewLabel())), nil
+}
+
+// unavailable is the error of a call to a member that does not serve. It
+// travels as a JSON-RPC error with HTTP 200 (code -32603, data.server): on
+// an aggregated endpoint one server being down is not the endpoint being
+// down, and the client must be able to read which server it was.
+func unavailable(server string, err error) *jsonrpc.Error {
+	return &jsonrpc.Error{Code: jsonrpc.InternalError,
+		Message: fmt.Sprintf("server %s is unavailable: %s", server, errString(err)),
+		Data:    jsonrpc.Marshal(map[string]string{"server": server})}
+}
+
+// notFound: the error codes servers use for an unknown resource or method.
+func notFound(code int) bool {
+	return code == -32002 || code == jsonrpc.InvalidParams || code == jsonrpc.MethodNotFound
+}
+
+// errString is err's message, or "".
+func errString(err error) string {
+	var e *jsonrpc.Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	if err != nil {
+		return err.Error()
+	}
+	return ""
+}

@@ -1,0 +1,665 @@
+// Package router aggregates several MCP servers into one: the merged
+// endpoints of Switchboard (/mcp, /mcp/{namespace}, /sse, …) and its stdio
+// mode serve a Router.
+//
+// A Router serves one View (a namespace, a group, or the default view). For
+// each client session it joins every server of the view concurrently and
+// answers initialize itself, with the union of their capabilities. The
+// session's backend (an aggregate) holds one member per server:
+//
+//	client ─▶ front ─▶ aggregate ─┬─ member ─▶ Server.Join backend ─▶ upstream
+//	                              ├─ member ─▶ …
+//	                              └─ member ─▶ …
+//
+// Lists (tools, prompts, resources, resource templates) are fanned out to
+// every member, merged, renamed ({server}__{name} under the view's
+// tool_prefix policy), filtered and paged with the router's own cursors;
+// calls are routed by exposed name or URI. Server→client requests get
+// router-unique ids so the client's response finds its member; list_changed
+// from any member re-lists it and is passed on to the client.
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/session"
+	"github.com/switchboard-mcp/switchboard/internal/upstream"
+)
+
+// Server is one upstream MCP server that a view merges. The gateway's
+// destinations satisfy it (and so does a *Router).
+type Server interface {
+	Name() string
+	// Join attaches a downstream and returns its backend and the server's
+	// InitializeResult (a response to init).
+	Join(ctx context.Context, down upstream.Downstream, init *jsonrpc.Message) (session.Backend, *jsonrpc.Message, error)
+}
+
+// StatelessServer is a Server that also serves 2026-07-28 requests.
+type StatelessServer interface {
+	Server
+	Stateless(ctx context.Context, req *jsonrpc.Message) (session.Call, error)
+}
+
+// Options configure a Router.
+type Options struct {
+	// Version is Switchboard's version, sent as serverInfo.version.
+	Version string
+	// PageSize is the number of items per page of a merged list. Zero
+	// means DefaultPageSize.
+	PageSize int
+	// Timeout bounds joining the servers and the router's own upstream
+	// calls (list fan-outs, setLevel). Zero means 30 s.
+	Timeout time.Duration
+	Logger  *slog.Logger // nil discards
+}
+
+// Router serves one view. It implements streamable.Destination and
+// sse.Destination.
+type Router struct {
+	view *View
+	opts Options
+	log  *slog.Logger
+
+	noted     sync.Map // shortened names already logged
+	stateless *catalog // the 2026-07-28 catalog; nil when no server is stateless
+}
+
+// New returns a Router for view.
+func New(view *View, opts Options) *Router {
+	if opts.Timeout <= 0 {
+		opts.Timeout = 30 * time.Second
+	}
+	if opts.PageSize <= 0 {
+		opts.PageSize = DefaultPageSize
+	}
+	if opts.Version == "" {
+		opts.Version = "(devel)"
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	r := &Router{view: view, opts: opts, log: log}
+	r.stateless = r.newStatelessCatalog()
+	return r
+}
+
+// Name returns the view's name ("" for the default view).
+func (r *Router) Name() string { return r.view.Name }
+
+// View returns the view served.
+func (r *Router) View() *View { return r.view }
+
+func (r *Router) viewLabel() string {
+	if r.view.Name == "" {
+		return "the default view"
+	}
+	return "view " + r.view.Name
+}
+
+func (r *Router) noteShortened(server, name, exposed string) {
+	key := server + "\x00" + name
+	if _, loaded := r.noted.LoadOrStore(key, true); !loaded {
+		r.log.Info("exposed name shortened or sanitised to fit ^[a-zA-Z0-9_-]{1,64}$",
+			"view", r.view.Name, "server", server, "name", name, "exposed", exposed)
+	}
+}
+
+// Open attaches a client session (streamable.Destination, sse.Destination).
+func (r *Router) Open(ctx context.Context, s *session.Session, init *jsonrpc.Message) (session.Backend, *jsonrpc.Message, error) {
+	return r.Join(ctx, s, init)
+}
+
+// Join attaches a downstream: it joins every server of the view at once
+// with the client's initialize and answers it. A server that fails is left
+// out (and logged); calls to its tools fail at once naming it. Join fails
+// only when every server failed.
+func (r *Router) Join(ctx context.Context, down upstream.Downstream, init *jsonrpc.Message) (session.Backend, *jsonrpc.Message, error) {
+	a := &aggregate{r: r, down: down, reverse: map[int64]reverseEntry{}}
+	a.cat = &catalog{r: r, other: a.deliverFrom}
+	n := len(r.view.Servers)
+	a.cat.members = make([]*member, n)
+	a.backends = make([]session.Backend, n)
+	a.fwd = make([]map[string]int64, n)
+	results := make([]*jsonrpc.Message, n)
+	for i, s := range r.view.Servers {
+		a.cat.members[i] = &member{name: s.Name(), cat: a.cat}
+		a.fwd[i] = map[string]int64{}
+	}
+	jctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i, s := range r.view.Servers {
+		m := a.cat.members[i]
+		wg.Go(func() {
+			b, res, err := s.Join(jctx, &memberDown{a: a, i: i}, init)
+			if err == nil && (res == nil || b == nil) {
+				err = fmt.Errorf("no InitializeResult")
+			}
+			if err == nil {
+				if e := res.ErrorOf(); e != nil {
+					err = e
+					b.Leave()
+				}
+			}
+			a.cat.mu.Lock()
+			defer a.cat.mu.Unlock()
+			if err != nil {
+				m.err = err
+				return
+			}
+			if m.err != nil { // ended while joining
+				go b.Leave()
+				return
+			}
+			a.backends[i] = b
+			results[i] = res
+			m.caps = jsonrpc.Member(res.Result, "capabilities")
+			if m.caps == nil {
+				m.caps = json.RawMessage("{}")
+			}
+			m.call = b.Call
+		})
+	}
+	wg.Wait()
+
+	var failed []string
+	for i, m := range a.cat.members {
+		if m.err != nil {
+			r.log.Warn("server unavailable; the session goes on without it", "view", r.view.Name, "server", m.name, "err", m.err)
+			failed = append(failed, fmt.Sprintf("%s: %s", m.name, errString(m.err)))
+		} else if a.backends[i] == nil {
+			m.err = fmt.Errorf("no backend")
+		}
+	}
+	if n > 0 && len(failed) == n {
+		return nil, nil, jsonrpc.Errorf(jsonrpc.UpstreamUnavailable, "every server of %s is unavailable: %s", r.viewLabel(), strings.Join(failed, "; "))
+	}
+	return a, jsonrpc.NewResult(init.ID, r.initializeResult(init, results)), nil
+}
+
+// negotiate picks the protocol version for a client that asked for
+// requested: its own when Switchboard knows it, else the latest.
+func negotiate(requested string) string {
+	if slices.Contains(upstream.KnownVersions, requested) {
+		return requested
+	}
+	return upstream.LatestVersion
+}
+
+// mergeCapabilities is the union of server capabilities the router can
+// route. With listChanged, list capabilities announce it (sessions: the
+// router passes every member's list_changed on).
+func mergeCapabilities(caps []json.RawMessage, listChanged bool) map[string]any {
+	out := map[string]any{}
+	subscribe := false
+	for _, c := range caps {
+		if c == nil {
+			continue
+		}
+		if jsonrpc.Member(c, "tools") != nil {
+			out["tools"] = map[string]any{"listChanged": listChanged}
+		}
+		if jsonrpc.Member(c, "prompts") != nil {
+			out["prompts"] = map[string]any{"listChanged": listChanged}
+		}
+		if jsonrpc.Member(c, "resources") != nil {
+			if string(jsonrpc.Member(c, "resources", "subscribe")) == "true" {
+				subscribe = true
+			}
+			out["resources"] = map[string]any{"listChanged": listChanged}
+		}
+		if jsonrpc.Member(c, "logging") != nil {
+			out["logging"] = map[string]any{}
+		}
+		if jsonrpc.Member(c, "completions") != nil {
+			out["completions"] = map[string]any{}
+		}
+	}
+	if subscribe {
+		out["resources"] = map[string]any{"listChanged": listChanged, "subscribe": true}
+	}
+	return out
+}
+
+func (r *Router) initializeResult(init *jsonrpc.Message, results []*jsonrpc.Message) json.RawMessage {
+	requested, _ := jsonrpc.StringMember(init.Params, "protocolVersion")
+	var caps []json.RawMessage
+	var instr []string
+	for i, res := range results {
+		if res == nil {
+			continue
+		}
+		caps = append(caps, jsonrpc.Member(res.Result, "capabilities"))
+		if s, ok := jsonrpc.StringMember(res.Result, "instructions"); ok && strings.TrimSpace(s) != "" {
+			instr = append(instr, fmt.Sprintf("## %s\n%s", r.view.Servers[i].Name(), strings.TrimSpace(s)))
+		}
+	}
+	out := map[string]any{
+		"protocolVersion": negotiate(requested),
+		"capabilities":    mergeCapabilities(caps, true),
+		"serverInfo":      r.serverInfo(),
+	}
+	if len(instr) > 0 {
+		out["instructions"] = strings.Join(instr, "\n\n")
+	}
+	return jsonrpc.Marshal(out)
+}
+
+func (r *Router) serverInfo() map[string]string {
+	info := map[string]string{"name": "switchboard", "version": r.opts.Version}
+	if r.view.Name != "" {
+		info["title"] = "Switchboard: " + r.view.Name
+	}
+	return info
+}
+
+// reverseEntry is a server→client request waiting for the client's answer.
+type reverseEntry struct {
+	i  int             // member index
+	id json.RawMessage // the member's id for it
+}
+
+// aggregate is the session.Backend of one client session of a Router.
+type aggregate struct {
+	r        *Router
+	down     upstream.Downstream
+	cat      *catalog
+	backends []session.Backend // parallel to cat.members; nil when unavailable
+
+	mu      sync.Mutex
+	nextRev int64
+	reverse map[int64]reverseEntry // router id → member request
+	fwd     []map[string]int64     // per member: its request id → router id
+	left    bool
+}
+
+// memberDown is a member's Downstream: what its server sends outside any
+// call of the router's.
+type memberDown struct {
+	a *aggregate
+	i int
+}
+
+func (d *memberDown) Deliver(msg *jsonrpc.Message) {
+	a := d.a
+	m := a.cat.members[d.i]
+	switch msg.Method {
+	case "notifications/tools/list_changed":
+		a.changed(m, msg.Method, kTools)
+	case "notifications/prompts/list_changed":
+		a.changed(m, msg.Method, kPrompts)
+	case "notifications/resources/list_changed":
+		a.changed(m, msg.Method, kResources, kTemplates)
+	default:
+		a.down.Deliver(a.fromMember(d.i, msg))
+	}
+}
+
+// End marks the member unavailable; the session ends only when no member
+// is left.
+func (d *memberDown) End(err error) {
+	a := d.a
+	m := a.cat.members[d.i]
+	a.cat.mu.Lock()
+	if m.err != nil {
+		a.cat.mu.Unlock()
+		return
+	}
+	m.err = err
+	if err == nil {
+		m.err = fmt.Errorf("ended")
+	}
+	had := m.have
+	for k := range nKinds {
+		m.lists[k], m.have[k] = nil, false
+		m.gen[k]++
+		a.cat.merged[k] = nil
+		a.cat.listGen[k]++
+	}
+	alive := 0
+	for _, o := range a.cat.members {
+		if o.err == nil {
+			alive++
+		}
+	}
+	a.cat.mu.Unlock()
+	logf := a.r.log.Warn
+	if errors.Is(err, upstream.ErrClosed) {
+		logf = a.r.log.Debug // shutdown, or the session's own process released
+	}
+	logf("server left the session", "view", a.r.view.Name, "server", m.name, "err", err)
+	if alive == 0 {
+		a.down.End(err)
+		return
+	}
+	// Its tools, prompts and resources are gone from the merged lists.
+	for _, k := range []kind{kTools, kPrompts, kResources} {
+		if had[k] || (k == kResources && had[kTemplates]) {
+			a.down.Deliver(jsonrpc.NewNotification(kinds[k].changed, nil))
+		}
+	}
+}
+
+// changed handles a member's list_changed: its cached lists are dropped and
+// listed again, then the client is told.
+func (a *aggregate) changed(m *member, method string, ks ...kind) {
+	for _, k := range ks {
+		a.cat.invalidate(m, k)
+	}
+	a.mu.Lock()
+	left := a.left
+	a.mu.Unlock()
+	if left {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), a.r.opts.Timeout)
+		defer cancel()
+		for _, k := range ks {
+			a.cat.list(ctx, k, nil, false)
+		}
+		a.down.Deliver(jsonrpc.NewNotification(method, nil))
+	}()
+}
+
+// deliverFrom passes a message of an internal call (a list fan-out) to the
+// client's listen stream.
+func (a *aggregate) deliverFrom(m *member, msg *jsonrpc.Message) {
+	i := slices.Index(a.cat.members, m)
+	a.down.Deliver(a.fromMember(i, msg))
+}
+
+// fromMember rewrites what a member sends to the client: a server→client
+// request gets a router-unique id; the server cancelling one of them names
+// that id.
+func (a *aggregate) fromMember(i int, msg *jsonrpc.Message) *jsonrpc.Message {
+	switch {
+	case msg.IsRequest():
+		a.mu.Lock()
+		a.nextRev++
+		n := a.nextRev
+		a.reverse[n] = reverseEntry{i: i, id: msg.ID}
+		a.fwd[i][string(msg.ID)] = n
+		a.mu.Unlock()
+		out := *msg
+		out.ID = jsonrpc.IntID(n)
+		return &out
+	case msg.Method == "notifications/cancelled":
+		rid, s, e, ok := jsonrpc.Lookup(msg.Params, "requestId")
+		if !ok {
+			return msg
+		}
+		a.mu.Lock()
+		n, found := a.fwd[i][string(rid)]
+		if found {
+			delete(a.fwd[i], string(rid))
+			delete(a.reverse, n)
+		}
+		a.mu.Unlock()
+		if !found {
+			return msg
+		}
+		return &jsonrpc.Message{Method: msg.Method, Params: jsonrpc.Splice(msg.Params, s, e, jsonrpc.IntID(n))}
+	}
+	return msg
+}
+
+// Call answers or routes one client request.
+func (a *aggregate) Call(ctx context.Context, req *jsonrpc.Message) (session.Call, error) {
+	ctx, cancel := context.WithTimeout(ctx, a.r.opts.Timeout)
+	defer cancel()
+	meta := listMeta(req.Params)
+	if k, ok := kindOf(req.Method); ok {
+		return a.r.listAnswer(ctx, a.cat, req, k, meta, false, nil), nil
+	}
+	switch req.Method {
+	case "ping":
+		return result(req, nil), nil
+	case "initialize":
+		return failure(req, jsonrpc.Errorf(jsonrpc.InvalidRequest, "session is already initialized")), nil
+	case "logging/setLevel":
+		return a.setLevel(ctx, req)
+	case "tools/call", "prompts/get", "resources/read", "resources/subscribe", "resources/unsubscribe", "completion/complete":
+		return a.r.routeCall(ctx, a.cat, req, meta, a.forward, a.rewriter)
+	}
+	return failure(req, jsonrpc.Errorf(jsonrpc.MethodNotFound, "method not found: %s (not served by aggregated endpoints)", req.Method)), nil
+}
+
+// rewriter returns the rewrite of messages from member m.
+func (a *aggregate) rewriter(m *member, msg *jsonrpc.Message) *jsonrpc.Message {
+	return a.fromMember(slices.Index(a.cat.members, m), msg)
+}
+
+// forward sends req to member m and returns its call with server→client
+// request ids rewritten.
+func (a *aggregate) forward(ctx context.Context, m *member, req *jsonrpc.Message) (session.Call, error) {
+	c, err := m.invoke(ctx, req)
+	if errors.Is(err, upstream.ErrDuplicateID) {
+		return nil, err
+	}
+	if err != nil {
+		return failure(req, unavailable(m.name, err)), nil
+	}
+	i := slices.Index(a.cat.members, m)
+	return &routedCall{Call: c, rewrite: func(msg *jsonrpc.Message) *jsonrpc.Message { return a.fromMember(i, msg) }}, nil
+}
+
+// setLevel fans logging/setLevel out to every member that logs.
+func (a *aggregate) setLevel(ctx context.Context, req *jsonrpc.Message) (session.Call, error) {
+	level, _ := jsonrpc.StringMember(req.Params, "level")
+	if !slices.Contains([]string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}, level) {
+		return failure(req, jsonrpc.Errorf(jsonrpc.InvalidParams, "invalid log level %q", level)), nil
+	}
+	var wg sync.WaitGroup
+	for _, m := range a.cat.live("logging") {
+		wg.Go(func() {
+			c, err := m.invoke(ctx, req)
+			if err == nil {
+				var resp *jsonrpc.Message
+				if resp, err = drain(ctx, c, func(msg *jsonrpc.Message) { a.deliverFrom(m, msg) }); err == nil {
+					if e := resp.ErrorOf(); e != nil {
+						err = e
+					}
+				}
+			}
+			if err != nil {
+				a.r.log.Debug("logging/setLevel failed", "view", a.r.view.Name, "server", m.name, "err", err)
+			}
+		})
+	}
+	wg.Wait()
+	return result(req, nil), nil
+}
+
+// Notify passes client notifications to every member (each upstream maps
+// cancellations to its own requests and ignores the others).
+func (a *aggregate) Notify(ctx context.Context, n *jsonrpc.Message) error {
+	if n.Method == "notifications/initialized" {
+		return nil
+	}
+	for i, b := range a.backends {
+		if b == nil || a.cat.members[i].unavailable(a.cat) {
+			continue
+		}
+		if err := b.Notify(ctx, n); err != nil {
+			a.r.log.Debug("notification not forwarded", "server", a.cat.members[i].name, "method", n.Method, "err", err)
+		}
+	}
+	return nil
+}
+
+func (m *member) unavailable(c *catalog) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return m.err != nil
+}
+
+// Respond routes the client's response to a server→client request back to
+// the member that asked, under the member's own id.
+func (a *aggregate) Respond(ctx context.Context, resp *jsonrpc.Message) error {
+	n, ok := jsonrpc.ParseIntID(resp.ID)
+	a.mu.Lock()
+	e, found := a.reverse[n]
+	if ok && found {
+		delete(a.reverse, n)
+		delete(a.fwd[e.i], string(e.id))
+	}
+	a.mu.Unlock()
+	if !ok || !found {
+		a.r.log.Debug("response to an unknown server request dropped", "view", a.r.view.Name, "id", string(resp.ID))
+		return nil
+	}
+	b := a.backends[e.i]
+	if b == nil {
+		return nil
+	}
+	out := *resp
+	out.ID = e.id
+	return b.Respond(ctx, &out)
+}
+
+// Leave detaches every member.
+func (a *aggregate) Leave() {
+	a.mu.Lock()
+	if a.left {
+		a.mu.Unlock()
+		return
+	}
+	a.left = true
+	a.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, b := range a.backends {
+		if b != nil {
+			wg.Go(b.Leave)
+		}
+	}
+	wg.Wait()
+}
+
+// listMeta returns the client's _meta without its progress token (the
+// router answers list calls itself), or nil.
+func listMeta(params json.RawMessage) json.RawMessage {
+	meta := jsonrpc.Member(params, "_meta")
+	if meta == nil {
+		return nil
+	}
+	if jsonrpc.Member(meta, "progressToken") != nil {
+		var mm map[string]json.RawMessage
+		if json.Unmarshal(meta, &mm) != nil {
+			return nil
+		}
+		delete(mm, "progressToken")
+		if len(mm) == 0 {
+			return nil
+		}
+		return jsonrpc.Marshal(mm)
+	}
+	return meta
+}
+
+// listAnswer answers a list request from the merged list. extra members are
+// added to the result (2026-07-28: resultType, ttlMs, cacheScope).
+func (r *Router) listAnswer(ctx context.Context, cat *catalog, req *jsonrpc.Message, k kind, meta json.RawMessage, fresh bool, extra map[string]any) session.Call {
+	// Check the cursor's form before any fan-out.
+	if v := jsonrpc.Member(req.Params, "cursor"); v != nil && string(v) != "null" {
+		if _, ok := jsonrpc.String(v); !ok {
+			return failure(req, jsonrpc.Errorf(jsonrpc.InvalidParams, "invalid cursor: must be a string"))
+		}
+	}
+	mg := cat.list(ctx, k, meta, fresh)
+	if mg.err != nil {
+		return failure(req, mg.err)
+	}
+	res, e := page(req.Params, kinds[k].key, kinds[k].key, mg.items, mg.version, r.opts.PageSize, extra)
+	if e != nil {
+		return failure(req, e)
+	}
+	return result(req, res)
+}
+
+// routeCall routes tools/call and prompts/get by exposed name, resource
+// calls by URI and completion/complete by its ref.
+func (r *Router) routeCall(ctx context.Context, cat *catalog, req *jsonrpc.Message, meta json.RawMessage,
+	forward func(context.Context, *member, *jsonrpc.Message) (session.Call, error),
+	rewrite func(*member, *jsonrpc.Message) *jsonrpc.Message) (session.Call, error) {
+	switch req.Method {
+	case "tools/call", "prompts/get":
+		k := kTools
+		if req.Method == "prompts/get" {
+			k = kPrompts
+		}
+		name, ok := jsonrpc.StringMember(req.Params, "name")
+		if !ok {
+			return failure(req, jsonrpc.Errorf(jsonrpc.InvalidParams, "%s: params.name must be a string", req.Method)), nil
+		}
+		rt, e := cat.routeName(ctx, k, name, meta)
+		if e != nil {
+			return failure(req, e), nil
+		}
+		return forward(ctx, rt.m, withParam(req, rt.name, "name"))
+
+	case "completion/complete":
+		ref := jsonrpc.Member(req.Params, "ref")
+		typ, _ := jsonrpc.StringMember(ref, "type")
+		switch typ {
+		case "ref/prompt":
+			name, _ := jsonrpc.StringMember(ref, "name")
+			rt, e := cat.routeName(ctx, kPrompts, name, meta)
+			if e != nil {
+				return failure(req, e), nil
+			}
+			return forward(ctx, rt.m, withParam(req, rt.name, "ref", "name"))
+		case "ref/resource":
+			uri, _ := jsonrpc.StringMember(ref, "uri")
+			mg := cat.list(ctx, kTemplates, meta, false)
+			if rt, ok := mg.routes[uri]; ok {
+				return forward(ctx, rt.m, req)
+			}
+			if m := cat.routeURI(ctx, uri, meta); m != nil {
+				return forward(ctx, m, req)
+			}
+			return failure(req, jsonrpc.Errorf(jsonrpc.InvalidParams, "unknown resource template %q", uri)), nil
+		}
+		return failure(req, jsonrpc.Errorf(jsonrpc.InvalidParams, "completion/complete: unknown ref type %q", typ)), nil
+	}
+
+	// resources/read, resources/subscribe, resources/unsubscribe
+	uri, ok := jsonrpc.StringMember(req.Params, "uri")
+	if !ok {
+		return failure(req, jsonrpc.Errorf(jsonrpc.InvalidParams, "%s: params.uri must be a string", req.Method)), nil
+	}
+	if m := cat.routeURI(ctx, uri, meta); m != nil {
+		return forward(ctx, m, req)
+	}
+	capability := "resources"
+	var members []*member
+	for _, m := range cat.live(capability) {
+		if req.Method != "resources/read" && m.caps != nil && string(jsonrpc.Member(m.caps, "resources", "subscribe")) != "true" {
+			continue
+		}
+		members = append(members, m)
+	}
+	return cat.tryInOrder(ctx, req, members, rewrite)
+}
+
+// withParam returns req with the string at path in its params replaced.
+func withParam(req *jsonrpc.Message, value string, path ...string) *jsonrpc.Message {
+	_, s, e, ok := jsonrpc.Lookup(req.Params, path...)
+	if !ok {
+		return req
+	}
+	out := *req
+	out.Params = jsonrpc.Splice(req.Params, s, e, jsonrpc.Quote(value))
+	return &out
+}

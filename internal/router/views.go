@@ -1,0 +1,175 @@
+package router
+
+import (
+	"log/slog"
+	"slices"
+
+	"github.com/switchboard-mcp/switchboard/internal/config"
+)
+
+// View is one aggregated endpoint: the servers it merges and how their
+// names are exposed.
+type View struct {
+	// Name is the namespace or group name; "" for the default view.
+	Name string
+	// Servers are merged in this order (lists are concatenated in it).
+	Servers []Server
+	// Prefix is the tool_prefix policy for tools and prompts:
+	// config.ToolPrefixAlways ("" too), Conflict or Never.
+	Prefix string
+	// Allow and Deny filter every tool of the view (a namespace's tools:).
+	Allow, Deny []string
+	// Filters holds per-server filters (groups and the default view: the
+	// filter of each namespace a server is reached through). A server with
+	// filters shows a tool when any of them admits it.
+	Filters map[string][]Filter
+}
+
+// admits reports whether the view shows a tool of server.
+func (v *View) admits(server, name string) bool {
+	if f := (Filter{Allow: v.Allow, Deny: v.Deny}); !f.Empty() && !admitted([]Filter{f}, server, name) {
+		return false
+	}
+	return admitted(v.Filters[server], server, name)
+}
+
+// NamespaceServers returns the destination names of a namespace: its own
+// servers, then those of the namespaces it extends (recursively, in
+// order), without repeats. Config validation has rejected cycles; a cycle
+// is cut anyway.
+func NamespaceServers(cfg *config.Config, name string) []string {
+	var out []string
+	seen := map[string]bool{}
+	var walk func(string)
+	walk = func(n string) {
+		if seen["ns:"+n] {
+			return
+		}
+		seen["ns:"+n] = true
+		ns := cfg.Namespaces[n]
+		if ns == nil {
+			return
+		}
+		for _, s := range ns.Servers {
+			if !seen[s] {
+				seen[s] = true
+				out = append(out, s)
+			}
+		}
+		for _, e := range ns.Extends {
+			walk(e)
+		}
+	}
+	walk(name)
+	return out
+}
+
+// Views resolves every view of cfg, MCProxy-style:
+//
+//   - the default view ("" in the map): every destination that no namespace
+//     lists, plus the servers of every non-isolated namespace;
+//   - one view per namespace: its servers plus those of its extends, with
+//     its tool_prefix and its tools filter;
+//   - one view per group: the union of its namespaces' servers; isolated
+//     namespaces are included only when written "!name" (a warning is
+//     logged for each).
+//
+// Groups and the default view always prefix ({server}__{name}). Their tool
+// filters are those of the contributing namespaces, each applied to that
+// namespace's servers: a server reached through several namespaces shows a
+// tool when any of them admits it; destinations in no namespace are not
+// filtered.
+//
+// servers maps destination names to servers; names missing from it
+// (disabled destinations) are skipped.
+func Views(cfg *config.Config, servers map[string]Server, log *slog.Logger) map[string]*View {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	pick := func(names []string) []Server {
+		var out []Server
+		for _, n := range names {
+			if s, ok := servers[n]; ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	nsFilter := func(ns *config.Namespace) Filter {
+		return Filter{Allow: ns.Tools.Allow, Deny: ns.Tools.Deny}
+	}
+	nsNames := make([]string, 0, len(cfg.Namespaces))
+	for n := range cfg.Namespaces {
+		nsNames = append(nsNames, n)
+	}
+	slices.Sort(nsNames)
+
+	views := map[string]*View{}
+	for _, n := range nsNames {
+		ns := cfg.Namespaces[n]
+		prefix := ns.ToolPrefix
+		if prefix == "" {
+			prefix = config.ToolPrefixAlways
+		}
+		views[n] = &View{Name: n, Servers: pick(NamespaceServers(cfg, n)), Prefix: prefix,
+			Allow: ns.Tools.Allow, Deny: ns.Tools.Deny}
+	}
+
+	// union merges the servers of namespaces into one ordered list with
+	// per-server filters.
+	union := func(order []string, filters map[string][]Filter, nss []string) []string {
+		for _, n := range nss {
+			ns := cfg.Namespaces[n]
+			if ns == nil {
+				continue
+			}
+			for _, s := range NamespaceServers(cfg, n) {
+				if !slices.Contains(order, s) {
+					order = append(order, s)
+				}
+				filters[s] = append(filters[s], nsFilter(ns))
+			}
+		}
+		return order
+	}
+
+	groups := make([]string, 0, len(cfg.Groups))
+	for n := range cfg.Groups {
+		groups = append(groups, n)
+	}
+	slices.Sort(groups)
+	for _, n := range groups {
+		g := cfg.Groups[n]
+		for _, f := range g.Forced {
+			log.Warn("group includes an isolated namespace (\"!\" in its namespaces)", "group", n, "namespace", f)
+		}
+		filters := map[string][]Filter{}
+		order := union(nil, filters, g.Namespaces)
+		views[n] = &View{Name: n, Servers: pick(order), Prefix: config.ToolPrefixAlways, Filters: filters}
+	}
+
+	// The default view: destinations in no namespace, then the servers of
+	// every non-isolated namespace (in file order of destinations).
+	inNS := map[string]bool{}
+	for _, ns := range cfg.Namespaces {
+		for _, s := range ns.Servers {
+			inNS[s] = true
+		}
+	}
+	filters := map[string][]Filter{}
+	var open []string
+	for _, n := range nsNames {
+		if !cfg.Namespaces[n].Isolated {
+			open = append(open, n)
+		}
+	}
+	included := union(nil, filters, open)
+	var order []string
+	for _, d := range cfg.Names {
+		if !inNS[d] || slices.Contains(included, d) {
+			order = append(order, d)
+		}
+	}
+	views[""] = &View{Name: "", Servers: pick(order), Prefix: config.ToolPrefixAlways, Filters: filters}
+	return views
+}
