@@ -65,6 +65,12 @@ type Options struct {
 	// Done, when closed, ends every open stream (graceful shutdown).
 	Done   <-chan struct{}
 	Logger *slog.Logger // nil discards
+	// ParamHeaders returns the x-mcp-header bindings of the named tool, for
+	// validating the Mcp-Param-* headers of a 2026-07-28 tools/call
+	// (SEP-2243); req is that call. No bindings (an unknown tool) means
+	// nothing to check. Nil disables the validation; an error is logged and
+	// the call goes through unvalidated.
+	ParamHeaders func(ctx context.Context, req *jsonrpc.Message, tool string) ([]ParamBinding, error)
 }
 
 // Handler serves one Streamable HTTP endpoint.
