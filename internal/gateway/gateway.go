@@ -180,7 +180,7 @@ func (g *Gateway) audited(next http.Handler) http.Handler {
 		}
 		start := time.Now()
 		rec := &audit.Record{Time: start, SourceIP: audit.SourceIP(r), HTTPMethod: r.Method, Path: r.URL.Path}
-		sw := &statusWriter{ResponseWriter: w}
+		sw := &statusWriter{ResponseWriter: w, rec: rec}
 		ctx := withClientHeader(audit.WithRecord(r.Context(), rec), r.Header)
 		next.ServeHTTP(sw, r.WithContext(ctx))
 		rec.Status = sw.status
@@ -197,7 +197,11 @@ func (g *Gateway) audited(next http.Handler) http.Handler {
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	rec    *audit.Record
 }
+
+// Record gives the fronts' error writer the request's audit record.
+func (w *statusWriter) Record() *audit.Record { return w.rec }
 
 func (w *statusWriter) WriteHeader(code int) {
 	if w.status == 0 {

@@ -66,8 +66,8 @@ type inflight struct {
 type testServer struct {
 	mode string
 
-	wmu sync.Mutex
-	out *bufio.Writer
+	wmu  sync.Mutex
+	out  *bufio.Writer
 	junk int
 
 	mu        sync.Mutex
@@ -75,9 +75,9 @@ type testServer struct {
 	subs      []string
 	cancelled []string
 	answers   []string
-	running   map[string]*inflight        // by raw request id
-	waiters   map[string]chan struct{}    // wait/release keys
-	asks      map[string]chan *wireMsg    // server→client requests by id
+	running   map[string]*inflight     // by raw request id
+	waiters   map[string]chan struct{} // wait/release keys
+	asks      map[string]chan *wireMsg // server→client requests by id
 	nextAsk   int
 	client    json.RawMessage // clientInfo of the initialize it received
 }
@@ -219,9 +219,14 @@ func (s *testServer) handleLine(line []byte) {
 	case m.Method != "":
 		s.notification(&m)
 	default:
+		// An answer to one of our requests, recorded here, synchronously,
+		// so a request read after it sees it.
 		s.mu.Lock()
 		ch := s.asks[string(m.ID)]
 		delete(s.asks, string(m.ID))
+		if ch != nil {
+			s.answers = append(s.answers, answerOf(&m))
+		}
 		s.mu.Unlock()
 		if ch != nil {
 			ch <- &m
@@ -308,15 +313,16 @@ func (s *testServer) request(ctx context.Context, m *wireMsg) {
 }
 
 type toolArgs struct {
-	Text  string `json:"text"`
-	MS    int    `json:"ms"`
-	N     int    `json:"n"`
-	Level string `json:"level"`
-	After bool   `json:"after"`
-	Key   string `json:"key"`
-	Tag   string `json:"tag"`
-	URI   string `json:"uri"`
-	Bytes int    `json:"bytes"`
+	Text   string `json:"text"`
+	MS     int    `json:"ms"`
+	N      int    `json:"n"`
+	Level  string `json:"level"`
+	After  bool   `json:"after"`
+	Key    string `json:"key"`
+	Tag    string `json:"tag"`
+	URI    string `json:"uri"`
+	Bytes  int    `json:"bytes"`
+	Method string `json:"method"`
 }
 
 func (s *testServer) tool(ctx context.Context, m *wireMsg) {
@@ -410,29 +416,23 @@ func (s *testServer) tool(ctx context.Context, m *wireMsg) {
 			"messages":  []any{map[string]any{"role": "user", "content": map[string]any{"type": "text", "text": "question: " + a.Text}}},
 			"maxTokens": 10,
 		})
-		s.send(wireMsg{JSONRPC: "2.0", ID: id, Method: "sampling/createMessage", Params: params})
+		method := a.Method
+		switch method {
+		case "":
+			method = "sampling/createMessage"
+		case "elicitation/create":
+			params, _ = json.Marshal(map[string]any{"message": "name?", "requestedSchema": map[string]any{"type": "object"}})
+		case "roots/list":
+			params = nil
+		}
+		s.send(wireMsg{JSONRPC: "2.0", ID: id, Method: method, Params: params})
 		var r *wireMsg
 		select {
 		case r = <-ch:
 		case <-ctx.Done():
 			return
 		}
-		var answer string
-		if r.Error != nil {
-			answer = fmt.Sprintf("error:%d:%s", r.Error.Code, r.Error.Message)
-		} else {
-			var res struct {
-				Content struct {
-					Text string `json:"text"`
-				} `json:"content"`
-			}
-			_ = json.Unmarshal(r.Result, &res)
-			answer = "answer:" + res.Content.Text
-		}
-		s.mu.Lock()
-		s.answers = append(s.answers, answer)
-		s.mu.Unlock()
-		text(answer)
+		text(answerOf(r))
 	case "update":
 		s.notify("notifications/resources/updated", map[string]any{"uri": a.URI})
 		text("updated")
@@ -453,6 +453,22 @@ func (s *testServer) tool(ctx context.Context, m *wireMsg) {
 	default:
 		s.fail(m.ID, -32602, "unknown tool "+p.Name)
 	}
+}
+
+func answerOf(r *wireMsg) string {
+	if r.Error != nil {
+		return fmt.Sprintf("error:%d:%s", r.Error.Code, r.Error.Message)
+	}
+	var res struct {
+		Content struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	if json.Unmarshal(r.Result, &res) != nil || res.Content.Type != "text" {
+		return "result:" + string(r.Result) // not a sampling result
+	}
+	return "answer:" + res.Content.Text
 }
 
 func (s *testServer) waiter(key string) chan struct{} {

@@ -48,8 +48,8 @@ type Backend interface {
 
 // Session is one client session.
 type Session struct {
-	ID      string // Mcp-Session-Id: a random UUIDv4
-	Dest    string // destination (or endpoint) name
+	ID   string // Mcp-Session-Id: a random UUIDv4
+	Dest string // destination (or endpoint) name
 
 	listen *jsonrpc.Queue // messages for the listen stream
 	ended  chan struct{}  // closed by End
@@ -87,6 +87,9 @@ func (s *Session) Deliver(m *jsonrpc.Message) {
 // End ends the session: its listen streams close, its id answers 404 and
 // the backend is left. It is idempotent.
 func (s *Session) End(err error) {
+	// Unknown first: whoever sees the end (a closed stream) must get 404
+	// for the id, not reach the dying backend. remove is idempotent.
+	s.table.remove(s)
 	s.mu.Lock()
 	select {
 	case <-s.ended:
@@ -99,7 +102,6 @@ func (s *Session) End(err error) {
 	b := s.backend
 	s.mu.Unlock()
 	s.listen.Close()
-	s.table.remove(s)
 	if b != nil {
 		go b.Leave() // may wait on a process; never under a front's request
 	}

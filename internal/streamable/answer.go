@@ -16,7 +16,11 @@ import (
 // answer writes a call's messages to the client: JSON when the response is
 // the first thing to arrive (and JSON is accepted), else an SSE stream.
 // modern selects 2026-07-28 semantics: closing the stream cancels.
+//
+// A client that takes only JSON (against the spec, which requires both)
+// gets the response alone: related notifications are dropped.
 func (h *Handler) answer(w http.ResponseWriter, r *http.Request, rec *audit.Record, call session.Call, jsonOK, modern bool) {
+	_, sseOK, _ := accepts(r)
 	ctx := r.Context()
 	timeout := h.opts.Timeout
 	if call.LongLived() {
@@ -70,7 +74,11 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, rec *audit.Reco
 			}
 		}
 		final := m.IsResponse()
-		if final && ev == nil && jsonOK {
+		if !final && !sseOK {
+			h.log.Debug("client takes only JSON; message dropped", "method", m.Method)
+			continue
+		}
+		if final && ev == nil && (jsonOK || !sseOK) {
 			h.writeFinal(w, rec, m, true, modern)
 			return
 		}
