@@ -13,11 +13,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"runtime/debug"
 	"runtime/pprof"
+	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/gateway"
@@ -78,6 +81,23 @@ func serve(args []string, stderr io.Writer) int {
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile to this file (for performance work)")
 	stdio := fs.Bool("stdio", false, "serve one MCP server on stdin/stdout aggregating the configured servers (no HTTP listener)")
 	namespace := fs.String("namespace", "", "with --stdio: the namespace or group to serve (default: the default view)")
+	noReload := fs.Bool("no-reload", false, "do not watch the config file (SIGHUP still reloads)")
+	reloadInterval := time.Second
+	fs.Func("reload-interval", "how often the config file is checked for changes: a duration (1s) or seconds (1.0, as MCProxy took it)", func(v string) error {
+		if d, err := time.ParseDuration(v); err == nil && d > 0 {
+			reloadInterval = d
+			return nil
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f <= 0 {
+			return fmt.Errorf("want a positive duration or number of seconds, not %q", v)
+		}
+		reloadInterval = time.Duration(f * float64(time.Second))
+		return nil
+	})
+	port := fs.Int("port", 0, "listen port, replacing the port of listen (MCProxy alias)")
+	host := fs.String("host", "", "listen host, replacing the host of listen (MCProxy alias)")
+	logConsole := fs.Bool("log", false, "log to stderr even if the config names a log file (MCProxy alias)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -103,13 +123,34 @@ func serve(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "switchboard: %v\n", err)
 		return 1
 	}
-	g, err := gateway.New(cfg, gateway.Options{})
+	if *logConsole {
+		cfg.Log.File = ""
+	}
+	addr, err := listenAddr(cfg.Listen, *listen, *host, *port)
+	if err != nil {
+		fmt.Fprintf(stderr, "switchboard: %v\n", err)
+		return 2
+	}
+	g, err := gateway.New(cfg, gateway.Options{ConfigPath: *cfgPath, NoReload: *noReload, ReloadInterval: reloadInterval})
 	if err != nil {
 		fmt.Fprintf(stderr, "switchboard: %v\n", err)
 		return 1
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-hup:
+				_ = g.ReloadFile() // errors are logged; the old config keeps serving
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
 	if *stdio {
 		if err := g.ServeStdio(ctx, *namespace, os.Stdin, os.Stdout); err != nil {
 			fmt.Fprintf(stderr, "switchboard: %v\n", err)
@@ -117,11 +158,37 @@ func serve(args []string, stderr io.Writer) int {
 		}
 		return 0
 	}
-	if err := g.Run(ctx, *listen); err != nil {
+	if err := g.Run(ctx, addr); err != nil {
 		fmt.Fprintf(stderr, "switchboard: %v\n", err)
 		return 1
 	}
 	return 0
+}
+
+// listenAddr applies --listen, then --host and --port, to the config's
+// listen address.
+func listenAddr(cfgListen, listen, host string, port int) (string, error) {
+	addr := cfgListen
+	if listen != "" {
+		addr = listen
+	}
+	if host == "" && port == 0 {
+		return addr, nil
+	}
+	h, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("listen address %q: %w", addr, err)
+	}
+	if host != "" {
+		h = host
+	}
+	if port != 0 {
+		if port < 1 || port > 65535 {
+			return "", fmt.Errorf("--port %d is out of range", port)
+		}
+		p = strconv.Itoa(port)
+	}
+	return net.JoinHostPort(h, p), nil
 }
 
 func check(args []string, stdout, stderr io.Writer) int {

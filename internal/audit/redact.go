@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync/atomic"
 )
 
 // Redacted replaces each secret value the [Redactor] finds.
@@ -19,8 +20,9 @@ const Redacted = "[REDACTED]"
 const minSecretLen = 4
 
 // Redactor replaces every occurrence of a set of secret values with
-// "[REDACTED]". It is built once, is immutable, and is safe for concurrent
-// use. A nil *Redactor redacts nothing and returns its input unchanged.
+// "[REDACTED]". It is safe for concurrent
+// use; Update swaps the whole set atomically. A nil *Redactor redacts
+// nothing and returns its input unchanged.
 //
 // Besides each value as given, it also matches the value as it appears
 // inside a JSON string (with quotes, backslashes, control characters, and
@@ -28,6 +30,11 @@ const minSecretLen = 4
 // (percent-encoding, base64, \u escapes of ordinary characters) are not
 // recognised.
 type Redactor struct {
+	set atomic.Pointer[redactorSet] // replaced whole by Update
+}
+
+// redactorSet is one immutable set of secrets.
+type redactorSet struct {
 	secrets []string // distinct, longest first, each at least minSecretLen bytes
 	raw     [][]byte // secrets as byte slices, for Bytes
 	rep     *strings.Replacer
@@ -38,6 +45,26 @@ type Redactor struct {
 // than 4 bytes are ignored. When one secret contains another, the longer is
 // matched first, so no part of it is left behind.
 func NewRedactor(secrets []string) *Redactor {
+	r := &Redactor{}
+	r.Update(secrets)
+	return r
+}
+
+// Update replaces the secret values (a config reload); it is safe while
+// the Redactor is in use.
+func (r *Redactor) Update(secrets []string) {
+	r.set.Store(newRedactorSet(secrets))
+}
+
+// load returns the current set; nil for a nil Redactor.
+func (r *Redactor) load() *redactorSet {
+	if r == nil {
+		return nil
+	}
+	return r.set.Load()
+}
+
+func newRedactorSet(secrets []string) *redactorSet {
 	seen := make(map[string]bool)
 	var list []string
 	add := func(s string) {
@@ -55,7 +82,7 @@ func NewRedactor(secrets []string) *Redactor {
 			add(esc)
 		}
 	}
-	r := &Redactor{}
+	r := &redactorSet{}
 	if len(list) == 0 {
 		return r
 	}
@@ -93,25 +120,27 @@ func jsonEscapes(s string) []string {
 // String returns s with every secret replaced. It does not allocate when s
 // holds no secret.
 func (r *Redactor) String(s string) string {
-	if !r.containsString(s) {
+	set := r.load()
+	if !set.containsString(s) {
 		return s
 	}
-	return r.rep.Replace(s)
+	return set.rep.Replace(s)
 }
 
 // Bytes returns b with every secret replaced. When b holds no secret it
 // returns b itself; otherwise a new slice, leaving b unchanged.
 func (r *Redactor) Bytes(b []byte) []byte {
-	if !r.containsBytes(b) {
+	set := r.load()
+	if !set.containsBytes(b) {
 		return b
 	}
-	return []byte(r.rep.Replace(string(b)))
+	return []byte(set.rep.Replace(string(b)))
 }
 
 // containsString reports whether s holds any secret. One vectorised scan
 // per secret is far cheaper than the Replacer's allocation when, as almost
 // always, nothing matches.
-func (r *Redactor) containsString(s string) bool {
+func (r *redactorSet) containsString(s string) bool {
 	if r == nil || len(s) < minSecretLen {
 		return false
 	}
@@ -123,7 +152,7 @@ func (r *Redactor) containsString(s string) bool {
 	return false
 }
 
-func (r *Redactor) containsBytes(b []byte) bool {
+func (r *redactorSet) containsBytes(b []byte) bool {
 	if r == nil || len(b) < minSecretLen {
 		return false
 	}
@@ -136,11 +165,17 @@ func (r *Redactor) containsBytes(b []byte) bool {
 }
 
 func (r *Redactor) maxSecretLen() int {
-	if r == nil {
+	set := r.load()
+	if set == nil {
 		return 0
 	}
-	return r.maxLen
+	return set.maxLen
 }
+
+// containsString and containsBytes report whether the input holds a
+// current secret.
+func (r *Redactor) containsString(s string) bool { return r.load().containsString(s) }
+func (r *Redactor) containsBytes(b []byte) bool  { return r.load().containsBytes(b) }
 
 // RedactingHandler returns a handler that removes secret values from every
 // record before h sees it: the message, attribute keys, and attribute values
@@ -151,7 +186,7 @@ func (r *Redactor) maxSecretLen() int {
 //
 // With a nil or empty Redactor it returns h itself.
 func RedactingHandler(h slog.Handler, r *Redactor) slog.Handler {
-	if r == nil || len(r.secrets) == 0 {
+	if r == nil {
 		return h
 	}
 	return &redactingHandler{h: h, r: r}
@@ -219,7 +254,7 @@ func (r *Redactor) attr(a slog.Attr) slog.Attr {
 // secret, so ordinary values keep their kind.
 func (r *Redactor) scalar(v slog.Value) slog.Value {
 	if s := v.String(); r.containsString(s) {
-		return slog.StringValue(r.rep.Replace(s))
+		return slog.StringValue(r.String(s))
 	}
 	return v
 }

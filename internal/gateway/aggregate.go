@@ -7,10 +7,10 @@ import (
 	"io"
 	"net/http"
 	"runtime/debug"
-	"sync"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/audit"
+	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/router"
 	"github.com/switchboard-mcp/switchboard/internal/sse"
 	"github.com/switchboard-mcp/switchboard/internal/stdiofront"
@@ -55,64 +55,83 @@ func viewKey(name string) string {
 // Name returns the destination's name (router.Server).
 func (d *destination) Name() string { return d.name }
 
-// buildViews creates a Router and its fronts for the default view and
-// every namespace and group.
-func (g *Gateway) buildViews() {
+// buildViews creates (or, on a reload, updates) a Router and its fronts for
+// the default view and every namespace and group. Routers live across
+// reloads, so their sessions do; a router whose view is gone is closed.
+// reloadMu is held.
+func (g *Gateway) buildViews(cfg *config.Config, dests map[string]*destination) *views {
 	servers := map[string]router.Server{}
-	for name, d := range g.dests {
+	for name, d := range dests {
 		servers[name] = d
 	}
-	vs := router.Views(g.cfg, servers, g.log)
-	g.views = &views{routers: map[string]*router.Router{}, mcp: map[string]http.Handler{},
+	vs := router.Views(cfg, servers, g.log)
+	out := &views{routers: map[string]*router.Router{}, mcp: map[string]http.Handler{},
 		stream: map[string]http.Handler{}, message: map[string]http.Handler{}}
+	for name, rt := range g.routers {
+		if vs[name] == nil {
+			rt.Close()
+			delete(g.routers, name)
+		}
+	}
 	for name, v := range vs {
-		rt := router.New(v, router.Options{Version: buildVersion(), Timeout: g.cfg.Timeout, Logger: g.log})
+		rt := g.routers[name]
+		if rt == nil {
+			rt = router.New(v, router.Options{Version: buildVersion(), Timeout: cfg.Timeout, Logger: g.log})
+			g.routers[name] = rt
+		} else {
+			rt.Update(v)
+		}
 		key := viewKey(name)
-		g.views.routers[name] = rt
-		g.views.mcp[name] = streamable.NewHandler(rt, streamable.Options{
-			Name: key, Sessions: g.sessions, Timeout: g.cfg.Timeout, MaxBody: g.cfg.MaxBodyBytes,
-			KeepAlive: g.cfg.KeepAlive, Done: g.done, Logger: g.log, ParamHeaders: rt.ParamHeaders,
+		out.routers[name] = rt
+		out.mcp[name] = streamable.NewHandler(rt, streamable.Options{
+			Name: key, Sessions: g.sessions, Timeout: cfg.Timeout, MaxBody: cfg.MaxBodyBytes,
+			KeepAlive: cfg.KeepAlive, Done: g.done, Logger: g.log, ParamHeaders: rt.ParamHeaders,
 		})
 		msgPath := "/message"
 		if name != "" {
 			msgPath += "/" + name
 		}
 		h := sse.NewServer(rt, sse.ServerOptions{
-			Name: key, Sessions: g.sessions, Timeout: g.cfg.Timeout, MaxBody: g.cfg.MaxBodyBytes,
-			KeepAlive: g.cfg.KeepAlive, Done: g.done, Logger: g.log, MessagePath: msgPath,
+			Name: key, Sessions: g.sessions, Timeout: cfg.Timeout, MaxBody: cfg.MaxBodyBytes,
+			KeepAlive: cfg.KeepAlive, Done: g.done, Logger: g.log, MessagePath: msgPath,
 		})
-		g.views.stream[name] = http.HandlerFunc(h.ServeStream)
-		g.views.message[name] = http.HandlerFunc(h.ServeMessage)
+		out.stream[name] = http.HandlerFunc(h.ServeStream)
+		out.message[name] = http.HandlerFunc(h.ServeMessage)
 		names := make([]string, 0, len(v.Servers))
 		for _, s := range v.Servers {
 			names = append(names, s.Name())
 		}
 		g.log.Debug("aggregated view", "view", name, "servers", names, "tool_prefix", v.Prefix)
 	}
+	return out
 }
 
 // routeViews registers the aggregated endpoints.
 func (g *Gateway) routeViews(mux *http.ServeMux) {
+	pick := func(f func(*views) map[string]http.Handler) func() map[string]http.Handler {
+		return func() map[string]http.Handler { return f(g.state().views) }
+	}
 	for _, p := range []string{"/mcp", "/mcp/{name}"} {
-		mux.HandleFunc(p, g.serveView(g.views.mcp, ""))
+		mux.HandleFunc(p, g.serveView(pick(func(v *views) map[string]http.Handler { return v.mcp }), ""))
 	}
 	for _, p := range []string{"/sse", "/sse/{name}"} {
-		mux.HandleFunc(p, g.serveView(g.views.stream, ""))
+		mux.HandleFunc(p, g.serveView(pick(func(v *views) map[string]http.Handler { return v.stream }), ""))
 	}
 	for _, p := range []string{"/message", "/message/{name}"} {
-		mux.HandleFunc(p, g.serveView(g.views.message, "message"))
+		mux.HandleFunc(p, g.serveView(pick(func(v *views) map[string]http.Handler { return v.message }), "message"))
 	}
 }
 
 // serveView dispatches to the handler of the view the request names.
 // shadowed is the first path segment that a destination's routes may share
 // ("message").
-func (g *Gateway) serveView(handlers map[string]http.Handler, shadowed string) http.HandlerFunc {
+func (g *Gateway) serveView(current func() map[string]http.Handler, shadowed string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		handlers := current()
 		name := r.PathValue("name")
 		header := r.Header.Get(HeaderNamespace)
 		if shadowed != "" && header == "" && name != "" {
-			if d := g.fronts[shadowed+"/"+name]; d != nil {
+			if d := g.state().fronts[shadowed+"/"+name]; d != nil {
 				_, isView := handlers[name]
 				if !isView || g.sessionDest(r) == shadowed {
 					d.ServeHTTP(w, r)
@@ -152,25 +171,19 @@ func (g *Gateway) sessionDest(r *http.Request) string {
 // on in and out (newline-delimited JSON-RPC) until in ends or ctx is done,
 // then stops every destination. Logs never go to out.
 func (g *Gateway) ServeStdio(ctx context.Context, view string, in io.Reader, out io.Writer) error {
-	rt := g.views.routers[view]
+	cur := g.state()
+	rt := cur.views.routers[view]
 	if rt == nil {
 		return fmt.Errorf("gateway: no namespace or group named %q", view)
 	}
 	g.log.Info("switchboard serving on stdio", "view", view, "servers", len(rt.View().Servers))
 	err := stdiofront.Serve(ctx, rt, in, out, stdiofront.Options{
-		Name: viewKey(view), Timeout: g.cfg.Timeout, MaxLine: int(g.cfg.MaxMessageBytes), Logger: g.log,
+		Name: viewKey(view), Timeout: cur.cfg.Timeout, MaxLine: int(cur.cfg.MaxMessageBytes), Logger: g.log,
 	})
 	close(g.done)
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var wg sync.WaitGroup
-	for _, d := range g.dests {
-		wg.Go(func() { d.Close(sctx) })
-	}
-	wg.Wait()
-	for _, c := range g.closers {
-		_ = c.Close()
-	}
+	g.stopAll(sctx)
 	if err != nil && ctx.Err() == nil {
 		return err
 	}

@@ -263,3 +263,10 @@ func clientHeader(ctx context.Context) http.Header {
 	h, _ := ctx.Value(headerKey{}).(http.Header)
 	return h
 }
+
+// start starts the shared upstream, if any, in the background.
+func (d *destination) start() {
+	if d.shared != nil {
+		d.shared.Start()
+	}
+}

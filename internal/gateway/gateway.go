@@ -25,29 +25,47 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/audit"
 	"github.com/switchboard-mcp/switchboard/internal/config"
+	"github.com/switchboard-mcp/switchboard/internal/router"
 	"github.com/switchboard-mcp/switchboard/internal/session"
 	"github.com/switchboard-mcp/switchboard/internal/sse"
-	"github.com/switchboard-mcp/switchboard/internal/streamable"
 )
 
-// Gateway serves a config.
+// Gateway serves a config, and the configs it is reloaded with.
 type Gateway struct {
-	cfg      *config.Config
+	opts     Options
+	static   *config.Config // the config Run started with: listen, log and audit outputs
 	log      *slog.Logger
 	audit    *audit.Logger
 	redactor *audit.Redactor
 	sessions *session.Table
 	done     chan struct{} // closed when shutdown begins: streams end
-	loadedAt time.Time
+	closers  []io.Closer
 
-	dests   map[string]*destination
-	fronts  map[string]http.Handler // "/{d}/mcp" etc.
-	views   *views                  // aggregated endpoints (aggregate.go)
-	closers []io.Closer
+	// cur is what requests see: replaced whole by a reload (reload.go).
+	cur atomic.Pointer[state]
+
+	// reloadMu serialises reloads (the only writers of cur) and guards the
+	// fields below it.
+	reloadMu   sync.Mutex
+	routers    map[string]*router.Router // by view name; kept across reloads
+	lastReload reloadStatus
+	retiring   sync.WaitGroup // destinations replaced by a reload, still closing
+}
+
+// state is one generation of the configuration, as requests see it. It is
+// immutable once published.
+type state struct {
+	cfg      *config.Config
+	dests    map[string]*destination
+	fronts   map[string]http.Handler // "{d}/mcp", "{d}/sse", "{d}/message"
+	views    *views                  // aggregated endpoints (aggregate.go)
+	loadedAt time.Time
+	guard    guardPolicy
 }
 
 // Options are the parts of a Gateway that do not come from the config file.
@@ -58,13 +76,19 @@ type Options struct {
 	// AuditWriter receives the audit log; nil means the config's audit.path
 	// (stderr when that is empty).
 	AuditWriter io.Writer
+	// ConfigPath is the file to reload from; "" disables reloading.
+	ConfigPath string
+	// NoReload disables watching ConfigPath; Reload and SIGHUP still work.
+	NoReload bool
+	// ReloadInterval is how often ConfigPath is checked for changes besides
+	// file-system events. Zero means 1 s.
+	ReloadInterval time.Duration
 }
 
 // New builds a Gateway; nothing runs until Run.
 func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	red := audit.NewRedactor(cfg.SecretValues())
-	g := &Gateway{cfg: cfg, redactor: red, done: make(chan struct{}), loadedAt: time.Now(),
-		dests: map[string]*destination{}, fronts: map[string]http.Handler{}}
+	g := &Gateway{opts: opts, static: cfg, redactor: red, done: make(chan struct{}), routers: map[string]*router.Router{}}
 	log := opts.Logger
 	if log == nil {
 		w, err := g.openOutput(cfg.Log.File)
@@ -87,19 +111,14 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		OnDrop: func(s *session.Session) {
 			g.log.Warn("listen stream queue full; message dropped", "destination", s.Dest, "session", s.ID)
 		}}
-	for _, name := range cfg.Names {
-		dc := cfg.Destinations[name]
-		d := newDestination(dc, cfg, g.log)
-		g.dests[name] = d
-		g.fronts[name+"/mcp"] = streamable.NewHandler(d, streamable.Options{
-			Name: name, Sessions: g.sessions, Timeout: timeoutOf(dc, cfg), MaxBody: cfg.MaxBodyBytes,
-			KeepAlive: cfg.KeepAlive, Done: g.done, Logger: g.log, ParamHeaders: d.paramHeaders,
-		})
-		g.fronts[name+"/sse"], g.fronts[name+"/message"] = g.legacyFront(name, d, dc)
-	}
-	g.buildViews()
+	st, _ := g.build(cfg, nil)
+	g.cur.Store(st)
+	g.lastReload = reloadStatus{Time: st.loadedAt, OK: true}
 	return g, nil
 }
+
+// state returns the current configuration generation.
+func (g *Gateway) state() *state { return g.cur.Load() }
 
 func timeoutOf(dc *config.Destination, cfg *config.Config) time.Duration {
 	if dc.Timeout > 0 {
@@ -134,7 +153,7 @@ func (g *Gateway) openOutput(path string) (io.Writer, error) {
 }
 
 // legacyFront returns the handlers of /{d}/sse and /{d}/message.
-func (g *Gateway) legacyFront(name string, d *destination, dc *config.Destination) (http.Handler, http.Handler) {
+func (g *Gateway) legacyFront(cfg *config.Config, name string, d *destination, dc *config.Destination) (http.Handler, http.Handler) {
 	if !dc.LegacySSE {
 		gone := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			audit.FromContext(r.Context()).Destination = name
@@ -147,8 +166,8 @@ func (g *Gateway) legacyFront(name string, d *destination, dc *config.Destinatio
 		return gone, gone
 	}
 	h := sse.NewServer(d, sse.ServerOptions{
-		Name: name, Sessions: g.sessions, Timeout: timeoutOf(dc, g.cfg), MaxBody: g.cfg.MaxBodyBytes,
-		KeepAlive: g.cfg.KeepAlive, Done: g.done, Logger: g.log, MessagePath: "/" + name + "/message",
+		Name: name, Sessions: g.sessions, Timeout: timeoutOf(dc, cfg), MaxBody: cfg.MaxBodyBytes,
+		KeepAlive: cfg.KeepAlive, Done: g.done, Logger: g.log, MessagePath: "/" + name + "/message",
 	})
 	return http.HandlerFunc(h.ServeStream), http.HandlerFunc(h.ServeMessage)
 }
@@ -158,7 +177,7 @@ func (g *Gateway) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", g.healthz)
 	mux.HandleFunc("/{dest}/{endpoint}", func(w http.ResponseWriter, r *http.Request) {
-		h := g.fronts[r.PathValue("dest")+"/"+r.PathValue("endpoint")]
+		h := g.state().fronts[r.PathValue("dest")+"/"+r.PathValue("endpoint")]
 		if h == nil {
 			http.Error(w, "no such destination or endpoint: "+r.URL.Path, http.StatusNotFound)
 			return
@@ -234,19 +253,24 @@ func (g *Gateway) healthz(w http.ResponseWriter, r *http.Request) {
 		Error    string `json:"error,omitempty"`
 		Sessions int    `json:"sessions"`
 	}
+	cur := g.state()
+	g.reloadMu.Lock()
+	last := g.lastReload
+	g.reloadMu.Unlock()
 	out := struct {
-		Status       string `json:"status"`
-		ConfigLoaded string `json:"config_loaded_at"`
-		Destinations []dest `json:"destinations"`
-	}{Status: "ok", ConfigLoaded: g.loadedAt.UTC().Format(time.RFC3339Nano)}
-	names := make([]string, 0, len(g.dests))
-	for n := range g.dests {
+		Status       string       `json:"status"`
+		ConfigLoaded string       `json:"config_loaded_at"`
+		LastReload   reloadStatus `json:"last_reload"`
+		Destinations []dest       `json:"destinations"`
+	}{Status: "ok", ConfigLoaded: cur.loadedAt.UTC().Format(time.RFC3339Nano), LastReload: last}
+	names := make([]string, 0, len(cur.dests))
+	for n := range cur.dests {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		st, msg := g.dests[n].State()
-		out.Destinations = append(out.Destinations, dest{Name: n, Type: g.cfg.Destinations[n].Type, State: st,
+		st, msg := cur.dests[n].State()
+		out.Destinations = append(out.Destinations, dest{Name: n, Type: cur.cfg.Destinations[n].Type, State: st,
 			Error: g.redactor.String(msg), Sessions: g.sessions.Count(n)})
 		if st == "failed" {
 			out.Status = "degraded"
@@ -260,7 +284,7 @@ func (g *Gateway) healthz(w http.ResponseWriter, r *http.Request) {
 // ctx is done, then shuts down gracefully.
 func (g *Gateway) Run(ctx context.Context, addr string) error {
 	if addr == "" {
-		addr = g.cfg.Listen
+		addr = g.static.Listen
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -273,10 +297,12 @@ func (g *Gateway) Run(ctx context.Context, addr string) error {
 // end streams and sessions, stop every process. It returns after all of it.
 func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{Handler: g.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(g.log.Handler(), slog.LevelWarn)}
-	g.log.Info("switchboard listening", "addr", ln.Addr().String(), "destinations", len(g.dests))
+	g.log.Info("switchboard listening", "addr", ln.Addr().String(), "destinations", len(g.state().dests))
 	var wg sync.WaitGroup
 	jctx, stopJanitor := context.WithCancel(context.Background())
 	wg.Go(func() { g.sessions.Run(jctx) })
+	wg.Go(func() { g.watch(jctx) })
+	g.startShared(g.state())
 	errc := make(chan error, 1)
 	wg.Go(func() { errc <- srv.Serve(ln) })
 
@@ -291,16 +317,8 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	defer cancel()
 	_ = srv.Shutdown(sctx)
 	stopJanitor()
-	g.sessions.EndAll(errors.New("switchboard is shutting down"))
-	var dw sync.WaitGroup
-	for _, d := range g.dests {
-		dw.Go(func() { d.Close(sctx) })
-	}
-	dw.Wait()
-	wg.Wait()
-	for _, c := range g.closers {
-		_ = c.Close()
-	}
+	wg.Wait() // the janitor and the reload watcher have stopped: no more reloads
+	g.stopAll(sctx)
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
 		return fmt.Errorf("gateway: serve: %w", serveErr)
 	}
@@ -311,11 +329,25 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 // that is not allowed (when listening on loopback or when allowed_hosts is
 // set) or an Origin that is neither loopback nor allowed. Both get 403.
 func (g *Gateway) guard(next http.Handler) http.Handler {
-	listenHost, _, _ := net.SplitHostPort(g.cfg.Listen)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		g.state().guard.check(w, r, next)
+	})
+}
+
+// guardPolicy is the Host and Origin allowlist of one config generation.
+type guardPolicy struct {
+	checkHost bool
+	hosts     map[string]bool
+	origins   map[string]bool
+	anyOrigin bool
+}
+
+func newGuardPolicy(cfg *config.Config) guardPolicy {
+	listenHost, _, _ := net.SplitHostPort(cfg.Listen)
 	loopbackListen := isLoopbackHost(listenHost)
 	hosts := map[string]bool{}
 	anyHost := false
-	for _, h := range g.cfg.AllowedHosts {
+	for _, h := range cfg.AllowedHosts {
 		if h == "*" {
 			anyHost = true
 		}
@@ -326,15 +358,21 @@ func (g *Gateway) guard(next http.Handler) http.Handler {
 	}
 	origins := map[string]bool{}
 	anyOrigin := false
-	for _, o := range g.cfg.AllowedOrigins {
+	for _, o := range cfg.AllowedOrigins {
 		if o == "*" {
 			anyOrigin = true
 		}
 		origins[strings.ToLower(strings.TrimSuffix(o, "/"))] = true
 	}
-	checkHost := !anyHost && (loopbackListen || len(g.cfg.AllowedHosts) > 0)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if checkHost {
+	return guardPolicy{checkHost: !anyHost && (loopbackListen || len(cfg.AllowedHosts) > 0),
+		hosts: hosts, origins: origins, anyOrigin: anyOrigin}
+}
+
+// check serves r with next, or answers 403.
+func (p *guardPolicy) check(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	hosts, origins, anyOrigin := p.hosts, p.origins, p.anyOrigin
+	{
+		if p.checkHost {
 			host := r.Host
 			if h, _, err := net.SplitHostPort(host); err == nil {
 				host = h
@@ -350,7 +388,7 @@ func (g *Gateway) guard(next http.Handler) http.Handler {
 			return
 		}
 		next.ServeHTTP(w, r)
-	})
+	}
 }
 
 func forbid(w http.ResponseWriter, msg string) {

@@ -1229,7 +1229,8 @@ func TestStdioDeleteTerminatesSubprocess(t *testing.T) {
 // legacy transport is disabled.
 func TestStdioLegacyDisabledSSE410(t *testing.T) {
 	t.Parallel()
-	h := start(t, fastRestart, dest{name: "d", mode: "plain", extra: "legacy_sse: false"})
+	// isolation: session, because shared processes start with the gateway.
+	h := start(t, fastRestart, dest{name: "d", mode: "plain", isolation: "session", extra: "legacy_sse: false"})
 	r := h.do("GET", "/d/sse", nil)
 	if r.status != 410 || !strings.Contains(string(r.body), "/d/mcp") {
 		t.Fatalf("GET /d/sse: %s, want 410 pointing at /d/mcp", r)
@@ -1970,7 +1971,7 @@ func batchOf(ms ...[]byte) []byte {
 func TestStdioOriginAndHostGuard(t *testing.T) {
 	t.Parallel()
 	h := start(t, fastRestart+"allowed_origins: [\"https://app.example\"]\nallowed_hosts: [gw.internal]\n", dest{name: "d", mode: "plain"})
-	h2 := start(t, fastRestart, dest{name: "d", mode: "plain"})
+	h2 := start(t, fastRestart, dest{name: "d", mode: "plain", isolation: "session"}) // no process until a session
 	guarded := func(h *harness, want int, hdr ...string) {
 		t.Helper()
 		// GET without a session is 400 once past the guard.

@@ -152,6 +152,13 @@ type Table struct {
 	byDest map[string]int      // guarded by mu
 }
 
+// SetLimits changes Max and Idle (a config reload); live sessions stay.
+func (t *Table) SetLimits(max int, idle time.Duration) {
+	t.mu.Lock()
+	t.Max, t.Idle = max, idle
+	t.mu.Unlock()
+}
+
 // New creates a session for dest, or returns ErrTooMany.
 func (t *Table) New(dest string) (*Session, error) {
 	id := newUUID()
@@ -217,13 +224,16 @@ func (t *Table) All() []*Session {
 // Expire ends the sessions idle for longer than Idle at now; it returns how
 // many it ended.
 func (t *Table) Expire(now time.Time) int {
-	if t.Idle <= 0 {
+	t.mu.Lock()
+	idleFor := t.Idle
+	t.mu.Unlock()
+	if idleFor <= 0 {
 		return 0
 	}
 	n := 0
 	for _, s := range t.All() {
 		s.mu.Lock()
-		idle := s.busy == 0 && now.Sub(s.lastSeen) > t.Idle
+		idle := s.busy == 0 && now.Sub(s.lastSeen) > idleFor
 		s.mu.Unlock()
 		if idle {
 			s.End(errors.New("session expired"))
@@ -235,10 +245,14 @@ func (t *Table) Expire(now time.Time) int {
 
 // Run expires idle sessions until ctx is done.
 func (t *Table) Run(ctx context.Context) {
-	if t.Idle <= 0 {
-		return
+	t.mu.Lock()
+	idle := t.Idle
+	t.mu.Unlock()
+	every := time.Minute
+	if idle > 0 {
+		every = min(idle/2, time.Minute)
 	}
-	tick := time.NewTicker(min(t.Idle/2, time.Minute))
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
 		select {

@@ -266,6 +266,17 @@ func (u *Upstream) ensure(ctx context.Context, params json.RawMessage) error {
 	}
 }
 
+// Start starts an idle Upstream in the background (a no-op otherwise), so
+// its state shows before the first client arrives.
+func (u *Upstream) Start() {
+	u.mu.Lock()
+	idle := u.state == Idle
+	u.mu.Unlock()
+	if idle {
+		go func() { _ = u.ensure(context.Background(), nil) }()
+	}
+}
+
 // connect dials and handshakes connection number gen; on failure it
 // schedules the next attempt or marks the Upstream Failed.
 // The caller has done u.connecting.Add(1).

@@ -1,0 +1,285 @@
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/switchboard-mcp/switchboard/internal/config"
+	"github.com/switchboard-mcp/switchboard/internal/streamable"
+)
+
+// Hot reload. A reload builds the new state, diffs it against the current
+// one and applies only the changes:
+//
+//   - a destination whose config (and the global settings it uses) did not
+//     change keeps its *destination: same processes, same sessions;
+//   - a changed destination gets a new one; the old one is closed after the
+//     swap (its sessions end and answer 404; its members leave the
+//     aggregated views, whose clients get list_changed);
+//   - removed destinations are closed, added ones start;
+//   - routers (aggregated views) live across reloads and are updated in
+//     place, so their sessions and open streams survive.
+//
+// An invalid config is rejected whole and the old one keeps serving. The
+// listen address and the log and audit outputs are not reloadable: a change
+// to them is logged and ignored until restart.
+
+// reloadStatus is the outcome of the last reload, for /healthz.
+type reloadStatus struct {
+	Time  time.Time `json:"time"`
+	OK    bool      `json:"ok"`
+	Error string    `json:"error,omitempty"`
+}
+
+// build makes a state for cfg, reusing prev's unchanged destinations, and
+// returns the destinations of prev that the new state no longer uses.
+// reloadMu is held (or the Gateway is not yet shared).
+func (g *Gateway) build(cfg *config.Config, prev *state) (*state, []*destination) {
+	st := &state{cfg: cfg, dests: map[string]*destination{}, fronts: map[string]http.Handler{}, loadedAt: time.Now(), guard: newGuardPolicy(cfg)}
+	for _, name := range cfg.Names {
+		if prev != nil {
+			if old := prev.dests[name]; old != nil && sameDestination(prev.cfg, cfg, name) {
+				st.dests[name] = old
+				continue
+			}
+		}
+		st.dests[name] = newDestination(cfg.Destinations[name], cfg, g.log)
+	}
+	var stale []*destination
+	if prev != nil {
+		for name, old := range prev.dests {
+			if st.dests[name] != old {
+				stale = append(stale, old)
+			}
+		}
+	}
+	for name, d := range st.dests {
+		dc := cfg.Destinations[name]
+		st.fronts[name+"/mcp"] = streamable.NewHandler(d, streamable.Options{
+			Name: name, Sessions: g.sessions, Timeout: timeoutOf(dc, cfg), MaxBody: cfg.MaxBodyBytes,
+			KeepAlive: cfg.KeepAlive, Done: g.done, Logger: g.log, ParamHeaders: d.paramHeaders,
+		})
+		st.fronts[name+"/sse"], st.fronts[name+"/message"] = g.legacyFront(cfg, name, d, dc)
+	}
+	st.views = g.buildViews(cfg, st.dests)
+	return st, stale
+}
+
+// sameDestination reports whether destination name would run the same way
+// under both configs: its own settings and the global ones it uses.
+func sameDestination(a, b *config.Config, name string) bool {
+	da, db := a.Destinations[name], b.Destinations[name]
+	if da == nil || db == nil || !reflect.DeepEqual(da, db) {
+		return false
+	}
+	return a.Timeout == b.Timeout && a.MaxMessageBytes == b.MaxMessageBytes &&
+		reflect.DeepEqual(a.Restart, b.Restart)
+}
+
+// Reload applies cfg. It is the only writer of the gateway's state.
+func (g *Gateway) Reload(cfg *config.Config) {
+	g.reloadMu.Lock()
+	defer g.reloadMu.Unlock()
+	prev := g.state()
+	if cfg.Listen != g.static.Listen {
+		g.log.Warn("listen cannot change without a restart; keeping the old address", "old", g.static.Listen, "new", cfg.Listen)
+	}
+	if !reflect.DeepEqual(cfg.Log, g.static.Log) || !reflect.DeepEqual(cfg.Audit, g.static.Audit) {
+		g.log.Warn("log and audit settings change only on restart")
+	}
+	g.redactor.Update(append(cfg.SecretValues(), prev.cfg.SecretValues()...))
+	st, stale := g.build(cfg, prev)
+	g.sessions.SetLimits(cfg.MaxSessions, cfg.SessionIdleTimeout)
+	g.cur.Store(st)
+	g.lastReload = reloadStatus{Time: st.loadedAt, OK: true}
+
+	var added, changed, removed, kept []string
+	for name, d := range st.dests {
+		switch old := prev.dests[name]; {
+		case old == nil:
+			added = append(added, name)
+		case old == d:
+			kept = append(kept, name)
+		default:
+			changed = append(changed, name)
+		}
+	}
+	for name := range prev.dests {
+		if st.dests[name] == nil {
+			removed = append(removed, name)
+		}
+	}
+	for _, l := range [][]string{added, changed, removed, kept} {
+		slices.Sort(l)
+	}
+	g.log.Info("config reloaded", "added", added, "changed", changed, "removed", removed, "unchanged", len(kept))
+	for _, d := range stale {
+		g.retiring.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			d.Close(ctx)
+		})
+	}
+	g.startShared(st)
+}
+
+// reloadFailed records a config that was rejected.
+func (g *Gateway) reloadFailed(err error) {
+	g.reloadMu.Lock()
+	g.lastReload = reloadStatus{Time: time.Now(), OK: false, Error: err.Error()}
+	g.reloadMu.Unlock()
+	g.log.Error("config reload rejected; the running config keeps serving", "err", err)
+}
+
+// ReloadFile loads ConfigPath and applies it; an invalid file is rejected
+// and the running config keeps serving. SIGHUP calls it.
+func (g *Gateway) ReloadFile() error {
+	if g.opts.ConfigPath == "" {
+		return errors.New("gateway: no config file to reload")
+	}
+	cfg, err := config.Load(g.opts.ConfigPath)
+	if err != nil {
+		g.reloadFailed(err)
+		return err
+	}
+	g.Reload(cfg)
+	return nil
+}
+
+// startShared starts the shared processes of st that are idle, so a broken
+// server shows as failed in /healthz at once and the first client does not
+// wait for it to start.
+func (g *Gateway) startShared(st *state) {
+	for _, d := range st.dests {
+		d.start()
+	}
+}
+
+// stopAll stops every destination of the current state and those still
+// retiring, then closes the log files. Called once at shutdown.
+func (g *Gateway) stopAll(ctx context.Context) {
+	g.reloadMu.Lock()
+	st := g.state()
+	for _, rt := range g.routers {
+		rt.Close()
+	}
+	g.reloadMu.Unlock()
+	g.sessions.EndAll(errors.New("switchboard is shutting down"))
+	var wg sync.WaitGroup
+	for _, d := range st.dests {
+		wg.Go(func() { d.Close(ctx) })
+	}
+	wg.Wait()
+	g.retiring.Wait()
+	for _, c := range g.closers {
+		_ = c.Close()
+	}
+}
+
+// watch reloads the config file when it changes, until ctx is done: on
+// file-system events (debounced) and, as a fallback for file systems
+// without events, by checking its checksum every ReloadInterval.
+func (g *Gateway) watch(ctx context.Context) {
+	if g.opts.ConfigPath == "" || g.opts.NoReload {
+		return
+	}
+	interval := g.opts.ReloadInterval
+	if interval <= 0 {
+		interval = time.Second
+	}
+	last := g.checksum()
+	var events <-chan fsnotify.Event
+	if w, err := fsnotify.NewWatcher(); err != nil {
+		g.log.Warn("config watch unavailable; polling only", "err", err)
+	} else {
+		defer w.Close()
+		// Watch the directory: editors and config managers replace files
+		// by renaming, which a watch on the file itself would lose.
+		for _, dir := range g.watchDirs() {
+			if err := w.Add(dir); err != nil {
+				g.log.Warn("config watch failed", "dir", dir, "err", err)
+			}
+		}
+		events = w.Events
+		go func() {
+			for range w.Errors {
+			}
+		}()
+	}
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	var debounce <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-events:
+			if !ok {
+				events = nil
+				continue
+			}
+			if g.watched(ev.Name) {
+				debounce = time.After(100 * time.Millisecond)
+			}
+		case <-debounce:
+		case <-tick.C:
+		}
+		if sum := g.checksum(); sum != last {
+			last = sum
+			_ = g.ReloadFile()
+		}
+	}
+}
+
+// watchFiles are the config file and its secrets file.
+func (g *Gateway) watchFiles() []string {
+	files := []string{g.opts.ConfigPath}
+	if sf := g.state().cfg.SecretsFile; sf != "" {
+		files = append(files, sf)
+	} else {
+		dir := filepath.Dir(g.opts.ConfigPath)
+		files = append(files, filepath.Join(dir, "secrets.yml"), filepath.Join(dir, "secrets.yaml"))
+	}
+	return files
+}
+
+func (g *Gateway) watchDirs() []string {
+	var dirs []string
+	for _, f := range g.watchFiles() {
+		if d := filepath.Dir(f); !slices.Contains(dirs, d) {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
+}
+
+func (g *Gateway) watched(name string) bool {
+	for _, f := range g.watchFiles() {
+		if filepath.Clean(name) == filepath.Clean(f) {
+			return true
+		}
+	}
+	return false
+}
+
+// checksum hashes the watched files' contents ("" for a missing file).
+func (g *Gateway) checksum() string {
+	h := sha256.New()
+	for _, f := range g.watchFiles() {
+		b, _ := os.ReadFile(f)
+		fmt.Fprintf(h, "%s\x00%d\x00", f, len(b))
+		h.Write(b)
+	}
+	return string(h.Sum(nil))
+}
