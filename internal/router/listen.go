@@ -15,13 +15,33 @@ import (
 // acknowledged (the union of what the servers agreed to) and then every
 // server's notifications (each upstream already tags them with the
 // client's request id). The stream ends when every server's does.
+//
+// The stream follows the view: Update opens the request on servers added
+// to the view (their acknowledgement is not passed on), ends the streams
+// of servers removed from it, and sends the client the list_changed it
+// asked for (notifications.toolsListChanged, …) for what may have changed.
 type listenCall struct {
+	r      *Router
+	req    *jsonrpc.Message
 	q      *jsonrpc.Queue
+	ctx    context.Context // the pumps'; cancelled when the stream ends
 	cancel context.CancelFunc
 
-	mu    sync.Mutex
-	calls []session.Call
-	done  bool
+	resyncing sync.Mutex // serialises update
+
+	mu      sync.Mutex
+	streams []*listenStream // the servers' streams still open
+	pumps   int             // phase 2: pumps running
+	acked   bool            // phase 2 began: the acknowledgement was sent
+	stale   bool            // Update ran before acked
+	pending [nKinds]bool    // the kinds those Updates changed
+	done    bool
+}
+
+// listenStream is one server's subscriptions/listen.
+type listenStream struct {
+	m    *member
+	call session.Call
 }
 
 func (c *listenCall) Poll() (*jsonrpc.Message, bool) { return c.q.Poll() }
@@ -30,20 +50,36 @@ func (c *listenCall) LongLived() bool                { return true }
 
 // Abandon ends every server's stream (closing the client's stream cancels
 // the subscription).
-func (c *listenCall) Abandon(cancel bool) {
+func (c *listenCall) Abandon(cancel bool) { c.end(cancel, false) }
+
+// end ends the stream and every server's stream; with complete the client
+// is sent the final result first (the subscription ended gracefully).
+func (c *listenCall) end(cancel, complete bool) {
 	c.mu.Lock()
 	if c.done {
 		c.mu.Unlock()
 		return
 	}
 	c.done = true
-	calls := c.calls
+	streams := c.streams
+	c.streams = nil
 	c.mu.Unlock()
 	c.cancel()
-	for _, call := range calls {
-		call.Abandon(cancel)
+	for _, s := range streams {
+		s.call.Abandon(cancel)
+	}
+	if complete {
+		c.q.Push(c.complete(), true)
 	}
 	c.q.Close()
+	c.r.forgetListen(c)
+}
+
+func (c *listenCall) complete() *jsonrpc.Message {
+	return jsonrpc.NewResult(c.req.ID, jsonrpc.Marshal(map[string]any{
+		"resultType": "complete",
+		"_meta":      map[string]json.RawMessage{metaSubscriptionID: c.req.ID},
+	}))
 }
 
 func (c *listenCall) abandoned() bool {
@@ -52,41 +88,60 @@ func (c *listenCall) abandoned() bool {
 	return c.done
 }
 
+func (r *Router) forgetListen(c *listenCall) {
+	r.mu.Lock()
+	delete(r.listens, c)
+	r.mu.Unlock()
+}
+
 // listen starts a merged subscriptions/listen.
-func (r *Router) listen(ctx context.Context, cat *catalog, req *jsonrpc.Message) session.Call {
+func (r *Router) listen(ctx context.Context, req *jsonrpc.Message) session.Call {
 	lctx, cancel := context.WithCancel(context.Background())
-	c := &listenCall{q: jsonrpc.NewQueue(1024), cancel: cancel}
-	for _, m := range cat.live("") {
-		call, err := m.invoke(ctx, req)
-		if err != nil {
-			r.log.Debug("subscriptions/listen failed", "view", r.view.Name, "server", m.name, "err", err)
-			continue
-		}
-		c.calls = append(c.calls, call)
-	}
-	if len(c.calls) == 0 {
+	c := &listenCall{r: r, req: req, q: jsonrpc.NewQueue(1024), ctx: lctx, cancel: cancel}
+	// Registered with the catalog it starts from: an Update from now on
+	// reaches it.
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
 		cancel()
+		return failure(req, jsonrpc.Errorf(jsonrpc.InvalidRequest, "subscriptions/listen: %s was removed", r.viewLabel()))
+	}
+	cat := r.stateless.Load()
+	r.listens[c] = struct{}{}
+	r.mu.Unlock()
+	var streams []*listenStream
+	if cat != nil {
+		for _, m := range cat.live("") {
+			call, err := m.invoke(ctx, req)
+			if err != nil {
+				r.log.Debug("subscriptions/listen failed", "view", r.Name(), "server", m.name, "err", err)
+				continue
+			}
+			streams = append(streams, &listenStream{m: m, call: call})
+		}
+	}
+	c.mu.Lock()
+	c.streams = streams
+	c.mu.Unlock()
+	if len(streams) == 0 {
+		c.end(true, false)
 		return failure(req, jsonrpc.Errorf(jsonrpc.MethodNotFound, "subscriptions/listen: no server of %s serves it", r.viewLabel()))
 	}
-	go r.runListen(lctx, c, req)
+	go r.runListen(lctx, c, streams)
 	return c
 }
 
-func (r *Router) runListen(ctx context.Context, c *listenCall, req *jsonrpc.Message) {
+func (r *Router) runListen(ctx context.Context, c *listenCall, streams []*listenStream) {
+	req := c.req
 	// Phase 1: each server's first message is its acknowledgement (or an
 	// error response: that server is left out).
 	actx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
-	type first struct {
-		msg  *jsonrpc.Message
-		call session.Call
-	}
-	firsts := make([]first, len(c.calls))
+	firsts := make([]*jsonrpc.Message, len(streams))
 	var wg sync.WaitGroup
-	for i, call := range c.calls {
+	for i, s := range streams {
 		wg.Go(func() {
-			m, err := next(actx, call)
-			if err == nil {
-				firsts[i] = first{m, call}
+			if m, err := next(actx, s.call); err == nil {
+				firsts[i] = m
 			}
 		})
 	}
@@ -95,29 +150,34 @@ func (r *Router) runListen(ctx context.Context, c *listenCall, req *jsonrpc.Mess
 	if c.abandoned() {
 		return
 	}
-	var live []session.Call
+	var live, dead []*listenStream
 	var acks []json.RawMessage
 	var lastErr *jsonrpc.Message
 	var early []*jsonrpc.Message
-	for _, f := range firsts {
+	for i, m := range firsts {
 		switch {
-		case f.msg == nil:
-		case f.msg.IsResponse():
-			lastErr = f.msg
-		case f.msg.Method == "notifications/subscriptions/acknowledged":
-			acks = append(acks, jsonrpc.Member(f.msg.Params, "notifications"))
-			live = append(live, f.call)
+		case m == nil:
+			dead = append(dead, streams[i])
+		case m.IsResponse():
+			lastErr = m
+			dead = append(dead, streams[i])
+		case m.Method == "notifications/subscriptions/acknowledged":
+			acks = append(acks, jsonrpc.Member(m.Params, "notifications"))
+			live = append(live, streams[i])
 		default: // no acknowledgement first: take the stream anyway
-			early = append(early, f.msg)
-			live = append(live, f.call)
+			early = append(early, m)
+			live = append(live, streams[i])
 		}
+	}
+	for _, s := range dead {
+		s.call.Abandon(true)
 	}
 	if len(live) == 0 {
 		if lastErr == nil {
 			lastErr = jsonrpc.NewError(req.ID, jsonrpc.Errorf(jsonrpc.InternalError, "subscriptions/listen: no server acknowledged"))
 		}
 		c.q.Push(lastErr, true)
-		c.q.Close()
+		c.end(true, false)
 		return
 	}
 	c.q.Push(jsonrpc.NewNotification("notifications/subscriptions/acknowledged", jsonrpc.Marshal(map[string]any{
@@ -129,27 +189,122 @@ func (r *Router) runListen(ctx context.Context, c *listenCall, req *jsonrpc.Mess
 	}
 
 	// Phase 2: every server's notifications, until all streams end.
-	var pumps sync.WaitGroup
-	for _, call := range live {
-		pumps.Go(func() {
-			for {
-				m, err := next(ctx, call)
-				if err != nil || m.IsResponse() {
-					return
-				}
-				c.q.Push(m, false)
-			}
-		})
-	}
-	pumps.Wait()
-	if c.abandoned() {
+	c.mu.Lock()
+	if c.done {
+		c.mu.Unlock()
 		return
 	}
-	c.q.Push(jsonrpc.NewResult(req.ID, jsonrpc.Marshal(map[string]any{
-		"resultType": "complete",
-		"_meta":      map[string]json.RawMessage{metaSubscriptionID: req.ID},
-	})), true)
-	c.q.Close()
+	c.streams = live
+	c.pumps = len(live)
+	c.acked = true
+	stale, pending := c.stale, c.pending
+	c.mu.Unlock()
+	for _, s := range live {
+		go c.pump(s, false)
+	}
+	if stale {
+		c.update(r.stateless.Load(), pending)
+	}
+}
+
+// pump passes one server's notifications on until its stream ends; the
+// last pump to end completes the client's stream. With ack, a first
+// acknowledgement is dropped (a server added by Update).
+func (c *listenCall) pump(s *listenStream, ack bool) {
+	for {
+		m, err := next(c.ctx, s.call)
+		if err != nil || m.IsResponse() {
+			break
+		}
+		if ack {
+			ack = false
+			if m.Method == "notifications/subscriptions/acknowledged" {
+				continue
+			}
+		}
+		c.q.Push(m, false)
+	}
+	c.mu.Lock()
+	c.streams = slices.DeleteFunc(c.streams, func(o *listenStream) bool { return o == s })
+	c.pumps--
+	last := c.pumps == 0 && !c.done
+	c.mu.Unlock()
+	if last {
+		c.end(true, true)
+	}
+}
+
+// listKeys are the subscriptions/listen opt-ins of list_changed.
+var listKeys = map[kind]string{kTools: "toolsListChanged", kPrompts: "promptsListChanged", kResources: "resourcesListChanged"}
+
+// update moves the stream to the servers of cat (the new stateless
+// catalog): servers it lacks are asked to listen too, those gone are
+// ended; then the client gets the list_changed it opted in to for the
+// kinds in ks. Before the acknowledgement was sent, it only records the
+// update (runListen applies it when phase 2 begins).
+func (c *listenCall) update(cat *catalog, ks [nKinds]bool) {
+	c.resyncing.Lock()
+	defer c.resyncing.Unlock()
+	c.mu.Lock()
+	if c.done {
+		c.mu.Unlock()
+		return
+	}
+	if !c.acked {
+		c.stale = true
+		for k, ch := range ks {
+			c.pending[k] = c.pending[k] || ch
+		}
+		c.mu.Unlock()
+		return
+	}
+	old := slices.Clone(c.streams)
+	c.mu.Unlock()
+	var members []*member
+	if cat != nil {
+		members = cat.live("")
+	}
+	var add []*member
+	for _, m := range members {
+		if !slices.ContainsFunc(old, func(s *listenStream) bool { return sameServer(s.m.srv, m.srv) }) {
+			add = append(add, m)
+		}
+	}
+	var drop []*listenStream
+	for _, s := range old {
+		if !slices.ContainsFunc(members, func(m *member) bool { return sameServer(s.m.srv, m.srv) }) {
+			drop = append(drop, s)
+		}
+	}
+	// Added first: a stream whose every server was replaced stays open.
+	for _, m := range add {
+		call, err := m.invoke(c.ctx, c.req) // the stream's context, as the client's request is for the others
+		if err != nil {
+			c.r.log.Debug("subscriptions/listen failed", "view", c.r.Name(), "server", m.name, "err", err)
+			continue
+		}
+		s := &listenStream{m: m, call: call}
+		c.mu.Lock()
+		if c.done {
+			c.mu.Unlock()
+			call.Abandon(true)
+			return
+		}
+		c.streams = append(c.streams, s)
+		c.pumps++
+		c.mu.Unlock()
+		go c.pump(s, true)
+	}
+	for _, s := range drop {
+		s.call.Abandon(true) // its pump ends
+	}
+	for _, k := range []kind{kTools, kPrompts, kResources} {
+		if ks[k] && string(jsonrpc.Member(c.req.Params, "notifications", listKeys[k])) == "true" {
+			c.q.Push(jsonrpc.NewNotification(kinds[k].changed, jsonrpc.Marshal(map[string]any{
+				"_meta": map[string]json.RawMessage{metaSubscriptionID: c.req.ID},
+			})), false)
+		}
+	}
 }
 
 // next waits for a call's next message.

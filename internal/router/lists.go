@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -57,6 +58,7 @@ const maxPages = 1000
 // stateless catalog.
 type member struct {
 	name string
+	srv  Server // the server joined (Update compares identities)
 	cat  *catalog
 	// call sends a request to the server; set once before the member is
 	// used. Use invoke, which checks that the member still serves.
@@ -64,12 +66,21 @@ type member struct {
 	// caps are the server's capabilities (from its InitializeResult); nil
 	// when unknown (stateless), which means "ask anyway".
 	caps json.RawMessage
+	// backend is the session's backend on the server (nil in the stateless
+	// catalog, or when the join failed) and instr the server's
+	// instructions. Like call and caps, they are set under the catalog's mu
+	// before the member is installed, and never change.
+	backend session.Backend
+	instr   string
 
 	// The fields below are guarded by the catalog's mu.
-	err   error // why the member is unavailable; nil when it serves
-	lists [nKinds][]json.RawMessage
-	have  [nKinds]bool
-	gen   [nKinds]int
+	err      error // why the member is unavailable; nil when it serves
+	lists    [nKinds][]json.RawMessage
+	have     [nKinds]bool
+	gen      [nKinds]int
+	inflight map[*routedCall]struct{} // calls forwarded to it, not yet answered
+
+	fwd map[string]int64 // its server→client request ids → router ids; guarded by the aggregate's mu
 }
 
 // invoke sends req to the member's server, or fails at once naming the
@@ -114,8 +125,7 @@ type template struct {
 
 // catalog holds the members of one aggregate and their merged lists.
 type catalog struct {
-	r       *Router
-	members []*member
+	r *Router
 	// other receives messages of internal calls that are not the response
 	// (nil drops them).
 	other func(m *member, msg *jsonrpc.Message)
@@ -123,7 +133,11 @@ type catalog struct {
 	// whose legacy-only servers fail every time).
 	quiet bool
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// members are the servers of view, in its order. Update replaces the
+	// slice (never changes it in place) along with view.
+	members []*member
+	view    *View
 	merged  [nKinds]*merged // cached; nil when stale
 	listGen [nKinds]int
 	ids     atomic.Int64
@@ -132,6 +146,45 @@ type catalog struct {
 // id returns a request id for the router's own upstream calls.
 func (c *catalog) id() json.RawMessage {
 	return jsonrpc.Quote("switchboard-" + strconv.FormatInt(c.ids.Add(1), 10))
+}
+
+// snapshot returns the members.
+func (c *catalog) snapshot() []*member {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.members
+}
+
+// installed reports whether m is one of the members (not still joining,
+// not left).
+func (c *catalog) installed(m *member) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Contains(c.members, m)
+}
+
+// track records a call in flight to its member, or fails it at once when
+// the member has been removed from the view meanwhile.
+func (c *catalog) track(rc *routedCall) {
+	m := rc.m
+	c.mu.Lock()
+	if errors.Is(m.err, errRemoved) {
+		c.mu.Unlock()
+		rc.fail(unavailable(m.name, m.err))
+		return
+	}
+	if m.inflight == nil {
+		m.inflight = map[*routedCall]struct{}{}
+	}
+	m.inflight[rc] = struct{}{}
+	c.mu.Unlock()
+}
+
+// untrack forgets a call that has ended.
+func (c *catalog) untrack(rc *routedCall) {
+	c.mu.Lock()
+	delete(rc.m.inflight, rc)
+	c.mu.Unlock()
 }
 
 // invalidate drops a member's cached list and the merged one.
@@ -158,8 +211,9 @@ func (c *catalog) list(ctx context.Context, k kind, meta json.RawMessage, fresh 
 		gen int
 	}
 	var jobs []job
-	lists := make([][]json.RawMessage, len(c.members))
-	for i, m := range c.members {
+	members := c.members
+	lists := make([][]json.RawMessage, len(members))
+	for i, m := range members {
 		if m.err != nil || !m.has(kinds[k].capability) {
 			continue
 		}
@@ -176,7 +230,7 @@ func (c *catalog) list(ctx context.Context, k kind, meta json.RawMessage, fresh 
 	got := make([][]json.RawMessage, len(jobs))
 	var wg sync.WaitGroup
 	for j, jb := range jobs {
-		wg.Go(func() { got[j], errs[j] = c.fetch(ctx, c.members[jb.i], k, meta) })
+		wg.Go(func() { got[j], errs[j] = c.fetch(ctx, members[jb.i], k, meta) })
 	}
 	wg.Wait()
 
@@ -184,14 +238,14 @@ func (c *catalog) list(ctx context.Context, k kind, meta json.RawMessage, fresh 
 	defer c.mu.Unlock()
 	complete := true
 	for j, jb := range jobs {
-		m := c.members[jb.i]
+		m := members[jb.i]
 		if errs[j] != nil {
 			complete = false
 			logf := c.r.log.Warn
 			if c.quiet {
 				logf = c.r.log.Debug
 			}
-			logf("listing failed; the server is left out of this answer", "view", c.r.view.Name,
+			logf("listing failed; the server is left out of this answer", "view", c.view.Name,
 				"server", m.name, "method", kinds[k].method, "err", errs[j])
 			continue
 		}
@@ -200,7 +254,7 @@ func (c *catalog) list(ctx context.Context, k kind, meta json.RawMessage, fresh 
 			m.lists[k], m.have[k] = got[j], true
 		}
 	}
-	mg := c.build(k, lists)
+	mg := c.build(k, members, lists)
 	// A session's list is cached only when every member answered (a failed
 	// member is asked again next time). The stateless catalog lists afresh
 	// for every list request and keeps the result only to route calls, so
@@ -265,9 +319,9 @@ func (c *catalog) fetch(ctx context.Context, m *member, k kind, meta json.RawMes
 	return items, fmt.Errorf("%s: more than %d pages", kinds[k].method, maxPages)
 }
 
-// build merges the members' lists (parallel to c.members; nil = none).
-// mu held.
-func (c *catalog) build(k kind, lists [][]json.RawMessage) *merged {
+// build merges the members' lists (parallel to members; nil = none) under
+// the catalog's view. mu held.
+func (c *catalog) build(k kind, members []*member, lists [][]json.RawMessage) *merged {
 	mg := &merged{routes: map[string]route{}, byName: map[string]json.RawMessage{}}
 	field := kinds[k].field
 	switch k {
@@ -276,13 +330,13 @@ func (c *catalog) build(k kind, lists [][]json.RawMessage) *merged {
 		var raws []json.RawMessage
 		var owners []*member
 		for i, list := range lists {
-			m := c.members[i]
+			m := members[i]
 			for _, raw := range list {
 				name, ok := jsonrpc.StringMember(raw, field)
 				if !ok || name == "" {
 					continue
 				}
-				if k == kTools && !c.r.view.admits(m.name, name) {
+				if k == kTools && !c.view.admits(m.name, name) {
 					continue
 				}
 				items = append(items, Item{Server: m.name, Name: name})
@@ -290,9 +344,9 @@ func (c *catalog) build(k kind, lists [][]json.RawMessage) *merged {
 				owners = append(owners, m)
 			}
 		}
-		names, err := ExposeNames(c.r.view.Prefix, items)
+		names, err := ExposeNames(c.view.Prefix, items)
 		if err != nil {
-			c.r.log.Error("name collision", "view", c.r.view.Name, "list", kinds[k].key, "err", err)
+			c.r.log.Error("name collision", "view", c.view.Name, "list", kinds[k].key, "err", err)
 			mg.err = jsonrpc.Errorf(jsonrpc.InternalError, "switchboard: %s in %s: %v", kinds[k].key, c.r.viewLabel(), err)
 			mg.items = []json.RawMessage{}
 			mg.version = listVersion(nil)
@@ -318,7 +372,7 @@ func (c *catalog) build(k kind, lists [][]json.RawMessage) *merged {
 		}
 	default:
 		for i, list := range lists {
-			m := c.members[i]
+			m := members[i]
 			for _, raw := range list {
 				key, ok := jsonrpc.StringMember(raw, field)
 				if !ok || key == "" {

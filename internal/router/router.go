@@ -17,6 +17,10 @@
 // calls are routed by exposed name or URI. Server→client requests get
 // router-unique ids so the client's response finds its member; list_changed
 // from any member re-lists it and is passed on to the client.
+//
+// The view can be replaced while sessions are live (Update, for a config
+// reload): every live session joins the servers it lacks and leaves those
+// that are gone, and its client is told what changed (see update.go).
 package router
 
 import (
@@ -28,6 +32,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
@@ -66,12 +71,19 @@ type Options struct {
 // Router serves one view. It implements streamable.Destination and
 // sse.Destination.
 type Router struct {
-	view *View
 	opts Options
 	log  *slog.Logger
 
-	noted     sync.Map // shortened names already logged
-	stateless *catalog // the 2026-07-28 catalog; nil when no server is stateless
+	view      atomic.Pointer[View]    // stored under mu
+	stateless atomic.Pointer[catalog] // the 2026-07-28 catalog; nil when no server is stateless; stored under mu
+	noted     sync.Map                // shortened names already logged
+
+	updating sync.Mutex // serialises Update and Close
+
+	mu       sync.Mutex
+	sessions map[*aggregate]struct{}  // live sessions (joined, not yet left)
+	listens  map[*listenCall]struct{} // open 2026-07-28 subscriptions/listen streams
+	closed   bool
 }
 
 // New returns a Router for view.
@@ -89,29 +101,33 @@ func New(view *View, opts Options) *Router {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := &Router{view: view, opts: opts, log: log}
-	r.stateless = r.newStatelessCatalog()
+	if view == nil {
+		view = &View{}
+	}
+	r := &Router{opts: opts, log: log, sessions: map[*aggregate]struct{}{}, listens: map[*listenCall]struct{}{}}
+	r.view.Store(view)
+	r.stateless.Store(r.newStatelessCatalog(view))
 	return r
 }
 
 // Name returns the view's name ("" for the default view).
-func (r *Router) Name() string { return r.view.Name }
+func (r *Router) Name() string { return r.view.Load().Name }
 
-// View returns the view served.
-func (r *Router) View() *View { return r.view }
+// View returns the view served (the last one given to Update).
+func (r *Router) View() *View { return r.view.Load() }
 
 func (r *Router) viewLabel() string {
-	if r.view.Name == "" {
-		return "the default view"
+	if n := r.Name(); n != "" {
+		return "view " + n
 	}
-	return "view " + r.view.Name
+	return "the default view"
 }
 
 func (r *Router) noteShortened(server, name, exposed string) {
 	key := server + "\x00" + name
 	if _, loaded := r.noted.LoadOrStore(key, true); !loaded {
 		r.log.Info("exposed name shortened or sanitised to fit ^[a-zA-Z0-9_-]{1,64}$",
-			"view", r.view.Name, "server", server, "name", name, "exposed", exposed)
+			"view", r.Name(), "server", server, "name", name, "exposed", exposed)
 	}
 }
 
@@ -120,29 +136,76 @@ func (r *Router) Open(ctx context.Context, s *session.Session, init *jsonrpc.Mes
 	return r.Join(ctx, s, init)
 }
 
+// errViewClosed is why sessions end, and joins fail, once Close was called.
+var errViewClosed = fmt.Errorf("%w: the view was removed", upstream.ErrClosed)
+
 // Join attaches a downstream: it joins every server of the view at once
 // with the client's initialize and answers it. A server that fails is left
 // out (and logged); calls to its tools fail at once naming it. Join fails
 // only when every server failed.
+//
+// The session then follows the router's view: Update joins and leaves its
+// servers. A view replaced while Join runs is caught up with before Join
+// returns.
 func (r *Router) Join(ctx context.Context, down upstream.Downstream, init *jsonrpc.Message) (session.Backend, *jsonrpc.Message, error) {
-	a := &aggregate{r: r, down: down, reverse: map[int64]reverseEntry{}}
+	a := &aggregate{r: r, down: down, init: init, reverse: map[int64]reverseEntry{}}
 	a.cat = &catalog{r: r, other: a.deliverFrom}
-	n := len(r.view.Servers)
-	a.cat.members = make([]*member, n)
-	a.backends = make([]session.Backend, n)
-	a.fwd = make([]map[string]int64, n)
-	results := make([]*jsonrpc.Message, n)
-	for i, s := range r.view.Servers {
-		a.cat.members[i] = &member{name: s.Name(), cat: a.cat}
-		a.fwd[i] = map[string]int64{}
+	v := r.view.Load()
+	ms := a.join(ctx, v.Servers)
+	a.cat.mu.Lock()
+	a.cat.members, a.cat.view = ms, v
+	a.cat.mu.Unlock()
+	for {
+		r.mu.Lock()
+		if r.closed {
+			r.mu.Unlock()
+			a.Leave()
+			return nil, nil, errViewClosed
+		}
+		if cur := r.view.Load(); cur != v {
+			// Update ran while the servers were joined: catch up (the
+			// client has seen nothing yet, so it is told nothing).
+			r.mu.Unlock()
+			a.update(ctx, cur, false)
+			v = cur
+			continue
+		}
+		r.sessions[a] = struct{}{}
+		r.mu.Unlock()
+		break
 	}
+	members := a.cat.snapshot()
+	var failed []string
+	alive := 0
+	for _, m := range members {
+		if err := m.failed(); err != nil {
+			failed = append(failed, fmt.Sprintf("%s: %s", m.name, errString(err)))
+		} else {
+			alive++
+		}
+	}
+	if len(members) > 0 && alive == 0 {
+		a.Leave()
+		return nil, nil, jsonrpc.Errorf(jsonrpc.UpstreamUnavailable, "every server of %s is unavailable: %s", r.viewLabel(), strings.Join(failed, "; "))
+	}
+	return a, jsonrpc.NewResult(init.ID, r.initializeResult(init, members)), nil
+}
+
+// join joins servers concurrently with the client's initialize (within
+// the router's Timeout). The members returned, parallel to servers, are
+// not installed in the catalog yet; those that failed carry their error
+// (logged) and no backend.
+func (a *aggregate) join(ctx context.Context, servers []Server) []*member {
+	r := a.r
+	ms := make([]*member, len(servers))
 	jctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
 	defer cancel()
 	var wg sync.WaitGroup
-	for i, s := range r.view.Servers {
-		m := a.cat.members[i]
+	for i, s := range servers {
+		m := &member{name: s.Name(), srv: s, cat: a.cat, fwd: map[string]int64{}}
+		ms[i] = m
 		wg.Go(func() {
-			b, res, err := s.Join(jctx, &memberDown{a: a, i: i}, init)
+			b, res, err := s.Join(jctx, &memberDown{a: a, m: m}, a.init)
 			if err == nil && (res == nil || b == nil) {
 				err = fmt.Errorf("no InitializeResult")
 			}
@@ -155,37 +218,33 @@ func (r *Router) Join(ctx context.Context, down upstream.Downstream, init *jsonr
 			a.cat.mu.Lock()
 			defer a.cat.mu.Unlock()
 			if err != nil {
-				m.err = err
+				if m.err == nil {
+					m.err = err
+				}
 				return
 			}
 			if m.err != nil { // ended while joining
 				go b.Leave()
 				return
 			}
-			a.backends[i] = b
-			results[i] = res
+			m.backend = b
 			m.caps = jsonrpc.Member(res.Result, "capabilities")
 			if m.caps == nil {
 				m.caps = json.RawMessage("{}")
+			}
+			if s, ok := jsonrpc.StringMember(res.Result, "instructions"); ok {
+				m.instr = strings.TrimSpace(s)
 			}
 			m.call = b.Call
 		})
 	}
 	wg.Wait()
-
-	var failed []string
-	for i, m := range a.cat.members {
-		if m.err != nil {
-			r.log.Warn("server unavailable; the session goes on without it", "view", r.view.Name, "server", m.name, "err", m.err)
-			failed = append(failed, fmt.Sprintf("%s: %s", m.name, errString(m.err)))
-		} else if a.backends[i] == nil {
-			m.err = fmt.Errorf("no backend")
+	for _, m := range ms {
+		if err := m.failed(); err != nil {
+			r.log.Warn("server unavailable; the session goes on without it", "view", r.Name(), "server", m.name, "err", err)
 		}
 	}
-	if n > 0 && len(failed) == n {
-		return nil, nil, jsonrpc.Errorf(jsonrpc.UpstreamUnavailable, "every server of %s is unavailable: %s", r.viewLabel(), strings.Join(failed, "; "))
-	}
-	return a, jsonrpc.NewResult(init.ID, r.initializeResult(init, results)), nil
+	return ms
 }
 
 // negotiate picks the protocol version for a client that asked for
@@ -232,17 +291,18 @@ func mergeCapabilities(caps []json.RawMessage, listChanged bool) map[string]any 
 	return out
 }
 
-func (r *Router) initializeResult(init *jsonrpc.Message, results []*jsonrpc.Message) json.RawMessage {
+// initializeResult answers init from the members that joined.
+func (r *Router) initializeResult(init *jsonrpc.Message, members []*member) json.RawMessage {
 	requested, _ := jsonrpc.StringMember(init.Params, "protocolVersion")
 	var caps []json.RawMessage
 	var instr []string
-	for i, res := range results {
-		if res == nil {
+	for _, m := range members {
+		if m.failed() != nil {
 			continue
 		}
-		caps = append(caps, jsonrpc.Member(res.Result, "capabilities"))
-		if s, ok := jsonrpc.StringMember(res.Result, "instructions"); ok && strings.TrimSpace(s) != "" {
-			instr = append(instr, fmt.Sprintf("## %s\n%s", r.view.Servers[i].Name(), strings.TrimSpace(s)))
+		caps = append(caps, m.caps)
+		if m.instr != "" {
+			instr = append(instr, fmt.Sprintf("## %s\n%s", m.name, m.instr))
 		}
 	}
 	out := map[string]any{
@@ -258,29 +318,30 @@ func (r *Router) initializeResult(init *jsonrpc.Message, results []*jsonrpc.Mess
 
 func (r *Router) serverInfo() map[string]string {
 	info := map[string]string{"name": "switchboard", "version": r.opts.Version}
-	if r.view.Name != "" {
-		info["title"] = "Switchboard: " + r.view.Name
+	if n := r.Name(); n != "" {
+		info["title"] = "Switchboard: " + n
 	}
 	return info
 }
 
 // reverseEntry is a server→client request waiting for the client's answer.
 type reverseEntry struct {
-	i  int             // member index
+	m  *member
 	id json.RawMessage // the member's id for it
 }
 
 // aggregate is the session.Backend of one client session of a Router.
 type aggregate struct {
-	r        *Router
-	down     upstream.Downstream
-	cat      *catalog
-	backends []session.Backend // parallel to cat.members; nil when unavailable
+	r    *Router
+	down upstream.Downstream
+	init *jsonrpc.Message // the client's initialize: every server is joined with it
+	cat  *catalog         // its members follow the view (Update)
+
+	updating sync.Mutex // serialises update
 
 	mu      sync.Mutex
 	nextRev int64
 	reverse map[int64]reverseEntry // router id → member request
-	fwd     []map[string]int64     // per member: its request id → router id
 	left    bool
 }
 
@@ -288,12 +349,11 @@ type aggregate struct {
 // call of the router's.
 type memberDown struct {
 	a *aggregate
-	i int
+	m *member
 }
 
 func (d *memberDown) Deliver(msg *jsonrpc.Message) {
-	a := d.a
-	m := a.cat.members[d.i]
+	a, m := d.a, d.m
 	switch msg.Method {
 	case "notifications/tools/list_changed":
 		a.changed(m, msg.Method, kTools)
@@ -302,15 +362,14 @@ func (d *memberDown) Deliver(msg *jsonrpc.Message) {
 	case "notifications/resources/list_changed":
 		a.changed(m, msg.Method, kResources, kTemplates)
 	default:
-		a.down.Deliver(a.fromMember(d.i, msg))
+		a.down.Deliver(a.fromMember(m, msg))
 	}
 }
 
 // End marks the member unavailable; the session ends only when no member
 // is left.
 func (d *memberDown) End(err error) {
-	a := d.a
-	m := a.cat.members[d.i]
+	a, m := d.a, d.m
 	a.cat.mu.Lock()
 	if m.err != nil {
 		a.cat.mu.Unlock()
@@ -319,6 +378,12 @@ func (d *memberDown) End(err error) {
 	m.err = err
 	if err == nil {
 		m.err = fmt.Errorf("ended")
+	}
+	if !slices.Contains(a.cat.members, m) {
+		// Still joining (the join leaves it out), or already left by
+		// Update: nothing the client sees changes.
+		a.cat.mu.Unlock()
+		return
 	}
 	had := m.have
 	for k := range nKinds {
@@ -338,7 +403,7 @@ func (d *memberDown) End(err error) {
 	if errors.Is(err, upstream.ErrClosed) {
 		logf = a.r.log.Debug // shutdown, or the session's own process released
 	}
-	logf("server left the session", "view", a.r.view.Name, "server", m.name, "err", err)
+	logf("server left the session", "view", a.r.Name(), "server", m.name, "err", err)
 	if alive == 0 {
 		a.down.End(err)
 		return
@@ -352,8 +417,12 @@ func (d *memberDown) End(err error) {
 }
 
 // changed handles a member's list_changed: its cached lists are dropped and
-// listed again, then the client is told.
+// listed again, then the client is told. A member not (or no longer) in
+// the session is ignored: Update tells the client when it is installed.
 func (a *aggregate) changed(m *member, method string, ks ...kind) {
+	if !a.cat.installed(m) {
+		return
+	}
 	for _, k := range ks {
 		a.cat.invalidate(m, k)
 	}
@@ -376,21 +445,20 @@ func (a *aggregate) changed(m *member, method string, ks ...kind) {
 // deliverFrom passes a message of an internal call (a list fan-out) to the
 // client's listen stream.
 func (a *aggregate) deliverFrom(m *member, msg *jsonrpc.Message) {
-	i := slices.Index(a.cat.members, m)
-	a.down.Deliver(a.fromMember(i, msg))
+	a.down.Deliver(a.fromMember(m, msg))
 }
 
 // fromMember rewrites what a member sends to the client: a server→client
 // request gets a router-unique id; the server cancelling one of them names
 // that id.
-func (a *aggregate) fromMember(i int, msg *jsonrpc.Message) *jsonrpc.Message {
+func (a *aggregate) fromMember(m *member, msg *jsonrpc.Message) *jsonrpc.Message {
 	switch {
 	case msg.IsRequest():
 		a.mu.Lock()
 		a.nextRev++
 		n := a.nextRev
-		a.reverse[n] = reverseEntry{i: i, id: msg.ID}
-		a.fwd[i][string(msg.ID)] = n
+		a.reverse[n] = reverseEntry{m: m, id: msg.ID}
+		m.fwd[string(msg.ID)] = n
 		a.mu.Unlock()
 		out := *msg
 		out.ID = jsonrpc.IntID(n)
@@ -401,9 +469,9 @@ func (a *aggregate) fromMember(i int, msg *jsonrpc.Message) *jsonrpc.Message {
 			return msg
 		}
 		a.mu.Lock()
-		n, found := a.fwd[i][string(rid)]
+		n, found := m.fwd[string(rid)]
 		if found {
-			delete(a.fwd[i], string(rid))
+			delete(m.fwd, string(rid))
 			delete(a.reverse, n)
 		}
 		a.mu.Unlock()
@@ -431,18 +499,14 @@ func (a *aggregate) Call(ctx context.Context, req *jsonrpc.Message) (session.Cal
 	case "logging/setLevel":
 		return a.setLevel(ctx, req)
 	case "tools/call", "prompts/get", "resources/read", "resources/subscribe", "resources/unsubscribe", "completion/complete":
-		return a.r.routeCall(ctx, a.cat, req, meta, a.forward, a.rewriter)
+		return a.r.routeCall(ctx, a.cat, req, meta, a.forward, a.fromMember)
 	}
 	return failure(req, jsonrpc.Errorf(jsonrpc.MethodNotFound, "method not found: %s (not served by aggregated endpoints)", req.Method)), nil
 }
 
-// rewriter returns the rewrite of messages from member m.
-func (a *aggregate) rewriter(m *member, msg *jsonrpc.Message) *jsonrpc.Message {
-	return a.fromMember(slices.Index(a.cat.members, m), msg)
-}
-
 // forward sends req to member m and returns its call with server→client
-// request ids rewritten.
+// request ids rewritten. The call is failed at once if Update removes m
+// while it is in flight.
 func (a *aggregate) forward(ctx context.Context, m *member, req *jsonrpc.Message) (session.Call, error) {
 	c, err := m.invoke(ctx, req)
 	if errors.Is(err, upstream.ErrDuplicateID) {
@@ -451,8 +515,9 @@ func (a *aggregate) forward(ctx context.Context, m *member, req *jsonrpc.Message
 	if err != nil {
 		return failure(req, unavailable(m.name, err)), nil
 	}
-	i := slices.Index(a.cat.members, m)
-	return &routedCall{Call: c, rewrite: func(msg *jsonrpc.Message) *jsonrpc.Message { return a.fromMember(i, msg) }}, nil
+	rc := &routedCall{Call: c, m: m, id: req.ID, rewrite: func(msg *jsonrpc.Message) *jsonrpc.Message { return a.fromMember(m, msg) }}
+	m.cat.track(rc)
+	return rc, nil
 }
 
 // setLevel fans logging/setLevel out to every member that logs.
@@ -474,7 +539,7 @@ func (a *aggregate) setLevel(ctx context.Context, req *jsonrpc.Message) (session
 				}
 			}
 			if err != nil {
-				a.r.log.Debug("logging/setLevel failed", "view", a.r.view.Name, "server", m.name, "err", err)
+				a.r.log.Debug("logging/setLevel failed", "view", a.r.Name(), "server", m.name, "err", err)
 			}
 		})
 	}
@@ -488,21 +553,22 @@ func (a *aggregate) Notify(ctx context.Context, n *jsonrpc.Message) error {
 	if n.Method == "notifications/initialized" {
 		return nil
 	}
-	for i, b := range a.backends {
-		if b == nil || a.cat.members[i].unavailable(a.cat) {
+	for _, m := range a.cat.live("") {
+		if m.backend == nil {
 			continue
 		}
-		if err := b.Notify(ctx, n); err != nil {
-			a.r.log.Debug("notification not forwarded", "server", a.cat.members[i].name, "method", n.Method, "err", err)
+		if err := m.backend.Notify(ctx, n); err != nil {
+			a.r.log.Debug("notification not forwarded", "server", m.name, "method", n.Method, "err", err)
 		}
 	}
 	return nil
 }
 
-func (m *member) unavailable(c *catalog) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return m.err != nil
+// failed returns why the member is unavailable (nil when it serves).
+func (m *member) failed() error {
+	m.cat.mu.Lock()
+	defer m.cat.mu.Unlock()
+	return m.err
 }
 
 // Respond routes the client's response to a server→client request back to
@@ -513,14 +579,16 @@ func (a *aggregate) Respond(ctx context.Context, resp *jsonrpc.Message) error {
 	e, found := a.reverse[n]
 	if ok && found {
 		delete(a.reverse, n)
-		delete(a.fwd[e.i], string(e.id))
+		delete(e.m.fwd, string(e.id))
 	}
 	a.mu.Unlock()
 	if !ok || !found {
-		a.r.log.Debug("response to an unknown server request dropped", "view", a.r.view.Name, "id", string(resp.ID))
+		a.r.log.Debug("response to an unknown server request dropped", "view", a.r.Name(), "id", string(resp.ID))
 		return nil
 	}
-	b := a.backends[e.i]
+	a.cat.mu.Lock()
+	b := e.m.backend // a request may come while the member still joins
+	a.cat.mu.Unlock()
 	if b == nil {
 		return nil
 	}
@@ -529,7 +597,7 @@ func (a *aggregate) Respond(ctx context.Context, resp *jsonrpc.Message) error {
 	return b.Respond(ctx, &out)
 }
 
-// Leave detaches every member.
+// Leave detaches every member; the session no longer follows the view.
 func (a *aggregate) Leave() {
 	a.mu.Lock()
 	if a.left {
@@ -538,10 +606,15 @@ func (a *aggregate) Leave() {
 	}
 	a.left = true
 	a.mu.Unlock()
+	a.r.mu.Lock()
+	delete(a.r.sessions, a)
+	a.r.mu.Unlock()
+	// An update installing members after this snapshot sees left and
+	// leaves them itself.
 	var wg sync.WaitGroup
-	for _, b := range a.backends {
-		if b != nil {
-			wg.Go(b.Leave)
+	for _, m := range a.cat.snapshot() {
+		if m.backend != nil {
+			wg.Go(m.backend.Leave)
 		}
 	}
 	wg.Wait()

@@ -33,6 +33,7 @@ type fakeServer struct {
 	responded []*jsonrpc.Message
 	notified  []*jsonrpc.Message
 	left      bool
+	inits     []*jsonrpc.Message // the initialize of each join
 }
 
 func (f *fakeServer) Name() string { return f.name }
@@ -43,6 +44,7 @@ func (f *fakeServer) Join(_ context.Context, down upstream.Downstream, init *jso
 	}
 	f.mu.Lock()
 	f.down = down
+	f.inits = append(f.inits, init)
 	f.mu.Unlock()
 	caps := f.caps
 	if caps == "" {

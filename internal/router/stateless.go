@@ -16,16 +16,17 @@ import (
 // ModernVersion is the protocol version of the stateless era.
 const ModernVersion = "2026-07-28"
 
-// newStatelessCatalog returns the catalog of the view's servers that serve
-// 2026-07-28 requests, or nil when none does.
-func (r *Router) newStatelessCatalog() *catalog {
-	c := &catalog{r: r, quiet: true}
-	for _, s := range r.view.Servers {
+// newStatelessCatalog returns the catalog of the servers of v that serve
+// 2026-07-28 requests, or nil when none does. Its members never change
+// (Update replaces the catalog).
+func (r *Router) newStatelessCatalog(v *View) *catalog {
+	c := &catalog{r: r, quiet: true, view: v}
+	for _, s := range v.Servers {
 		ss, ok := s.(StatelessServer)
 		if !ok {
 			continue
 		}
-		c.members = append(c.members, &member{name: s.Name(), cat: c, call: ss.Stateless})
+		c.members = append(c.members, &member{name: s.Name(), srv: s, cat: c, call: ss.Stateless})
 	}
 	if len(c.members) == 0 {
 		return nil
@@ -77,7 +78,7 @@ func modernExtra(cacheable bool) map[string]any {
 // server/discover and subscriptions/listen are merged. Removed methods
 // (ping, logging/setLevel, resources/subscribe, …) are -32601.
 func (r *Router) Stateless(ctx context.Context, req *jsonrpc.Message) (session.Call, error) {
-	cat := r.stateless
+	cat := r.stateless.Load()
 	if cat == nil {
 		return nil, jsonrpc.Errorf(jsonrpc.UnsupportedProtocolVersion,
 			"no server of %s serves protocol %s; send initialize (protocol 2025-11-25 or earlier)", r.viewLabel(), ModernVersion)
@@ -86,7 +87,7 @@ func (r *Router) Stateless(ctx context.Context, req *jsonrpc.Message) (session.C
 		return failure(req, e), nil
 	}
 	if req.Method == "subscriptions/listen" {
-		return r.listen(ctx, cat, req), nil
+		return r.listen(ctx, req), nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
 	defer cancel()
@@ -119,7 +120,7 @@ func (r *Router) discover(ctx context.Context, cat *catalog, req *jsonrpc.Messag
 		wg.Go(func() {
 			c, err := m.invoke(ctx, req)
 			if err != nil {
-				r.log.Debug("server/discover failed", "view", r.view.Name, "server", m.name, "err", err)
+				r.log.Debug("server/discover failed", "view", r.Name(), "server", m.name, "err", err)
 				return
 			}
 			resp, err := drain(ctx, c, nil)
@@ -127,7 +128,7 @@ func (r *Router) discover(ctx context.Context, cat *catalog, req *jsonrpc.Messag
 				err = resp.ErrorOf()
 			}
 			if err != nil {
-				r.log.Debug("server/discover failed", "view", r.view.Name, "server", m.name, "err", err)
+				r.log.Debug("server/discover failed", "view", r.Name(), "server", m.name, "err", err)
 				return
 			}
 			results[i] = resp.Result
@@ -177,7 +178,7 @@ func (r *Router) discover(ctx context.Context, cat *catalog, req *jsonrpc.Messag
 // behind it never see the client's headers. The tool is looked up in the
 // last stateless listing (listed again when it is missing).
 func (r *Router) ParamHeaders(ctx context.Context, req *jsonrpc.Message, tool string) ([]streamable.ParamBinding, error) {
-	cat := r.stateless
+	cat := r.stateless.Load()
 	if cat == nil {
 		return nil, nil
 	}
