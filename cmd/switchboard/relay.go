@@ -1,5 +1,3 @@
-//go:build relaywip
-
 package main
 
 import (

@@ -2,18 +2,20 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net/http"
 
+	"github.com/switchboard-mcp/switchboard/internal/sse"
+	"github.com/switchboard-mcp/switchboard/internal/streamable"
 	"github.com/switchboard-mcp/switchboard/internal/upstream"
 )
 
-// dialStreamable and dialSSE open remote upstream connections.
+// dialStreamable opens a connection to a remote Streamable HTTP server.
 func dialStreamable(ctx context.Context, url string, hdr http.Header, maxMsg int, log *slog.Logger, deliver, oversize func([]byte)) (upstream.Conn, error) {
-	return nil, errors.New("streamable_http destinations are not available yet")
+	return streamable.Dial(ctx, streamable.ClientOptions{URL: url, Header: hdr, MaxMessage: maxMsg, Logger: log}, deliver, oversize)
 }
 
+// dialSSE opens a connection to a remote legacy HTTP+SSE server.
 func dialSSE(ctx context.Context, url string, hdr http.Header, maxMsg int, log *slog.Logger, deliver, oversize func([]byte)) (upstream.Conn, error) {
-	return nil, errors.New("sse destinations are not available yet")
+	return sse.Dial(ctx, sse.ClientOptions{URL: url, Header: hdr, MaxMessage: maxMsg, Logger: log}, deliver, oversize)
 }

@@ -1,5 +1,3 @@
-//go:build relaywip
-
 // Package relay runs Switchboard as a stdio MCP server that forwards to a
 // remote one (seed 002's MCPRelay, done right): stdio-only clients reach
 // Streamable HTTP and legacy HTTP+SSE servers through it.
@@ -48,6 +46,9 @@ type Options struct {
 	ReconnectDelay time.Duration
 	// MaxMessage is the largest message accepted either way. Zero means 16 MiB.
 	MaxMessage int
+	// DrainTimeout bounds the wait for calls in flight when stdin ends.
+	// Zero means 10 s.
+	DrainTimeout time.Duration
 	Logger     *slog.Logger // never stdout; nil discards
 }
 
@@ -63,6 +64,9 @@ func Run(ctx context.Context, opts Options, in io.Reader, out io.Writer) error {
 	if opts.MaxMessage == 0 {
 		opts.MaxMessage = 16 << 20
 	}
+	if opts.DrainTimeout == 0 {
+		opts.DrainTimeout = 10 * time.Second
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -76,6 +80,15 @@ func Run(ctx context.Context, opts Options, in io.Reader, out io.Writer) error {
 	defer cancel()
 	r.ctx = ctx
 	err := r.read(in)
+	// stdin ended: let the calls in flight finish (a client that pipes its
+	// requests and closes stdin still gets its answers), within a bound.
+	drained := make(chan struct{})
+	go func() { r.wg.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-ctx.Done():
+	case <-time.After(opts.DrainTimeout):
+	}
 	cancel()
 	r.wg.Wait()
 	r.close()
@@ -114,6 +127,9 @@ func (r *relay) write(m *jsonrpc.Message) {
 func (r *relay) Deliver(m *jsonrpc.Message) { r.write(m) }
 
 func (r *relay) End(err error) {
+	if errors.Is(err, upstream.ErrClosed) {
+		return // our own shutdown
+	}
 	r.log.Error("upstream gone", "err", err)
 	r.mu.Lock()
 	r.ended = err
