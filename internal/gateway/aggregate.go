@@ -85,7 +85,7 @@ func (g *Gateway) buildViews(cfg *config.Config, dests map[string]*destination) 
 		out.routers[name] = rt
 		out.mcp[name] = streamable.NewHandler(rt, streamable.Options{
 			Name: key, Sessions: g.sessions, Timeout: cfg.Timeout, MaxBody: cfg.MaxBodyBytes,
-			KeepAlive: cfg.KeepAlive, Done: g.done, Logger: g.log, ParamHeaders: rt.ParamHeaders,
+			KeepAlive: keepAlive(cfg), Done: g.done, Logger: g.log, ParamHeaders: rt.ParamHeaders,
 		})
 		msgPath := "/message"
 		if name != "" {
@@ -93,7 +93,7 @@ func (g *Gateway) buildViews(cfg *config.Config, dests map[string]*destination) 
 		}
 		h := sse.NewServer(rt, sse.ServerOptions{
 			Name: key, Sessions: g.sessions, Timeout: cfg.Timeout, MaxBody: cfg.MaxBodyBytes,
-			KeepAlive: cfg.KeepAlive, Done: g.done, Logger: g.log, MessagePath: msgPath,
+			KeepAlive: keepAlive(cfg), Done: g.done, Logger: g.log, MessagePath: msgPath,
 		})
 		out.stream[name] = http.HandlerFunc(h.ServeStream)
 		out.message[name] = http.HandlerFunc(h.ServeMessage)

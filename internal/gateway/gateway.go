@@ -120,6 +120,15 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 // state returns the current configuration generation.
 func (g *Gateway) state() *state { return g.cur.Load() }
 
+// keepAlive converts the config's keep_alive ("0s" disables) to the fronts'
+// convention (zero is their default, negative disables).
+func keepAlive(cfg *config.Config) time.Duration {
+	if cfg.KeepAlive <= 0 {
+		return -1
+	}
+	return cfg.KeepAlive
+}
+
 func timeoutOf(dc *config.Destination, cfg *config.Config) time.Duration {
 	if dc.Timeout > 0 {
 		return dc.Timeout
@@ -167,7 +176,7 @@ func (g *Gateway) legacyFront(cfg *config.Config, name string, d *destination, d
 	}
 	h := sse.NewServer(d, sse.ServerOptions{
 		Name: name, Sessions: g.sessions, Timeout: timeoutOf(dc, cfg), MaxBody: cfg.MaxBodyBytes,
-		KeepAlive: cfg.KeepAlive, Done: g.done, Logger: g.log, MessagePath: "/" + name + "/message",
+		KeepAlive: keepAlive(cfg), Done: g.done, Logger: g.log, MessagePath: "/" + name + "/message",
 	})
 	return http.HandlerFunc(h.ServeStream), http.HandlerFunc(h.ServeMessage)
 }

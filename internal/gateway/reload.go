@@ -68,7 +68,7 @@ func (g *Gateway) build(cfg *config.Config, prev *state) (*state, []*destination
 		dc := cfg.Destinations[name]
 		st.fronts[name+"/mcp"] = streamable.NewHandler(d, streamable.Options{
 			Name: name, Sessions: g.sessions, Timeout: timeoutOf(dc, cfg), MaxBody: cfg.MaxBodyBytes,
-			KeepAlive: cfg.KeepAlive, Done: g.done, Logger: g.log, ParamHeaders: d.paramHeaders,
+			KeepAlive: keepAlive(cfg), Done: g.done, Logger: g.log, ParamHeaders: d.paramHeaders,
 		})
 		st.fronts[name+"/sse"], st.fronts[name+"/message"] = g.legacyFront(cfg, name, d, dc)
 	}

@@ -31,7 +31,8 @@ type ServerOptions struct {
 	Timeout time.Duration
 	// MaxBody is the largest POST body accepted (413). Zero means 16 MiB.
 	MaxBody int64
-	// KeepAlive is the interval of keep-alive comments. Zero means 15 s.
+	// KeepAlive is the interval of keep-alive comments. Zero means 15 s;
+	// negative disables them.
 	KeepAlive time.Duration
 	Done      <-chan struct{} // closed at shutdown: streams end
 	Logger    *slog.Logger    // nil discards
@@ -92,7 +93,7 @@ func (s *Server) ServeStream(w http.ResponseWriter, r *http.Request) {
 	if err := ev.Event("endpoint", "", []byte(endpoint)); err != nil {
 		return
 	}
-	keep := time.NewTicker(s.opts.KeepAlive)
+	keep := NewKeepAlive(s.opts.KeepAlive)
 	defer keep.Stop()
 	q := sess.Listen()
 	for {

@@ -88,11 +88,11 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, rec *audit.Reco
 			// reconnect should wait: the same hint the go-sdk gives.
 			_ = ev.Retry(time.Second)
 			rec.Status = http.StatusOK
-			if call.LongLived() {
-				t := time.NewTicker(h.opts.KeepAlive)
-				defer t.Stop()
-				keep = t.C
-			}
+			// Proxies and clients drop quiet streams: a slow tool or a
+			// subscription gets comments in between.
+			k := sse.NewKeepAlive(h.opts.KeepAlive)
+			defer k.Stop()
+			keep = k.C
 		}
 		if err := ev.Event("message", "", m.Encode()); err != nil {
 			call.Abandon(modern)

@@ -37,6 +37,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/audit"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/internal/session"
+	"github.com/switchboard-mcp/switchboard/internal/sse"
 	"github.com/switchboard-mcp/switchboard/internal/upstream"
 )
 
@@ -60,7 +61,8 @@ type Options struct {
 	Timeout time.Duration
 	// MaxBody is the largest request body accepted (413 beyond). Zero means 16 MiB.
 	MaxBody int64
-	// KeepAlive is the interval of SSE comment keep-alives. Zero means 15 s.
+	// KeepAlive is the interval of SSE comment keep-alives. Zero means
+	// 15 s; negative disables them.
 	KeepAlive time.Duration
 	// Done, when closed, ends every open stream (graceful shutdown).
 	Done   <-chan struct{}
@@ -383,7 +385,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, rec *audit.Record)
 	defer release()
 	ev := startSSE(w, http.StatusOK)
 	rec.Status = http.StatusOK
-	keep := time.NewTicker(h.opts.KeepAlive)
+	keep := sse.NewKeepAlive(h.opts.KeepAlive)
 	defer keep.Stop()
 	q := s.Listen()
 	for {
