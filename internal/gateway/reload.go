@@ -91,6 +91,11 @@ func sameDestination(a, b *config.Config, name string) bool {
 func (g *Gateway) Reload(cfg *config.Config) {
 	g.reloadMu.Lock()
 	defer g.reloadMu.Unlock()
+	if g.stopped {
+		// A SIGHUP racing shutdown: what it started would never be stopped.
+		g.log.Warn("config reload ignored: switchboard is shutting down")
+		return
+	}
 	prev := g.state()
 	if cfg.Listen != g.static.Listen {
 		g.log.Warn("listen cannot change without a restart; keeping the old address", "old", g.static.Listen, "new", cfg.Listen)
@@ -170,6 +175,7 @@ func (g *Gateway) startShared(st *state) {
 // retiring, then closes the log files. Called once at shutdown.
 func (g *Gateway) stopAll(ctx context.Context) {
 	g.reloadMu.Lock()
+	g.stopped = true
 	st := g.state()
 	for _, rt := range g.routers {
 		rt.Close()
@@ -187,6 +193,10 @@ func (g *Gateway) stopAll(ctx context.Context) {
 	}
 }
 
+// reloadDebounce is how long the config file must stay unchanged before a
+// change is applied.
+const reloadDebounce = 100 * time.Millisecond
+
 // watch reloads the config file when it changes, until ctx is done: on
 // file-system events (debounced) and, as a fallback for file systems
 // without events, by checking its checksum every ReloadInterval.
@@ -198,7 +208,7 @@ func (g *Gateway) watch(ctx context.Context) {
 	if interval <= 0 {
 		interval = time.Second
 	}
-	last := g.checksum()
+	last := g.watchSum
 	var events <-chan fsnotify.Event
 	if w, err := fsnotify.NewWatcher(); err != nil {
 		g.log.Warn("config watch unavailable; polling only", "err", err)
@@ -230,10 +240,19 @@ func (g *Gateway) watch(ctx context.Context) {
 				continue
 			}
 			if g.watched(ev.Name) {
-				debounce = time.After(100 * time.Millisecond)
+				// Wait for the writes to settle: a file being written
+				// (truncated, then filled) must not be loaded half-way.
+				debounce = time.After(reloadDebounce)
 			}
-		case <-debounce:
+			continue
 		case <-tick.C:
+			// A change seen by polling waits out the debounce too.
+			if debounce == nil && g.checksum() != last {
+				debounce = time.After(reloadDebounce)
+			}
+			continue
+		case <-debounce:
+			debounce = nil
 		}
 		if sum := g.checksum(); sum != last {
 			last = sum

@@ -12,10 +12,18 @@ import (
 
 // dialStreamable opens a connection to a remote Streamable HTTP server.
 func dialStreamable(ctx context.Context, url string, hdr http.Header, maxMsg int, log *slog.Logger, deliver, oversize func([]byte)) (upstream.Conn, error) {
-	return streamable.Dial(ctx, streamable.ClientOptions{URL: url, Header: hdr, MaxMessage: maxMsg, Logger: log}, deliver, oversize)
+	c, err := streamable.Dial(ctx, streamable.ClientOptions{URL: url, Header: hdr, MaxMessage: maxMsg, Logger: log}, deliver, oversize)
+	if err != nil {
+		return nil, err // not a nil *ClientConn inside a non-nil Conn
+	}
+	return c, nil
 }
 
 // dialSSE opens a connection to a remote legacy HTTP+SSE server.
 func dialSSE(ctx context.Context, url string, hdr http.Header, maxMsg int, log *slog.Logger, deliver, oversize func([]byte)) (upstream.Conn, error) {
-	return sse.Dial(ctx, sse.ClientOptions{URL: url, Header: hdr, MaxMessage: maxMsg, Logger: log}, deliver, oversize)
+	c, err := sse.Dial(ctx, sse.ClientOptions{URL: url, Header: hdr, MaxMessage: maxMsg, Logger: log}, deliver, oversize)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
 }

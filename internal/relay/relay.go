@@ -49,7 +49,7 @@ type Options struct {
 	// DrainTimeout bounds the wait for calls in flight when stdin ends.
 	// Zero means 10 s.
 	DrainTimeout time.Duration
-	Logger     *slog.Logger // never stdout; nil discards
+	Logger       *slog.Logger // never stdout; nil discards
 }
 
 // Run relays between in/out and the remote server until in ends (EOF) or
@@ -323,13 +323,21 @@ func (r *relay) modernUpstream() (*upstream.Upstream, error) {
 
 func (r *relay) httpDialer() upstream.Dialer {
 	return func(ctx context.Context, deliver func([]byte), oversize func([]byte)) (upstream.Conn, error) {
-		return streamable.Dial(ctx, streamable.ClientOptions{URL: r.opts.URL, Header: r.opts.Header, MaxMessage: r.opts.MaxMessage, Logger: r.log}, deliver, oversize)
+		c, err := streamable.Dial(ctx, streamable.ClientOptions{URL: r.opts.URL, Header: r.opts.Header, MaxMessage: r.opts.MaxMessage, Logger: r.log}, deliver, oversize)
+		if err != nil {
+			return nil, err // not a nil *ClientConn inside a non-nil Conn
+		}
+		return c, nil
 	}
 }
 
 func (r *relay) sseDialer() upstream.Dialer {
 	return func(ctx context.Context, deliver func([]byte), oversize func([]byte)) (upstream.Conn, error) {
-		return sse.Dial(ctx, sse.ClientOptions{URL: r.opts.URL, Header: r.opts.Header, MaxMessage: r.opts.MaxMessage, Logger: r.log}, deliver, oversize)
+		c, err := sse.Dial(ctx, sse.ClientOptions{URL: r.opts.URL, Header: r.opts.Header, MaxMessage: r.opts.MaxMessage, Logger: r.log}, deliver, oversize)
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
 	}
 }
 

@@ -92,12 +92,10 @@ func portOf(u *url.URL) string {
 	return ""
 }
 
-// Origin returns scheme://host of u, for logs: no user info, path or query,
-// which may carry secrets.
+// Origin returns scheme://host of u: what logs and errors name of an
+// upstream URL, since user info, path (some services put a key in it) and
+// query may carry secrets.
 func Origin(u *url.URL) string { return u.Scheme + "://" + u.Host }
-
-// Redact returns u without user info and query, for logs.
-func Redact(u *url.URL) string { return Origin(u) + u.EscapedPath() }
 
 // UnwrapURLError drops the "Post \"URL\": " wrapping of an HTTP client
 // error: the URL may carry a secret in its query, and the cause is what a
@@ -376,7 +374,7 @@ func Dial(ctx context.Context, opts ClientOptions, deliver func([]byte), oversiz
 		return nil, fmt.Errorf("sse: invalid URL: %v", UnwrapURLError(err))
 	}
 	if (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
-		return nil, fmt.Errorf("sse: invalid URL %s: want an http or https URL", Redact(base))
+		return nil, fmt.Errorf("sse: invalid URL %s: want an http or https URL", Origin(base))
 	}
 	c := &ClientConn{
 		opts:     opts,
@@ -396,7 +394,7 @@ func Dial(ctx context.Context, opts ClientOptions, deliver func([]byte), oversiz
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
-	c.log = c.log.With("url", Redact(base))
+	c.log = c.log.With("upstream", Origin(base))
 	if c.max <= 0 {
 		c.max = DefaultMaxMessage
 	}
@@ -405,7 +403,7 @@ func Dial(ctx context.Context, opts ClientOptions, deliver func([]byte), oversiz
 	}
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
 	// The stream outlives Dial; until it is established, ctx bounds it.
-	stop := context.AfterFunc(ctx, func() { c.cancel(fmt.Errorf("dial: %w", context.Cause(ctx))) })
+	stop := context.AfterFunc(ctx, func() { c.cancel(fmt.Errorf("dial: no endpoint event: %w", context.Cause(ctx))) })
 	defer stop()
 
 	resp, err := c.open()
@@ -414,7 +412,7 @@ func Dial(ctx context.Context, opts ClientOptions, deliver func([]byte), oversiz
 		if ctx.Err() != nil {
 			err = fmt.Errorf("dial: %w", context.Cause(ctx))
 		}
-		return nil, fmt.Errorf("sse: %s: %w", Redact(base), err)
+		return nil, fmt.Errorf("sse: %s: %w", Origin(base), err)
 	}
 	c.wg.Add(2)
 	go c.readStream(resp)
@@ -429,7 +427,7 @@ func Dial(ctx context.Context, opts ClientOptions, deliver func([]byte), oversiz
 	}
 	c.end(fmt.Errorf("dial: no endpoint event: %w", context.Cause(ctx)))
 	<-c.done
-	return nil, fmt.Errorf("sse: %s: %w", Redact(base), c.Err())
+	return nil, fmt.Errorf("sse: %s: %w", Origin(base), c.Err())
 }
 
 // open sends the GET that opens the event stream.
@@ -516,7 +514,7 @@ func (c *ClientConn) setEndpoint(data []byte) error {
 	if first {
 		close(c.ready)
 	} else {
-		c.log.Info("server moved its message endpoint", "endpoint", Redact(u))
+		c.log.Info("server moved its message endpoint", "endpoint_origin", Origin(u))
 	}
 	return nil
 }

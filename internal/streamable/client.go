@@ -157,7 +157,7 @@ func Dial(ctx context.Context, opts ClientOptions, deliver func([]byte), oversiz
 		return nil, fmt.Errorf("streamable: invalid URL: %v", sse.UnwrapURLError(err))
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("streamable: invalid URL %s: want an http or https URL", sse.Redact(u))
+		return nil, fmt.Errorf("streamable: invalid URL %s: want an http or https URL", sse.Origin(u))
 	}
 	c := &ClientConn{
 		opts:     opts,
@@ -177,7 +177,7 @@ func Dial(ctx context.Context, opts ClientOptions, deliver func([]byte), oversiz
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
-	c.log = c.log.With("url", sse.Redact(u))
+	c.log = c.log.With("upstream", sse.Origin(u))
 	if c.max <= 0 {
 		c.max = sse.DefaultMaxMessage
 	}
@@ -509,7 +509,7 @@ func (c *ClientConn) readStream(p *post, body io.ReadCloser) {
 			c.failEnded(p)
 			return
 		}
-		resp, err := c.get(p.ctx, lastID)
+		resp, _, err := c.get(p.ctx, lastID)
 		if err == nil && resp.StatusCode != http.StatusOK {
 			resp.Body.Close()
 			err = fmt.Errorf("upstream returned %s", resp.Status)
@@ -674,8 +674,10 @@ func (c *ClientConn) recover(lost string) error {
 // swallowed, but gives the new session id and version), then
 // notifications/initialized.
 func (c *ClientConn) reinitialize(initMsg, initedMsg []byte) (sid, version string, err error) {
+	ctx, cancel := context.WithTimeout(c.ctx, headerTimeout)
+	defer cancel()
 	m, _ := jsonrpc.Decode(bytes.Clone(initMsg))
-	p := &post{body: initMsg, msg: m, id: m.ID, init: true, ctx: c.ctx}
+	p := &post{body: initMsg, msg: m, id: m.ID, init: true, ctx: ctx}
 	req, _, err := c.newPost(p)
 	if err != nil {
 		return "", "", err
@@ -730,7 +732,7 @@ func (c *ClientConn) reinitialize(initMsg, initedMsg []byte) (sid, version strin
 	version, _ = jsonrpc.StringMember(result.Result, "protocolVersion")
 
 	if initedMsg != nil {
-		req, err := http.NewRequestWithContext(c.ctx, http.MethodPost, c.url, bytes.NewReader(initedMsg))
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(initedMsg))
 		if err != nil {
 			return "", "", err
 		}
@@ -763,11 +765,10 @@ func (c *ClientConn) startListen() {
 
 // listen keeps the GET listen stream open: the server sends its own
 // requests and notifications there. It stops for good when the server has
-// no such stream (405, or another 4xx on a session's first attempt); when a
+// no such stream (405, or another 4xx before the session had one); when a
 // stream drops it is reopened after a backoff (1 s doubling to 30 s, or the
-// server's retry), with Last-Event-ID if its events had ids. A 404 on a
-// session that had a stream means the session was lost: it is
-// re-initialized.
+// server's retry), with Last-Event-ID if its events had ids. A 404 means
+// the session was lost if a ping on it gets 404 too: it is re-initialized.
 func (c *ClientConn) listen() {
 	defer c.wg.Done()
 	backoff := listenBackoff
@@ -783,7 +784,7 @@ func (c *ClientConn) listen() {
 		}
 		var retry time.Duration
 		started := time.Now()
-		resp, err := c.get(c.ctx, lastID)
+		resp, sent, err := c.get(c.ctx, lastID)
 		switch {
 		case err != nil:
 			if c.ctx.Err() != nil {
@@ -814,13 +815,22 @@ func (c *ClientConn) listen() {
 				backoff = listenBackoff
 			}
 			c.log.Debug("listen stream ended", "err", err)
-		case resp.StatusCode == http.StatusNotFound && sid != "" && hadStream:
+		case resp.StatusCode == http.StatusNotFound && sent != "":
+			// The session is gone, or the server serves no GET and says
+			// so with 404 instead of 405: a ping on the session tells.
 			resp.Body.Close()
-			if err := c.recover(sid); err != nil {
+			lost, known := c.probe(sent)
+			if known && lost {
+				if err := c.recover(sent); err != nil {
+					return
+				}
+				backoff = listenBackoff
+				continue
+			}
+			if known && !hadStream {
+				c.log.Debug("upstream offers no listen stream", "status", resp.Status)
 				return
 			}
-			backoff = listenBackoff
-			continue
 		case resp.StatusCode == http.StatusMethodNotAllowed,
 			resp.StatusCode >= 400 && resp.StatusCode < 500 && !hadStream:
 			resp.Body.Close()
@@ -849,14 +859,41 @@ func (c *ClientConn) listen() {
 	}
 }
 
+// probe tells whether the server still knows session sid, by a ping whose
+// answer is not delivered. known is false when it cannot tell.
+func (c *ClientConn) probe(sid string) (lost, known bool) {
+	req, err := http.NewRequestWithContext(c.ctx, http.MethodPost, c.url, strings.NewReader(`{"jsonrpc":"2.0","id":"switchboard-session-probe","method":"ping"}`))
+	if err != nil {
+		return false, false
+	}
+	c.mu.Lock()
+	version := c.version
+	c.mu.Unlock()
+	c.setHeaders(req, sid, version)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := doWithin(c.client, req, headerTimeout)
+	if err != nil {
+		return false, false
+	}
+	resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusNotFound:
+		return true, true
+	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+		return false, true
+	}
+	return false, false
+}
+
 // get opens an SSE stream with GET: the listen stream, or, with lastID, the
 // resumption of a dropped one. A 200 that is not an event stream is an
 // error; any other response is returned for the caller to judge by its
-// status. The caller closes the body.
-func (c *ClientConn) get(ctx context.Context, lastID string) (*http.Response, error) {
+// status. The caller closes the body. sid is the session id sent.
+func (c *ClientConn) get(ctx context.Context, lastID string) (resp *http.Response, sid string, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url, nil)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	c.mu.Lock()
 	sid, version := c.sessionID, c.version
@@ -867,17 +904,17 @@ func (c *ClientConn) get(ctx context.Context, lastID string) (*http.Response, er
 	if lastID != "" {
 		req.Header.Set("Last-Event-ID", lastID)
 	}
-	resp, err := doWithin(c.client, req, headerTimeout)
+	resp, err = doWithin(c.client, req, headerTimeout)
 	if err != nil {
-		return nil, err
+		return nil, sid, err
 	}
 	if resp.StatusCode == http.StatusOK {
 		if ct := mediaType(resp.Header); ct != "text/event-stream" {
 			resp.Body.Close()
-			return nil, fmt.Errorf("upstream response is not MCP (Content-Type %s)", ct)
+			return nil, sid, fmt.Errorf("upstream response is not MCP (Content-Type %s)", ct)
 		}
 	}
-	return resp, nil
+	return resp, sid, nil
 }
 
 func (c *ClientConn) setHeaders(req *http.Request, sid, version string) {

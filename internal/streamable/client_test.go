@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/upstream"
 )
 
 // The client's waits, shortened so a dropped stream is reopened at once.
@@ -712,6 +713,47 @@ func TestClientServerRestart(t *testing.T) {
 	}
 }
 
+// TestClientGet404: a server that answers GET with 404 while the session
+// lives (instead of 405) is not mistaken for a lost session.
+func TestClientGet404(t *testing.T) {
+	sdk := goSDKHandler(newMCPServer(nil), nil)
+	up := newUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			http.NotFound(w, r)
+			return
+		}
+		sdk.ServeHTTP(w, r)
+	}))
+	p := dial(t, ClientOptions{URL: up.URL})
+	p.handshake()
+	select {
+	case status := <-up.gets:
+		if status != http.StatusNotFound {
+			t.Fatalf("GET answered %d", status)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("no GET")
+	}
+	p.write(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	p.result(2)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := p.conn.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(up.seen(http.MethodPost, "initialize")); n != 1 {
+		t.Fatalf("%d initialize POSTs: the session was re-initialized", n)
+	}
+	if n := len(up.seen(http.MethodGet, "")); n != 1 {
+		t.Fatalf("%d GETs: the listen loop went on", n)
+	}
+	for _, m := range p.history {
+		if m.IsResponse() && !bytes.Equal(m.ID, []byte("1")) && !bytes.Equal(m.ID, []byte("2")) {
+			t.Fatalf("the probe's answer was delivered: %v", m)
+		}
+	}
+}
+
 // TestClientReinitFails: when the handshake cannot be replayed the request
 // fails and the connection ends, for the upstream package to restart it.
 func TestClientReinitFails(t *testing.T) {
@@ -861,5 +903,79 @@ func TestDialInvalidURL(t *testing.T) {
 		if _, err := Dial(context.Background(), ClientOptions{URL: u}, func([]byte) {}, nil); err == nil {
 			t.Errorf("Dial(%q) succeeded", u)
 		}
+	}
+}
+
+// downstream is the client side of an upstream.Member, for the test below.
+type downstream struct{ ended chan error }
+
+func (d *downstream) Deliver(*jsonrpc.Message) {}
+func (d *downstream) End(err error)            { d.ended <- err }
+
+// TestClientBehindUpstream puts the connection under the upstream package,
+// as the gateway does: the Upstream's own handshake, a call with progress,
+// a session lost and recovered in between, and the session's end.
+func TestClientBehindUpstream(t *testing.T) {
+	up := newUpstream(t, goSDKHandler(newMCPServer(nil), nil))
+	u := upstream.New(upstream.Options{
+		Name:   "test",
+		Shared: true,
+		Dial: func(ctx context.Context, deliver, oversize func([]byte)) (upstream.Conn, error) {
+			c, err := Dial(ctx, ClientOptions{URL: up.URL}, deliver, oversize)
+			if err != nil {
+				return nil, err // not a typed nil in the interface
+			}
+			return c, nil
+		},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	d := &downstream{ended: make(chan error, 1)}
+	init, _ := jsonrpc.Decode([]byte(`{"jsonrpc":"2.0","id":"i","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`))
+	m, res, err := u.Join(ctx, d, init)
+	if err != nil {
+		t.Fatalf("Join: %v", err)
+	}
+	if v, _ := jsonrpc.StringMember(res.Result, "protocolVersion"); v != "2025-11-25" {
+		t.Fatalf("initialize result %s", res)
+	}
+	call := func(id, params string) string {
+		t.Helper()
+		req, _ := jsonrpc.Decode([]byte(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":` + params + `}`))
+		c, err := m.Call(ctx, req)
+		if err != nil {
+			t.Fatalf("Call: %v", err)
+		}
+		var progress int
+		for {
+			msg, err := c.Next(ctx)
+			if err != nil {
+				t.Fatalf("Next: %v", err)
+			}
+			if msg.Method == "notifications/progress" {
+				progress++
+				continue
+			}
+			if !msg.IsResponse() || string(msg.ID) != id {
+				t.Fatalf("unexpected %v", msg)
+			}
+			if e := msg.ErrorOf(); e != nil {
+				t.Fatalf("call %s: %d %s", id, e.Code, e.Message)
+			}
+			return fmt.Sprintf("%s/%d", toolText(t, msg.Result), progress)
+		}
+	}
+	if got := call(`"a"`, `{"name":"progress","arguments":{},"_meta":{"progressToken":"p"}}`); got != "done/2" {
+		t.Fatalf("progress call = %q", got)
+	}
+	up.swap(goSDKHandler(newMCPServer(nil), nil)) // the server forgets the session
+	if got := call(`"b"`, `{"name":"echo","arguments":{"text":"hi"}}`); got != "hi/0" {
+		t.Fatalf("echo call = %q", got)
+	}
+	if err := u.Close(ctx); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if n := len(up.seen(http.MethodDelete, "")); n != 1 {
+		t.Fatalf("%d DELETEs", n)
 	}
 }
