@@ -91,18 +91,19 @@ type ClientOptions struct {
 // a body that is not MCP, a stream that ends early) is delivered as a
 // JSON-RPC error response with the request's id, so no call waits in vain.
 type ClientConn struct {
-	opts     ClientOptions
-	url      string
-	client   *http.Client
-	log      *slog.Logger
-	max      int
-	deliver  func([]byte)
-	oversize func([]byte)
-	ctx      context.Context // cancelled, with the reason, when the connection ends
-	cancel   context.CancelCauseFunc
-	wg       sync.WaitGroup // every goroutine of the connection
-	kick     chan struct{}  // cap 1: the session changed; reopen the listen stream now
-	done     chan struct{}
+	opts          ClientOptions
+	reinitialized chan struct{} // cap 1; see Reinitialized
+	url           string
+	client        *http.Client
+	log           *slog.Logger
+	max           int
+	deliver       func([]byte)
+	oversize      func([]byte)
+	ctx           context.Context // cancelled, with the reason, when the connection ends
+	cancel        context.CancelCauseFunc
+	wg            sync.WaitGroup // every goroutine of the connection
+	kick          chan struct{}  // cap 1: the session changed; reopen the listen stream now
+	done          chan struct{}
 
 	mu sync.Mutex
 	// The fields below are guarded by mu.
@@ -160,16 +161,17 @@ func Dial(ctx context.Context, opts ClientOptions, deliver func([]byte), oversiz
 		return nil, fmt.Errorf("streamable: invalid URL %s: want an http or https URL", sse.Origin(u))
 	}
 	c := &ClientConn{
-		opts:     opts,
-		url:      u.String(),
-		client:   opts.HTTPClient,
-		log:      opts.Logger,
-		max:      opts.MaxMessage,
-		deliver:  deliver,
-		oversize: oversize,
-		kick:     make(chan struct{}, 1),
-		done:     make(chan struct{}),
-		inflight: map[string]*flight{},
+		reinitialized: make(chan struct{}, 1),
+		opts:          opts,
+		url:           u.String(),
+		client:        opts.HTTPClient,
+		log:           opts.Logger,
+		max:           opts.MaxMessage,
+		deliver:       deliver,
+		oversize:      oversize,
+		kick:          make(chan struct{}, 1),
+		done:          make(chan struct{}),
+		inflight:      map[string]*flight{},
 	}
 	if c.client == nil {
 		c.client = sse.NewHTTPClient()
@@ -667,8 +669,17 @@ func (c *ClientConn) recover(lost string) error {
 	case c.kick <- struct{}{}:
 	default:
 	}
+	select {
+	case c.reinitialized <- struct{}{}:
+	default:
+	}
 	return nil
 }
+
+// Reinitialized receives after the connection re-established a session the
+// server had forgotten, so the owner can restore per-session state (log
+// level, resource subscriptions) that only it knows.
+func (c *ClientConn) Reinitialized() <-chan struct{} { return c.reinitialized }
 
 // reinitialize replays the handshake: initialize (its response is
 // swallowed, but gives the new session id and version), then

@@ -343,6 +343,20 @@ func (u *Upstream) handshake(ctx context.Context) error {
 			return err
 		}
 	}
+	u.restore(ctx)
+	return nil
+}
+
+// Reinitializer is implemented by connections that re-establish a lost
+// upstream session by themselves (streamable.ClientConn); the Upstream then
+// restores the session state only it knows.
+type Reinitializer interface {
+	Reinitialized() <-chan struct{}
+}
+
+// restore re-applies the log level and resource subscriptions the members
+// set up, after a new connection or a re-established session.
+func (u *Upstream) restore(ctx context.Context) {
 	u.mu.Lock()
 	level := u.level
 	uris := make([]string, 0, len(u.subs))
@@ -360,7 +374,6 @@ func (u *Upstream) handshake(ctx context.Context) error {
 			u.log.Warn("restoring resource subscription failed", "uri", uri, "err", err)
 		}
 	}
-	return nil
 }
 
 // gatewayCapabilities are the client capabilities a shared Upstream
@@ -387,7 +400,25 @@ func (u *Upstream) initParams() json.RawMessage {
 // watch waits for connection gen to end, fails its in-flight calls at once
 // and restarts it according to the policy.
 func (u *Upstream) watch(gen int, conn Conn) {
-	<-conn.Done()
+	var reinit <-chan struct{}
+	if r, ok := conn.(Reinitializer); ok {
+		reinit = r.Reinitialized()
+	}
+	for {
+		select {
+		case <-reinit:
+			// The connection replayed the handshake on its own (an HTTP
+			// server forgot the session): restore what the members set up.
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), u.opts.HandshakeTimeout)
+				defer cancel()
+				u.restore(ctx)
+			}()
+			continue
+		case <-conn.Done():
+		}
+		break
+	}
 	err := conn.Err()
 	if err == nil {
 		err = errors.New("exited")
