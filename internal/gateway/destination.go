@@ -2,8 +2,12 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -220,7 +224,14 @@ func (d *destination) Close(ctx context.Context) {
 func (d *destination) State() (string, string) {
 	up := d.shared
 	if up == nil {
-		return "ready", "" // per-session connections start on demand
+		// Per-session connections start on demand; a stdio command that
+		// cannot be found would fail every one of them.
+		if d.cfg.Type == config.TypeStdio {
+			if err := commandMissing(d.cfg); err != nil {
+				return upstream.Failed.String(), err.Error()
+			}
+		}
+		return "ready", ""
 	}
 	st, err := up.State()
 	msg := ""
@@ -228,6 +239,23 @@ func (d *destination) State() (string, string) {
 		msg = err.Error()
 	}
 	return st.String(), msg
+}
+
+// commandMissing reports a stdio command that cannot be started: not found
+// in PATH, or (a path) missing or not executable. A relative path is
+// relative to the process's working directory, as when it starts.
+func commandMissing(cfg *config.Destination) error {
+	if len(cfg.Command) == 0 {
+		return nil
+	}
+	name := cfg.Command[0]
+	if strings.Contains(name, "/") && !filepath.IsAbs(name) && cfg.Cwd != "" {
+		name = filepath.Join(cfg.Cwd, name)
+	}
+	if _, err := exec.LookPath(name); err != nil {
+		return fmt.Errorf("command %q: %w", cfg.Command[0], err)
+	}
+	return nil
 }
 
 // memberBackend adapts an upstream member to session.Backend.

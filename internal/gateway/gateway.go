@@ -48,6 +48,9 @@ type Gateway struct {
 
 	// cur is what requests see: replaced whole by a reload (reload.go).
 	cur atomic.Pointer[state]
+	// watchSum is the checksum of the config files as New loaded them, the
+	// watcher's baseline; read-only after New.
+	watchSum string
 
 	// reloadMu serialises reloads (the only writers of cur) and guards the
 	// fields below it.
@@ -55,6 +58,7 @@ type Gateway struct {
 	routers    map[string]*router.Router // by view name; kept across reloads
 	lastReload reloadStatus
 	retiring   sync.WaitGroup // destinations replaced by a reload, still closing
+	stopped    bool           // stopAll has begun: reloads are refused
 }
 
 // state is one generation of the configuration, as requests see it. It is
@@ -114,6 +118,11 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	st, _ := g.build(cfg, nil)
 	g.cur.Store(st)
 	g.lastReload = reloadStatus{Time: st.loadedAt, OK: true}
+	if opts.ConfigPath != "" {
+		// The baseline of the watcher, taken now: a change made before
+		// Serve starts watching is still seen.
+		g.watchSum = g.checksum()
+	}
 	return g, nil
 }
 

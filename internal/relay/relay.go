@@ -17,11 +17,13 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -140,15 +142,21 @@ func (r *relay) read(in io.Reader) error {
 	br := bufio.NewReaderSize(in, 64<<10)
 	for {
 		line, err := readLine(br, r.opts.MaxMessage)
+		if errors.Is(err, errTooLong) {
+			// line is the message's start: a request whose id can be read
+			// there gets an error, so the client does not wait in vain.
+			r.log.Warn("stdin message exceeds the size limit; skipped", "limit", r.opts.MaxMessage)
+			if id, ok := jsonrpc.PeekID(line); ok && hasMethod(line) {
+				r.write(jsonrpc.NewError(id, jsonrpc.Errorf(jsonrpc.InvalidRequest,
+					"message exceeds the size limit (%d bytes)", r.opts.MaxMessage)))
+			}
+			continue
+		}
 		if len(bytes.TrimSpace(line)) > 0 {
 			r.handle(line)
 		}
 		if err == io.EOF {
 			return nil
-		}
-		if errors.Is(err, errTooLong) {
-			r.log.Warn("stdin message exceeds the size limit; skipped", "limit", r.opts.MaxMessage)
-			continue
 		}
 		if err != nil {
 			return fmt.Errorf("relay: reading stdin: %w", err)
@@ -159,25 +167,57 @@ func (r *relay) read(in io.Reader) error {
 var errTooLong = errors.New("line too long")
 
 // readLine reads one line of at most max bytes; a longer one is consumed
-// and reported as errTooLong.
-func readLine(br *bufio.Reader, max int) ([]byte, error) {
+// and reported as errTooLong, with its first bytes (up to 4 KiB).
+func readLine(br *bufio.Reader, limit int) ([]byte, error) {
 	var buf []byte
 	for {
 		frag, err := br.ReadSlice('\n')
-		if len(buf)+len(frag) > max {
+		if len(buf)+len(frag) > limit {
+			prefix := append(buf, frag...)
+			prefix = bytes.Clone(prefix[:min(len(prefix), 4096)])
 			for err == bufio.ErrBufferFull {
 				_, err = br.ReadSlice('\n')
 			}
 			if err != nil && err != io.EOF {
 				return nil, err
 			}
-			return nil, errTooLong
+			return prefix, errTooLong
 		}
 		buf = append(buf, frag...)
 		if err == bufio.ErrBufferFull {
 			continue
 		}
 		return buf, err
+	}
+}
+
+// hasMethod reports whether the (possibly truncated) JSON object in prefix
+// has a top-level "method" member before the cut: a request or notification,
+// not a response.
+func hasMethod(prefix []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(prefix))
+	depth, expectKey := 0, false
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		d, isDelim := tok.(json.Delim)
+		switch {
+		case isDelim && (d == '{' || d == '['):
+			depth++
+			expectKey = depth == 1
+		case isDelim:
+			depth--
+			expectKey = depth == 1
+		case depth == 1 && expectKey:
+			if tok == "method" {
+				return true
+			}
+			expectKey = false
+		case depth == 1:
+			expectKey = true
+		}
 	}
 }
 
@@ -280,8 +320,11 @@ func (r *relay) initialize(msg *jsonrpc.Message) {
 		return
 	}
 	up := upstream.New(upstream.Options{
-		Name: r.opts.URL, Dial: dial, Era: upstream.Legacy,
+		Name: r.name(), Dial: dial, Era: upstream.Legacy,
 		RestartDelays: r.delays(), HandshakeTimeout: 60 * time.Second, Logger: r.log,
+		// A server that cannot be reached at all fails the initialize at
+		// once with the reason; once connected, drops are re-dialled.
+		NoRestartBeforeReady: true,
 	})
 	m, res, err := up.Join(r.ctx, r, msg)
 	if err != nil {
@@ -315,10 +358,20 @@ func (r *relay) modernUpstream() (*upstream.Upstream, error) {
 		return nil, jsonrpc.Errorf(jsonrpc.UnsupportedProtocolVersion, "the legacy SSE transport carries protocol 2025-11-25 and earlier; send initialize")
 	}
 	r.modern = upstream.New(upstream.Options{
-		Name: r.opts.URL, Dial: r.httpDialer(), Era: upstream.Modern,
+		Name: r.name(), Dial: r.httpDialer(), Era: upstream.Modern,
 		RestartDelays: r.delays(), HandshakeTimeout: 60 * time.Second, Logger: r.log,
 	})
 	return r.modern, nil
+}
+
+// name is the upstream's name in errors and logs: scheme and host only,
+// since user info, path and query may carry secrets (sse.Origin).
+func (r *relay) name() string {
+	u, err := url.Parse(r.opts.URL)
+	if err != nil {
+		return "upstream"
+	}
+	return sse.Origin(u)
 }
 
 func (r *relay) httpDialer() upstream.Dialer {
@@ -377,7 +430,7 @@ func probeLegacySSE(ctx context.Context, opts Options, init *jsonrpc.Message) (b
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return false, fmt.Errorf("upstream unreachable: %w", err)
+		return false, fmt.Errorf("upstream unreachable: %w", sse.UnwrapURLError(err))
 	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()

@@ -80,7 +80,13 @@ func (s *Session) Backend() Backend {
 // queue is full the message is dropped (and counted).
 func (s *Session) Deliver(m *jsonrpc.Message) {
 	if !s.listen.Push(m, false) {
-		s.table.dropped(s)
+		select {
+		case <-s.ended:
+			// Not an overflow: the session is gone (its backend may
+			// not have left yet).
+		default:
+			s.table.dropped(s)
+		}
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/upstream"
 )
 
 // DefaultMaxMessage is the message size limit of a client whose MaxMessage
@@ -446,7 +447,12 @@ func (c *ClientConn) open() (*http.Response, error) {
 	if resp.StatusCode != http.StatusOK {
 		detail := bodyDetail(resp)
 		resp.Body.Close()
-		return nil, fmt.Errorf("upstream returned %s%s", resp.Status, detail)
+		err := fmt.Errorf("upstream returned %s%s", resp.Status, detail)
+		if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+			// The credentials were refused: re-dialling would be too.
+			err = upstream.Permanent(err)
+		}
+		return nil, err
 	}
 	if ct := mediaType(resp.Header); ct != "text/event-stream" {
 		resp.Body.Close()

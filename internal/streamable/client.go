@@ -321,6 +321,11 @@ func (c *ClientConn) exchange(p *post, retried bool) {
 
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		if p.init && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
+			// The credentials were refused: a new connection would be too,
+			// so the connection ends for good (no restart loop).
+			c.end(upstream.Permanent(fmt.Errorf("upstream returned %s%s", resp.Status, detail(resp.Header, body))))
+		}
 		if e := answerIn(body, p.id); e != nil {
 			// The server answered the request with an HTTP error status
 			// (a 2026-07-28 server does: 400 with -32020, 404 with -32601).

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"bytes"
+	"encoding/json"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 )
@@ -69,6 +70,11 @@ func (u *Upstream) oversize(gen int, prefix []byte) {
 		u.log.Warn("oversized message from server skipped; its id could not be read")
 		return
 	}
+	if hasMethod(prefix) {
+		// A server→client request: its id is the server's, not ours.
+		u.log.Warn("oversized request from server skipped", "id", string(rawID))
+		return
+	}
 	id, ok := jsonrpc.ParseIntID(rawID)
 	u.mu.Lock()
 	c := u.pending[id]
@@ -81,6 +87,31 @@ func (u *Upstream) oversize(gen int, prefix []byte) {
 	u.mu.Unlock()
 	if c != nil {
 		c.fail(jsonrpc.Errorf(jsonrpc.UpstreamTooLarge, "upstream %s: response exceeds the message size limit", u.opts.Name))
+	}
+}
+
+// hasMethod reports whether the (possibly truncated) message prefix has a
+// top-level "method" member before the cut, making it a request or a
+// notification rather than a response.
+func hasMethod(prefix []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(prefix))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return false
+	}
+	for {
+		key, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		if k, ok := key.(string); !ok {
+			return false
+		} else if k == "method" {
+			return true
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return false
+		}
 	}
 }
 

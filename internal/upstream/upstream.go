@@ -94,6 +94,10 @@ type Options struct {
 	// connection ends unexpectedly; nil means never restart. After the last
 	// one fails the Upstream is Failed and its members are ended.
 	RestartDelays []time.Duration
+	// NoRestartBeforeReady makes a failure before the first connection was
+	// ever Ready final (no restart): the first caller learns at once why
+	// the server cannot be reached. RestartDelays apply after that.
+	NoRestartBeforeReady bool
 	// StableAfter resets the restart attempt count once a connection has
 	// lived this long. Zero means 10 s.
 	StableAfter time.Duration
@@ -133,6 +137,23 @@ var (
 	ErrDuplicateID = errors.New("duplicate request id")
 )
 
+// PermanentError marks why a connection failed when connecting again cannot
+// help (the server refused the credentials: HTTP 401 or 403). An Upstream
+// whose connection fails with one is not restarted: it is Failed at once.
+type PermanentError struct{ Err error }
+
+func (e *PermanentError) Error() string { return e.Err.Error() }
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+// Permanent wraps err in a PermanentError.
+func Permanent(err error) error { return &PermanentError{Err: err} }
+
+// IsPermanent reports whether err is or wraps a PermanentError.
+func IsPermanent(err error) bool {
+	var p *PermanentError
+	return errors.As(err, &p)
+}
+
 // Upstream is one connection to one MCP server, shared by its members.
 type Upstream struct {
 	opts Options
@@ -151,6 +172,7 @@ type Upstream struct {
 	gen       int           // bumped for every connection; stale events are ignored
 	connected time.Time
 	attempts  int
+	wasReady  bool            // some connection reached Ready
 	failedAt  time.Time       // when the Upstream last became Failed
 	redial    *time.Timer     // the pending restart, if any
 	initReq   json.RawMessage // the initialize params sent to the server
@@ -163,6 +185,10 @@ type Upstream struct {
 	members   map[*Member]struct{}
 	subs      map[string]int // resource URI → number of members subscribed
 	level     string         // logging level set on the server; "" none
+	// hsErr is why the handshake of connection hsGen failed: the reason
+	// watch reports, rather than the end of the connection it caused.
+	hsErr error
+	hsGen int
 }
 
 // serverRequest is a server→client request awaiting the client's response.
@@ -312,13 +338,19 @@ func (u *Upstream) connect(gen int) {
 
 	if err := u.handshake(ctx); err != nil {
 		u.log.Warn("handshake failed", "err", err)
+		u.mu.Lock()
+		u.hsErr, u.hsGen = err, gen
+		u.mu.Unlock()
 		_ = conn.Close(context.Background())
 		// watch sees the connection end and schedules the restart.
 		return
 	}
 	u.mu.Lock()
-	if u.gen == gen && u.state != Closed {
+	// u.conn == conn: the connection may have ended (and a restart been
+	// scheduled) while the handshake was finishing.
+	if u.gen == gen && u.conn == conn && u.state != Closed {
 		u.lastErr = nil
+		u.wasReady = true
 		u.setState(Ready)
 		close(u.ready)
 	}
@@ -423,7 +455,18 @@ func (u *Upstream) watch(gen int, conn Conn) {
 	if err == nil {
 		err = errors.New("exited")
 	}
-	u.failed(gen, fmt.Errorf("connection ended: %w", err))
+	err = fmt.Errorf("connection ended: %w", err)
+	u.mu.Lock()
+	if u.hsErr != nil && u.hsGen == gen {
+		// The handshake failed and closed the connection: say why, unless
+		// the connection itself ended for good (refused credentials).
+		if !IsPermanent(err) {
+			err = fmt.Errorf("handshake failed: %w", u.hsErr)
+		}
+		u.hsErr = nil
+	}
+	u.mu.Unlock()
+	u.failed(gen, err)
 }
 
 // failed handles the end of connection gen (or a failed attempt at it).
@@ -449,7 +492,8 @@ func (u *Upstream) failed(gen int, err error) {
 	}
 	u.connected = time.Time{}
 	var delay time.Duration
-	restart := u.attempts < len(u.opts.RestartDelays)
+	restart := u.attempts < len(u.opts.RestartDelays) && !IsPermanent(err) &&
+		(u.wasReady || !u.opts.NoRestartBeforeReady)
 	if restart {
 		delay = u.opts.RestartDelays[u.attempts]
 		u.attempts++

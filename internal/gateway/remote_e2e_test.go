@@ -1,0 +1,882 @@
+package gateway_test
+
+// End-to-end tests of remote destinations: type streamable_http (the go-sdk
+// everything-server over HTTP, and go-sdk servers on httptest) and type sse
+// (a go-sdk legacy HTTP+SSE server on httptest), behind both fronts, driven
+// by the official conformance suite, the go-sdk client, inspector-cli and raw
+// HTTP. Servers listen on 127.0.0.1 only; every process is stopped at
+// cleanup; waits are on channels and deadlines.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/switchboard-mcp/switchboard/internal/peers"
+)
+
+// legacy is the newest protocol version a session-era client asks for.
+const remoteLegacy = "2025-11-25"
+
+// remoteDest is one streamable_http or sse destination of a test config.
+type remoteDest struct {
+	name, typ, url string
+	extra          string // more YAML keys of the destination, unindented
+}
+
+func (d remoteDest) yaml() string {
+	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	var b strings.Builder
+	fmt.Fprintf(&b, "  %s:\n    type: %s\n    url: %s\n", d.name, d.typ, q(d.url))
+	for _, l := range strings.Split(strings.TrimSpace(d.extra), "\n") {
+		if l != "" {
+			fmt.Fprintf(&b, "    %s\n", l)
+		}
+	}
+	return b.String()
+}
+
+// startRemote serves a config of remote destinations (see start).
+func startRemote(t *testing.T, top string, dests ...remoteDest) *harness {
+	t.Helper()
+	var b strings.Builder
+	for _, d := range dests {
+		b.WriteString(d.yaml())
+	}
+	return startAgg(t, top, b.String())
+}
+
+func skipRemoteShort(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs real MCP servers; skipped with -short")
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Conformance through a streamable_http destination.
+
+// TestRemoteConformance runs the official conformance suite through
+// Switchboard against the go-sdk everything-server served over Streamable
+// HTTP with sessions, as a streamable_http destination. The figures are those
+// of the suites against the server directly.
+func TestRemoteConformance(t *testing.T) {
+	skipRemoteShort(t)
+	peers.EverythingServer(t)
+	peers.Conformance(t, peers.ConformanceStable)
+	peers.Conformance(t, peers.ConformanceNext)
+	for _, s := range []struct {
+		name, version string
+		extra         []string
+		want          int
+	}{
+		{"0.1.16", peers.ConformanceStable, nil, 40},
+		{"0.2.0-alpha.12/2025-11-25", peers.ConformanceNext, []string{"--requirements", "2025-11-25"}, 82},
+	} {
+		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
+			up, _ := peers.StartEverythingServer(t, false)
+			h := startRemote(t, "max_sessions: 500\n", remoteDest{name: "everything", typ: "streamable_http", url: up})
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			began := time.Now()
+			passed, failed, out, err := peers.RunConformance(ctx, t, s.version, h.url("/everything/mcp"), s.extra...)
+			t.Logf("conformance %s %s through a streamable_http destination: %d passed / %d failed in %v",
+				s.version, strings.Join(s.extra, " "), passed, failed, time.Since(began).Round(time.Millisecond))
+			if err != nil {
+				t.Fatalf("RunConformance: %v\n%s", err, out)
+			}
+			if passed != s.want || failed != 0 {
+				bad, _ := conformanceFailures(out)
+				t.Errorf("got %d passed, %d failed; want exactly %d passed, 0 failed (failing scenarios: %v)", passed, failed, s.want, bad)
+				t.Logf("conformance output:\n%s", out) // a failing run's only
+			}
+		})
+	}
+}
+
+// ---------------------------------------------------------------------------
+// go-sdk servers on httptest: the upstreams of the feature round trips.
+
+// newFeatureServer is a go-sdk server with a tool for each feature that
+// crosses Switchboard: a plain tool, progress, sampling and elicitation
+// (server→client requests), a large result, a resource and a prompt.
+func newFeatureServer(name string) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "feature-" + name, Version: "1.0.0"}, nil)
+	text := func(s string) *mcp.CallToolResult {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+	}
+	type echoIn struct {
+		Text string `json:"text"`
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "echoes text"},
+		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+			return text(name + " echo: " + in.Text), nil, nil
+		})
+	type progressIn struct {
+		Steps int `json:"steps"`
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "progress", Description: "reports progress"},
+		func(ctx context.Context, req *mcp.CallToolRequest, in progressIn) (*mcp.CallToolResult, any, error) {
+			tok := req.Params.GetProgressToken()
+			if tok == nil {
+				return text("no progress token"), nil, nil
+			}
+			for i := 1; i <= in.Steps; i++ {
+				if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+					ProgressToken: tok, Progress: float64(i), Total: float64(in.Steps), Message: fmt.Sprintf("step %d", i)}); err != nil {
+					return nil, nil, err
+				}
+			}
+			return text(fmt.Sprintf("%d steps done", in.Steps)), nil, nil
+		})
+	type promptIn struct {
+		Prompt string `json:"prompt"`
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "sample", Description: "asks the client's model"},
+		func(ctx context.Context, req *mcp.CallToolRequest, in promptIn) (*mcp.CallToolResult, any, error) {
+			res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 50,
+				Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: in.Prompt}}}})
+			if err != nil {
+				return nil, nil, fmt.Errorf("sampling failed: %w", err)
+			}
+			tc, _ := res.Content.(*mcp.TextContent)
+			if tc == nil {
+				return nil, nil, fmt.Errorf("sampling result has no text: %+v", res)
+			}
+			return text("model said: " + tc.Text), nil, nil
+		})
+	type elicitIn struct {
+		Message string `json:"message"`
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "elicit", Description: "asks the user"},
+		func(ctx context.Context, req *mcp.CallToolRequest, in elicitIn) (*mcp.CallToolResult, any, error) {
+			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: in.Message, RequestedSchema: map[string]any{
+				"type": "object", "properties": map[string]any{"username": map[string]any{"type": "string"}}}})
+			if err != nil {
+				return nil, nil, fmt.Errorf("elicitation failed: %w", err)
+			}
+			return text(fmt.Sprintf("user said: %s %v", res.Action, res.Content["username"])), nil, nil
+		})
+	type bigIn struct {
+		Bytes int `json:"bytes"`
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "big", Description: "returns a large text"},
+		func(_ context.Context, _ *mcp.CallToolRequest, in bigIn) (*mcp.CallToolResult, any, error) {
+			return text(strings.Repeat("b", in.Bytes)), nil, nil
+		})
+	type slowIn struct {
+		MS int `json:"ms"`
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "slow", Description: "waits ms milliseconds, or until cancelled"},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in slowIn) (*mcp.CallToolResult, any, error) {
+			select {
+			case <-time.After(time.Duration(in.MS) * time.Millisecond):
+				return text("slept"), nil, nil
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			}
+		})
+	s.AddResource(&mcp.Resource{URI: "remote://" + name + "/readme", Name: "readme", MIMEType: "text/plain"},
+		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{
+				{URI: req.Params.URI, MIMEType: "text/plain", Text: "the readme of " + name}}}, nil
+		})
+	s.AddPrompt(&mcp.Prompt{Name: "greet", Description: "a greeting", Arguments: []*mcp.PromptArgument{{Name: "who", Required: true}}},
+		func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{
+				{Role: "user", Content: &mcp.TextContent{Text: "hello " + req.Params.Arguments["who"] + " from " + name}}}}, nil
+		})
+	return s
+}
+
+// reqLog counts the HTTP requests a test server receives, by method, and
+// keeps their headers.
+type reqLog struct {
+	mu      sync.Mutex
+	byVerb  map[string]int
+	headers []http.Header
+	deleted []string      // Mcp-Session-Id of each DELETE
+	signal  chan struct{} // closed and replaced whenever a request ends
+	ended   map[string]int
+}
+
+// waitEnded waits until n requests with method have been answered (for a
+// stream: until it closed).
+func (l *reqLog) waitEnded(t *testing.T, method string, n int) {
+	t.Helper()
+	timer := time.NewTimer(waitFor)
+	defer timer.Stop()
+	for {
+		l.mu.Lock()
+		got := l.ended[method]
+		if l.signal == nil {
+			l.signal = make(chan struct{})
+		}
+		sig := l.signal
+		l.mu.Unlock()
+		if got >= n {
+			return
+		}
+		select {
+		case <-sig:
+		case <-timer.C:
+			t.Fatalf("%d %s requests ended within %s, want %d", got, method, waitFor, n)
+		}
+	}
+}
+
+func (l *reqLog) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		l.mu.Lock()
+		if l.byVerb == nil {
+			l.byVerb = map[string]int{}
+		}
+		l.byVerb[r.Method]++
+		l.headers = append(l.headers, r.Header.Clone())
+		if r.Method == http.MethodDelete {
+			l.deleted = append(l.deleted, r.Header.Get("Mcp-Session-Id"))
+		}
+		l.mu.Unlock()
+		next.ServeHTTP(w, r)
+		l.mu.Lock()
+		if l.ended == nil {
+			l.ended = map[string]int{}
+		}
+		l.ended[r.Method]++
+		if l.signal != nil {
+			close(l.signal)
+		}
+		l.signal = make(chan struct{})
+		l.mu.Unlock()
+	})
+}
+
+func (l *reqLog) count(method string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.byVerb[method]
+}
+
+func (l *reqLog) total() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, c := range l.byVerb {
+		n += c
+	}
+	return n
+}
+
+func (l *reqLog) allHeaders() []http.Header {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.headers)
+}
+
+// featureUpstream serves newFeatureServer on 127.0.0.1 over Streamable HTTP
+// (typ "streamable_http") or legacy HTTP+SSE (typ "sse").
+func featureUpstream(t *testing.T, typ, name string) (*httptest.Server, *reqLog) {
+	t.Helper()
+	ts, log, _ := featureUpstreamServer(t, typ, name)
+	return ts, log
+}
+
+func featureUpstreamServer(t *testing.T, typ, name string) (*httptest.Server, *reqLog, *mcp.Server) {
+	t.Helper()
+	srv := newFeatureServer(name)
+	var h http.Handler
+	switch typ {
+	case "sse":
+		h = mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	default:
+		h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	}
+	log := &reqLog{}
+	ts := httptest.NewServer(log.wrap(h))
+	t.Cleanup(ts.Close)
+	return ts, log, srv
+}
+
+// remoteClient is a go-sdk client whose handlers answer sampling and
+// elicitation and pass every progress notification to a channel.
+type remoteClient struct {
+	*mcp.Client
+	progress chan *mcp.ProgressNotificationParams
+	mu       sync.Mutex
+	prompts  []string
+	elicits  []string
+}
+
+func newRemoteClient() *remoteClient {
+	c := &remoteClient{progress: make(chan *mcp.ProgressNotificationParams, 100)}
+	c.Client = mcp.NewClient(&mcp.Implementation{Name: "remote-e2e", Version: "1.0.0"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			select {
+			case c.progress <- req.Params:
+			default:
+			}
+		},
+		CreateMessageHandler: func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			var text string
+			if len(req.Params.Messages) > 0 {
+				if tc, ok := req.Params.Messages[0].Content.(*mcp.TextContent); ok {
+					text = tc.Text
+				}
+			}
+			c.mu.Lock()
+			c.prompts = append(c.prompts, text)
+			c.mu.Unlock()
+			return &mcp.CreateMessageResult{Role: "assistant", Model: "e2e-model", Content: &mcp.TextContent{Text: "sampled(" + text + ")"}}, nil
+		},
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			c.mu.Lock()
+			c.elicits = append(c.elicits, req.Params.Message)
+			c.mu.Unlock()
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"username": "alice"}}, nil
+		},
+	})
+	return c
+}
+
+// waitProgress returns the next n progress notifications with token.
+func (c *remoteClient) waitProgress(t *testing.T, token string, n int) []float64 {
+	t.Helper()
+	timer := time.NewTimer(waitFor)
+	defer timer.Stop()
+	var got []float64
+	for len(got) < n {
+		select {
+		case p := <-c.progress:
+			if fmt.Sprint(p.ProgressToken) == token {
+				got = append(got, p.Progress)
+			}
+		case <-timer.C:
+			t.Fatalf("progress for %s: got %v within %s, want %d notifications", token, got, waitFor, n)
+		}
+	}
+	return got
+}
+
+// callText calls a tool and returns the text of its (successful) result.
+func callText(ctx context.Context, t *testing.T, cs *mcp.ClientSession, p *mcp.CallToolParams) string {
+	t.Helper()
+	res, err := cs.CallTool(ctx, p)
+	if err != nil {
+		t.Fatalf("tools/call: %v", err)
+	}
+	if res.IsError {
+		t.Fatalf("tools/call: tool error: %s", interopText(res))
+	}
+	return interopText(res)
+}
+
+// featureRoundTrips exercises every feature of newFeatureServer(name)
+// through cs: tools, progress, sampling, elicitation, resources, prompts.
+func featureRoundTrips(ctx context.Context, t *testing.T, c *remoteClient, cs *mcp.ClientSession, name, tag string) {
+	t.Helper()
+	var tools []string
+	for tool, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			t.Fatalf("tools/list: %v", err)
+		}
+		tools = append(tools, tool.Name)
+	}
+	for _, want := range []string{"echo", "progress", "sample", "elicit"} {
+		if !slices.Contains(tools, want) {
+			t.Fatalf("tools/list = %v, want %s among them", tools, want)
+		}
+	}
+	if got, want := callText(ctx, t, cs, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": tag}}), name+" echo: "+tag; got != want {
+		t.Errorf("echo = %q, want %q", got, want)
+	}
+
+	token := "progress-" + tag
+	p := &mcp.CallToolParams{Name: "progress", Arguments: map[string]any{"steps": 3}}
+	p.SetProgressToken(token)
+	if got := callText(ctx, t, cs, p); got != "3 steps done" {
+		t.Errorf("progress = %q", got)
+	}
+	if got := c.waitProgress(t, token, 3); !slices.Equal(got, []float64{1, 2, 3}) {
+		t.Errorf("progress notifications %v, want [1 2 3]", got)
+	}
+
+	prompt := "what is 2+2 (" + tag + ")"
+	if got, want := callText(ctx, t, cs, &mcp.CallToolParams{Name: "sample", Arguments: map[string]any{"prompt": prompt}}),
+		"model said: sampled("+prompt+")"; got != want {
+		t.Errorf("sample = %q, want %q", got, want)
+	}
+	msg := "pick a username (" + tag + ")"
+	if got, want := callText(ctx, t, cs, &mcp.CallToolParams{Name: "elicit", Arguments: map[string]any{"message": msg}}),
+		"user said: accept alice"; got != want {
+		t.Errorf("elicit = %q, want %q", got, want)
+	}
+	c.mu.Lock()
+	prompts, elicits := slices.Clone(c.prompts), slices.Clone(c.elicits)
+	c.mu.Unlock()
+	if !slices.Contains(prompts, prompt) || !slices.Contains(elicits, msg) {
+		t.Errorf("the client's handlers saw sampling %q and elicitation %q", prompts, elicits)
+	}
+
+	var uris []string
+	for r, err := range cs.Resources(ctx, nil) {
+		if err != nil {
+			t.Fatalf("resources/list: %v", err)
+		}
+		uris = append(uris, r.URI)
+	}
+	uri := "remote://" + name + "/readme"
+	if !slices.Contains(uris, uri) {
+		t.Fatalf("resources/list = %v, want %s", uris, uri)
+	}
+	rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+	if err != nil {
+		t.Fatalf("resources/read: %v", err)
+	}
+	if len(rr.Contents) != 1 || rr.Contents[0].Text != "the readme of "+name {
+		t.Errorf("resources/read = %+v", rr.Contents)
+	}
+
+	var prompts2 []string
+	for pr, err := range cs.Prompts(ctx, nil) {
+		if err != nil {
+			t.Fatalf("prompts/list: %v", err)
+		}
+		prompts2 = append(prompts2, pr.Name)
+	}
+	if !slices.Contains(prompts2, "greet") {
+		t.Fatalf("prompts/list = %v, want greet", prompts2)
+	}
+	gp, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "greet", Arguments: map[string]string{"who": tag}})
+	if err != nil {
+		t.Fatalf("prompts/get: %v", err)
+	}
+	if len(gp.Messages) != 1 {
+		t.Fatalf("prompts/get = %+v", gp)
+	}
+	if tc, ok := gp.Messages[0].Content.(*mcp.TextContent); !ok || tc.Text != "hello "+tag+" from "+name {
+		t.Errorf("prompts/get message = %+v", gp.Messages[0].Content)
+	}
+}
+
+// remoteFront is a way for the go-sdk client to reach a destination.
+type remoteFront struct {
+	name    string
+	path    string // "mcp" or "sse"
+	version string // ClientSessionOptions.ProtocolVersion
+}
+
+var remoteFronts = []remoteFront{
+	{name: "mcp", path: "mcp", version: remoteLegacy},
+	{name: "sse", path: "sse"},
+	{name: "mcp-default", path: "mcp"},
+}
+
+func (f remoteFront) connect(ctx context.Context, t *testing.T, h *harness, dest string, c *mcp.Client) *mcp.ClientSession {
+	t.Helper()
+	url := h.url("/" + dest + "/" + f.path)
+	var tr mcp.Transport = &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}
+	if f.path == "sse" {
+		tr = &mcp.SSEClientTransport{Endpoint: url}
+	}
+	cs, err := c.Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: f.version})
+	if err != nil {
+		t.Fatalf("connect to %s: %v", url, err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	t.Logf("connected to %s with protocol %s", url, cs.InitializeResult().ProtocolVersion)
+	return cs
+}
+
+// TestRemoteFeatures reaches a legacy HTTP+SSE upstream (type sse) and a
+// Streamable HTTP upstream (type streamable_http), both go-sdk servers,
+// through both fronts with the go-sdk client: tools, progress, sampling,
+// elicitation, resources and prompts.
+func TestRemoteFeatures(t *testing.T) {
+	skipRemoteShort(t)
+	for _, typ := range []string{"sse", "streamable_http"} {
+		t.Run(typ, func(t *testing.T) {
+			t.Parallel()
+			up, _ := featureUpstream(t, typ, "up")
+			h := startRemote(t, "", remoteDest{name: "r", typ: typ, url: up.URL})
+			for _, f := range remoteFronts {
+				t.Run(f.name, func(t *testing.T) {
+					t.Parallel()
+					ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+					defer cancel()
+					c := newRemoteClient()
+					cs := f.connect(ctx, t, h, "r", c.Client)
+					featureRoundTrips(ctx, t, c, cs, "up", typ+"-"+f.name)
+				})
+			}
+		})
+	}
+}
+
+// TestRemoteSSEInspectorCLI drives inspector-cli through both fronts to a
+// legacy HTTP+SSE upstream: tools/list and tools/call.
+func TestRemoteSSEInspectorCLI(t *testing.T) {
+	skipRemoteShort(t)
+	cli, dir := peers.InspectorCLI(t)
+	up, _ := featureUpstream(t, "sse", "old")
+	h := startRemote(t, "", remoteDest{name: "old", typ: "sse", url: up.URL})
+	for _, tr := range []struct{ name, path, transport string }{
+		{"streamable", "/old/mcp", "http"},
+		{"sse", "/old/sse", "sse"},
+	} {
+		t.Run(tr.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			base := append(slices.Clone(cli), h.url(tr.path), "--transport", tr.transport)
+			inspectorRoundTrip(ctx, t, dir, base, "old echo: hi")
+		})
+	}
+}
+
+// inspectorRoundTrip runs inspector-cli (argv base, which names the
+// target) for tools/list and tools/call echo text=hi.
+func inspectorRoundTrip(ctx context.Context, t *testing.T, dir string, base []string, want string) {
+	t.Helper()
+	out, errOut, err := peers.Run(ctx, t, dir, append(slices.Clip(base), "--method", "tools/list"))
+	if err != nil {
+		t.Fatalf("inspector-cli tools/list: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
+	}
+	var list struct {
+		Tools []struct{ Name string } `json:"tools"`
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatalf("tools/list output is not JSON: %v\n%s", err, out)
+	}
+	var names []string
+	for _, tl := range list.Tools {
+		names = append(names, tl.Name)
+	}
+	if !slices.Contains(names, "echo") || !slices.Contains(names, "sample") {
+		t.Fatalf("tools/list = %v, want echo and sample among them", names)
+	}
+	out, errOut, err = peers.Run(ctx, t, dir, append(slices.Clip(base), "--method", "tools/call", "--tool-name", "echo", "--tool-arg", "text=hi"))
+	if err != nil {
+		t.Fatalf("inspector-cli tools/call echo: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
+	}
+	var res mcp.CallToolResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("tools/call output is not a CallToolResult: %v\n%s", err, out)
+	}
+	if got := interopText(&res); got != want || res.IsError {
+		t.Fatalf("tools/call echo = %q (isError %v), want %q\n%s", got, res.IsError, want, out)
+	}
+}
+
+// headerRecorder returns an http.Client that adds hdr to every request.
+func headerClient(hdr http.Header) *http.Client {
+	return &http.Client{Transport: headerRT{hdr: hdr, next: http.DefaultTransport}}
+}
+
+// TestRemoteHeadersAndSessionLifecycle checks what an HTTP upstream sees:
+// the configured headers with secrets substituted, the client headers named
+// in forward_headers and no other (never the client's Authorization unless
+// named), its own session per client session, the listen stream carried
+// through (a list_changed notification reaches the client's GET stream) and
+// the session ended (DELETE, or the legacy stream closed) when the client's
+// ends.
+func TestRemoteHeadersAndSessionLifecycle(t *testing.T) {
+	skipRemoteShort(t)
+	secrets := filepath.Join(t.TempDir(), "secrets.yml")
+	if err := os.WriteFile(secrets, []byte("auth:\n  API_TOKEN: s3cret-upstream-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, typ := range []string{"streamable_http", "sse"} {
+		t.Run(typ, func(t *testing.T) {
+			t.Parallel()
+			authUp, authLog, authSrv := featureUpstreamServer(t, typ, "auth")
+			fwdUp, fwdLog := featureUpstream(t, typ, "fwd")
+			h := startRemote(t, "secrets_file: "+secrets+"\n",
+				remoteDest{name: "auth", typ: typ, url: authUp.URL, extra: "headers:\n  Authorization: Bearer ${API_TOKEN}\n  X-Static: plain\nforward_headers: [X-Request-Id]\n"},
+				remoteDest{name: "fwd", typ: typ, url: fwdUp.URL, extra: "forward_headers: [authorization]\n"})
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			client := headerClient(http.Header{"Authorization": {"Bearer client-token"}, "X-Request-Id": {"req-42"}, "X-Other": {"nope"}})
+
+			listChanged := make(chan struct{}, 10)
+			c := mcp.NewClient(&mcp.Implementation{Name: "headers-e2e", Version: "1"}, &mcp.ClientOptions{
+				ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+					select {
+					case listChanged <- struct{}{}:
+					default:
+					}
+				}})
+			connect := func(dest string) *mcp.ClientSession {
+				cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: h.url("/" + dest + "/mcp"), HTTPClient: client, MaxRetries: -1},
+					&mcp.ClientSessionOptions{ProtocolVersion: remoteLegacy})
+				if err != nil {
+					t.Fatalf("connect to %s: %v", dest, err)
+				}
+				return cs
+			}
+			a1, a2, f := connect("auth"), connect("auth"), connect("fwd")
+			for _, cs := range []*mcp.ClientSession{a1, a2, f} {
+				if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}}); err != nil {
+					t.Fatalf("echo: %v", err)
+				}
+			}
+
+			// Headers.
+			for _, hd := range authLog.allHeaders() {
+				if got := hd.Get("Authorization"); got != "Bearer s3cret-upstream-token" {
+					t.Errorf("auth upstream got Authorization %q, want the configured secret", got)
+				}
+				if got := hd.Get("X-Static"); got != "plain" {
+					t.Errorf("auth upstream got X-Static %q", got)
+				}
+				if got := hd.Get("X-Request-Id"); got != "req-42" {
+					t.Errorf("auth upstream got X-Request-Id %q, want the forwarded req-42", got)
+				}
+				if got := hd.Get("X-Other"); got != "" {
+					t.Errorf("auth upstream got X-Other %q: not in forward_headers", got)
+				}
+			}
+			for _, hd := range fwdLog.allHeaders() {
+				if got := hd.Get("Authorization"); got != "Bearer client-token" {
+					t.Errorf("fwd upstream got Authorization %q, want the client's (forward_headers: [authorization])", got)
+				}
+				if got := hd.Get("X-Request-Id"); got != "" {
+					t.Errorf("fwd upstream got X-Request-Id %q: not in its forward_headers", got)
+				}
+			}
+			for _, r := range h.logs.all() {
+				if strings.Contains(r.Msg+r.Attrs, "s3cret-upstream-token") {
+					t.Errorf("the secret leaked into the log: %s %s", r.Msg, r.Attrs)
+				}
+			}
+
+			// One upstream session per client session.
+			var ids []string
+			for ss := range authSrv.Sessions() {
+				ids = append(ids, ss.ID())
+			}
+			if len(ids) != 2 {
+				t.Errorf("auth upstream has %d sessions (%q), want 2: one per client session", len(ids), ids)
+			}
+
+			// The listen stream: a server notification outside any request.
+			authSrv.AddTool(&mcp.Tool{Name: "late", InputSchema: map[string]any{"type": "object"}},
+				func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+					return &mcp.CallToolResult{}, nil
+				})
+			for i := 0; i < 2; i++ {
+				select {
+				case <-listChanged:
+				case <-time.After(waitFor):
+					t.Fatalf("notifications/tools/list_changed reached %d of 2 client sessions within %s", i, waitFor)
+				}
+			}
+
+			// Ending the client session ends the upstream one.
+			_ = a1.Close()
+			if typ == "sse" {
+				authLog.waitEnded(t, http.MethodGet, 1) // the legacy session's event stream closed
+			} else {
+				authLog.waitEnded(t, http.MethodDelete, 1)
+				authLog.mu.Lock()
+				deleted := slices.Clone(authLog.deleted)
+				authLog.mu.Unlock()
+				if len(deleted) != 1 || !slices.Contains(ids, deleted[0]) {
+					t.Errorf("upstream DELETEs for sessions %q, want one of %q", deleted, ids)
+				}
+			}
+			if _, err := a2.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "still"}}); err != nil {
+				t.Errorf("the other session after one ended: %v", err)
+			}
+			_ = a2.Close()
+			_ = f.Close()
+		})
+	}
+}
+
+// TestRemoteFrontParity checks that remote destinations get what stdio ones
+// get, on both fronts: the Origin guard (403), the body limit (413), the
+// upstream message limit (502), the request timeout (504), unknown sessions
+// (404) and an audit record for each request past the guard.
+func TestRemoteFrontParity(t *testing.T) {
+	skipRemoteShort(t)
+	for _, typ := range []string{"streamable_http", "sse"} {
+		t.Run(typ, func(t *testing.T) {
+			t.Parallel()
+			up, _ := featureUpstream(t, typ, "p")
+			h := startRemote(t, "max_body_bytes: 4096\nmax_message_bytes: 65536\n",
+				remoteDest{name: "r", typ: typ, url: up.URL, extra: "timeout: 1s\n"})
+
+			for _, path := range []string{"/r/mcp", "/r/sse"} {
+				for _, method := range []string{"GET", "POST"} {
+					r := h.do(method, path, rpc(1, "initialize", initParams("")), "Origin", "http://evil.example")
+					expectRPCError(t, r, 403, -32600)
+				}
+			}
+			expectRPCError(t, h.do("POST", "/r/mcp", rpc(1, "ping", nil), "Mcp-Session-Id", "3f0c9a2e-8f4e-4c59-9a53-0c3c1d2e4b5a"), 404, 0)
+
+			s := h.initialize("r", "")
+			if got := s.call("tools/call", toolParams("echo", map[string]any{"text": "hi"}, nil)); got.status != 200 || !strings.Contains(string(got.last(t).Result), "p echo: hi") {
+				t.Fatalf("echo: %s", got)
+			}
+			expectRPCError(t, s.call("tools/call", toolParams("echo", map[string]any{"text": strings.Repeat("z", 8000)}, nil)), 413, 0)
+			expectRPCError(t, s.call("tools/call", toolParams("big", map[string]any{"bytes": 300000}, nil)), 502, -32003)
+			if got := s.call("tools/call", toolParams("big", map[string]any{"bytes": 3000}, nil)); got.status != 200 || got.last(t).Error != nil {
+				t.Fatalf("big under the limit after a 502: %s", got)
+			}
+			t0 := time.Now()
+			expectRPCError(t, s.call("tools/call", toolParams("slow", map[string]any{"ms": 60000}, nil)), 504, -32001)
+			if el := time.Since(t0); el > 8*time.Second {
+				t.Errorf("504 after %s, want about 1s", el)
+			}
+			if got := s.call("tools/call", toolParams("echo", map[string]any{"text": "after"}, nil)); got.status != 200 || got.last(t).Error != nil {
+				t.Fatalf("echo after a 504: %s", got)
+			}
+			if r := s.delete(); r.status != 200 && r.status != 204 {
+				t.Errorf("DELETE: %s", r)
+			}
+
+			// (The guard's 403s come before the audit log, for every type.)
+			want := map[int]bool{404: false, 413: false, 502: false, 504: false, 200: false}
+			h.audit.wait(t, "the 504", func(a auditLine) bool { return a.Status == 504 })
+			for _, a := range h.audit.parsed(t) {
+				if _, ok := want[a.Status]; ok {
+					want[a.Status] = true
+				}
+				if a.Status == 504 && (a.Destination != "r" || a.MCPMethod != "tools/call" || a.Session != s.id) {
+					t.Errorf("audit record of the 504: %+v", a)
+				}
+			}
+			for st, seen := range want {
+				if !seen {
+					t.Errorf("no audit record with status %d", st)
+				}
+			}
+		})
+	}
+}
+
+// badUpstreams starts the broken servers of the bad-input tests and returns
+// their URLs by case name, with a request log for each.
+func badUpstreams(t *testing.T) (urls map[string]string, logs map[string]*reqLog) {
+	t.Helper()
+	urls, logs = map[string]string{}, map[string]*reqLog{}
+	serve := func(name string, h http.HandlerFunc) {
+		logs[name] = &reqLog{}
+		ts := httptest.NewServer(logs[name].wrap(h))
+		t.Cleanup(ts.Close)
+		urls[name] = ts.URL + "/mcp"
+	}
+	serve("401", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="e2e"`)
+		http.Error(w, "bad credentials", http.StatusUnauthorized)
+	})
+	serve("403", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "forbidden", http.StatusForbidden)
+	})
+	serve("html", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write([]byte("<!doctype html><html><body><h1>Welcome</h1></body></html>"))
+	})
+	serve("json", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"status":"ok","service":"not an MCP server"}`))
+	})
+	tlsLog := &reqLog{}
+	tlsSrv := httptest.NewTLSServer(tlsLog.wrap(http.NotFoundHandler()))
+	t.Cleanup(tlsSrv.Close)
+	urls["tls"], logs["tls"] = tlsSrv.URL+"/mcp", tlsLog
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	urls["closed"] = "http://" + ln.Addr().String() + "/mcp"
+	ln.Close()
+	return urls, logs
+}
+
+// badCases are the bad upstreams and what the error must say.
+var badCases = []struct {
+	name string
+	want []string // all of them, case-insensitively
+}{
+	{"closed", []string{"unreachable", "connection refused"}},
+	{"401", []string{"401"}},
+	{"403", []string{"403"}},
+	{"html", []string{"not MCP", "text/html"}},
+	{"json", []string{"not MCP"}},
+	{"tls", []string{"certificate"}},
+}
+
+func containsAll(s string, subs []string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(strings.ToLower(s), strings.ToLower(sub)) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestRemoteBadUpstream puts broken upstreams behind both destination
+// types: the client's initialize fails promptly with an error that says
+// what is wrong, and an upstream that refuses the credentials (401, 403) is
+// asked once, not in a loop.
+func TestRemoteBadUpstream(t *testing.T) {
+	skipRemoteShort(t)
+	for _, typ := range []string{"streamable_http", "sse"} {
+		t.Run(typ, func(t *testing.T) {
+			t.Parallel()
+			urls, logs := badUpstreams(t)
+			var dests []remoteDest
+			for _, c := range badCases {
+				dests = append(dests, remoteDest{name: "b" + c.name, typ: typ, url: urls[c.name]})
+			}
+			h := startRemote(t, "restart: {delays: [10ms], max_attempts: 2}\n", dests...)
+			for _, c := range badCases {
+				t.Run(c.name, func(t *testing.T) {
+					before := 0
+					if l := logs[c.name]; l != nil {
+						before = l.total()
+					}
+					t0 := time.Now()
+					r := h.do("POST", "/b"+c.name+"/mcp", rpc(1, "initialize", initParams("")))
+					if r.status < 400 || len(r.msgs) != 1 || r.msgs[0].Error == nil {
+						t.Fatalf("initialize: %s, want an HTTP error status with a JSON-RPC error", r)
+					}
+					if msg := r.msgs[0].Error.Message; !containsAll(msg, c.want) {
+						t.Errorf("initialize error %q (HTTP %d), want it to mention %q", msg, r.status, c.want)
+					}
+					t.Logf("HTTP %d: %s", r.status, r.msgs[0].Error.Message)
+					if el := time.Since(t0); el > 5*time.Second {
+						t.Errorf("the error took %s", el)
+					}
+					if c.name == "401" || c.name == "403" {
+						if n := logs[c.name].total() - before; n != 1 {
+							t.Errorf("the upstream answering %s got %d requests for one initialize, want 1 (no retry loop)", c.name, n)
+						}
+					}
+				})
+			}
+			// Nothing asks them again in the background either: once the
+			// gateway has stopped, each got its one request.
+			h.stop()
+			for _, name := range []string{"401", "403"} {
+				if n := logs[name].total(); n != 1 {
+					t.Errorf("the upstream answering %s got %d requests in all, want 1", name, n)
+				}
+			}
+		})
+	}
+}

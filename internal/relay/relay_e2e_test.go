@@ -1,0 +1,1108 @@
+package relay_test
+
+// End-to-end tests of the stdio relay (`switchboard relay`): the real
+// binary driven by the go-sdk client over mcp.CommandTransport and by
+// inspector-cli, against the go-sdk everything-server over Streamable HTTP
+// and a go-sdk legacy HTTP+SSE server; and relay.Run in-process against
+// broken upstreams. Servers listen on 127.0.0.1 only; every process is
+// stopped at cleanup; waits are on channels and deadlines.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/switchboard-mcp/switchboard/internal/peers"
+	"github.com/switchboard-mcp/switchboard/internal/relay"
+)
+
+// waitFor bounds every wait for something that should happen promptly.
+const waitFor = 15 * time.Second
+
+// legacyVersion is the protocol version a session-era client pins.
+const legacyVersion = "2025-11-25"
+
+// ---------------------------------------------------------------------------
+// Upstream servers.
+
+// reqLog counts the HTTP requests a test server receives and signals each
+// one as it starts.
+type reqLog struct {
+	mu      sync.Mutex
+	started map[string]int // by method
+	signal  chan struct{}  // closed and replaced on every request
+}
+
+func newReqLog() *reqLog { return &reqLog{started: map[string]int{}, signal: make(chan struct{})} }
+
+func (l *reqLog) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		l.mu.Lock()
+		l.started[r.Method]++
+		close(l.signal)
+		l.signal = make(chan struct{})
+		l.mu.Unlock()
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (l *reqLog) total() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, c := range l.started {
+		n += c
+	}
+	return n
+}
+
+// waitStarted waits until n requests with method have started.
+func (l *reqLog) waitStarted(t *testing.T, method string, n int) {
+	t.Helper()
+	timer := time.NewTimer(waitFor)
+	defer timer.Stop()
+	for {
+		l.mu.Lock()
+		got, sig := l.started[method], l.signal
+		l.mu.Unlock()
+		if got >= n {
+			return
+		}
+		select {
+		case <-sig:
+		case <-timer.C:
+			t.Fatalf("%d %s requests within %s, want %d", got, method, waitFor, n)
+		}
+	}
+}
+
+// featureServer is a go-sdk server with a tool for each feature that
+// crosses the relay. started and cancelled receive the tag of each "slow"
+// call as it starts and when its context ends early.
+type featureServer struct {
+	*mcp.Server
+	started   chan string
+	cancelled chan string
+}
+
+func newFeatureServer(name string) *featureServer {
+	f := &featureServer{Server: mcp.NewServer(&mcp.Implementation{Name: "feature-" + name, Version: "1.0.0"}, nil),
+		started: make(chan string, 16), cancelled: make(chan string, 16)}
+	s := f.Server
+	text := func(s string) *mcp.CallToolResult {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+	}
+	type echoIn struct {
+		Text string `json:"text"`
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "echoes text"},
+		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+			return text(name + " echo: " + in.Text), nil, nil
+		})
+	type progressIn struct {
+		Steps int `json:"steps"`
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "progress", Description: "reports progress"},
+		func(ctx context.Context, req *mcp.CallToolRequest, in progressIn) (*mcp.CallToolResult, any, error) {
+			tok := req.Params.GetProgressToken()
+			if tok == nil {
+				return text("no progress token"), nil, nil
+			}
+			for i := 1; i <= in.Steps; i++ {
+				if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+					ProgressToken: tok, Progress: float64(i), Total: float64(in.Steps)}); err != nil {
+					return nil, nil, err
+				}
+			}
+			return text(fmt.Sprintf("%d steps done", in.Steps)), nil, nil
+		})
+	type promptIn struct {
+		Prompt string `json:"prompt"`
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "sample", Description: "asks the client's model"},
+		func(ctx context.Context, req *mcp.CallToolRequest, in promptIn) (*mcp.CallToolResult, any, error) {
+			res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 50,
+				Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: in.Prompt}}}})
+			if err != nil {
+				return nil, nil, fmt.Errorf("sampling failed: %w", err)
+			}
+			tc, _ := res.Content.(*mcp.TextContent)
+			if tc == nil {
+				return nil, nil, fmt.Errorf("sampling result has no text: %+v", res)
+			}
+			return text("model said: " + tc.Text), nil, nil
+		})
+	type elicitIn struct {
+		Message string `json:"message"`
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "elicit", Description: "asks the user"},
+		func(ctx context.Context, req *mcp.CallToolRequest, in elicitIn) (*mcp.CallToolResult, any, error) {
+			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: in.Message, RequestedSchema: map[string]any{
+				"type": "object", "properties": map[string]any{"username": map[string]any{"type": "string"}}}})
+			if err != nil {
+				return nil, nil, fmt.Errorf("elicitation failed: %w", err)
+			}
+			return text(fmt.Sprintf("user said: %s %v", res.Action, res.Content["username"])), nil, nil
+		})
+	type slowIn struct {
+		Tag string `json:"tag"`
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "slow", Description: "waits until cancelled (at most a minute)"},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in slowIn) (*mcp.CallToolResult, any, error) {
+			f.started <- in.Tag
+			select {
+			case <-time.After(time.Minute):
+				return text("slept"), nil, nil
+			case <-ctx.Done():
+				f.cancelled <- in.Tag
+				return nil, nil, ctx.Err()
+			}
+		})
+	type bigIn struct {
+		Bytes int `json:"bytes"`
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "big", Description: "returns a large text"},
+		func(_ context.Context, _ *mcp.CallToolRequest, in bigIn) (*mcp.CallToolResult, any, error) {
+			return text(strings.Repeat("b", in.Bytes)), nil, nil
+		})
+	s.AddResource(&mcp.Resource{URI: "remote://" + name + "/readme", Name: "readme", MIMEType: "text/plain"},
+		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{
+				{URI: req.Params.URI, MIMEType: "text/plain", Text: "the readme of " + name}}}, nil
+		})
+	s.AddPrompt(&mcp.Prompt{Name: "greet", Description: "a greeting", Arguments: []*mcp.PromptArgument{{Name: "who", Required: true}}},
+		func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{
+				{Role: "user", Content: &mcp.TextContent{Text: "hello " + req.Params.Arguments["who"] + " from " + name}}}}, nil
+		})
+	return f
+}
+
+// sseUpstream is a legacy HTTP+SSE server (go-sdk SSEHandler) on a fixed
+// 127.0.0.1 address that can be killed and started again on the same port.
+type sseUpstream struct {
+	t    *testing.T
+	addr string
+	mu   sync.Mutex
+	srv  *http.Server
+	f    *featureServer
+	log  *reqLog
+}
+
+func startSSEUpstream(t *testing.T, name string) *sseUpstream {
+	t.Helper()
+	u := &sseUpstream{t: t}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.addr = ln.Addr().String()
+	u.serve(ln, name)
+	t.Cleanup(u.kill)
+	return u
+}
+
+func (u *sseUpstream) url() string { return "http://" + u.addr + "/sse" }
+
+func (u *sseUpstream) serve(ln net.Listener, name string) {
+	f := newFeatureServer(name)
+	log := newReqLog()
+	srv := &http.Server{Handler: log.wrap(mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return f.Server }, nil))}
+	u.mu.Lock()
+	u.srv, u.f, u.log = srv, f, log
+	u.mu.Unlock()
+	go func() { _ = srv.Serve(ln) }()
+}
+
+// kill stops the server at once: every connection, streams included, is
+// closed (the server process died).
+func (u *sseUpstream) kill() {
+	u.mu.Lock()
+	srv := u.srv
+	u.mu.Unlock()
+	_ = srv.Close()
+}
+
+// restart starts a fresh server (new sessions, new state) on the same port.
+func (u *sseUpstream) restart(name string) {
+	u.t.Helper()
+	ln, err := net.Listen("tcp", u.addr)
+	if err != nil {
+		u.t.Fatalf("listening on %s again: %v", u.addr, err)
+	}
+	u.serve(ln, name)
+}
+
+func (u *sseUpstream) current() (*featureServer, *reqLog) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.f, u.log
+}
+
+// ---------------------------------------------------------------------------
+// In-process relay against broken upstreams.
+
+// lines collects what the relay writes to stdout and signals each line.
+type lines struct {
+	mu     sync.Mutex
+	buf    []byte
+	all    [][]byte
+	signal chan struct{}
+}
+
+func newLines() *lines { return &lines{signal: make(chan struct{})} }
+
+func (l *lines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf = append(l.buf, p...)
+	for {
+		i := bytes.IndexByte(l.buf, '\n')
+		if i < 0 {
+			break
+		}
+		l.all = append(l.all, bytes.Clone(l.buf[:i]))
+		l.buf = l.buf[i+1:]
+	}
+	close(l.signal)
+	l.signal = make(chan struct{})
+	return len(p), nil
+}
+
+// wait returns line n (0-based) once written.
+func (l *lines) wait(t *testing.T, n int) []byte {
+	t.Helper()
+	timer := time.NewTimer(waitFor)
+	defer timer.Stop()
+	for {
+		l.mu.Lock()
+		if len(l.all) > n {
+			b := l.all[n]
+			l.mu.Unlock()
+			return b
+		}
+		sig := l.signal
+		l.mu.Unlock()
+		select {
+		case <-sig:
+		case <-timer.C:
+			t.Fatalf("no line %d on the relay's stdout within %s", n+1, waitFor)
+		}
+	}
+}
+
+// rpcMsg is a JSON-RPC message as the tests read it.
+type rpcMsg struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method,omitempty"`
+	Params  json.RawMessage `json:"params,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error,omitempty"`
+}
+
+// checkJSONRPCLines fails the test unless every line of out is one JSON-RPC
+// 2.0 message.
+func checkJSONRPCLines(t *testing.T, out []byte) int {
+	t.Helper()
+	n := 0
+	for i, l := range bytes.Split(bytes.TrimSuffix(out, []byte("\n")), []byte("\n")) {
+		if len(out) == 0 {
+			break
+		}
+		var m rpcMsg
+		dec := json.NewDecoder(bytes.NewReader(l))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&m); err != nil || m.JSONRPC != "2.0" || dec.More() ||
+			(m.Method == "" && m.Result == nil && m.Error == nil) {
+			t.Errorf("stdout line %d is not a JSON-RPC message (%v): %q", i+1, err, clip(l))
+			continue
+		}
+		n++
+	}
+	return n
+}
+
+func clip(b []byte) string {
+	if len(b) > 300 {
+		return string(b[:300]) + "…"
+	}
+	return string(b)
+}
+
+// runRelay runs relay.Run in-process with stdin fed by the returned writer.
+// Closing the writer ends the relay; done then receives Run's result.
+func runRelay(t *testing.T, opts relay.Options) (stdin io.WriteCloser, out *lines, done chan error) {
+	t.Helper()
+	pr, pw := io.Pipe()
+	out = newLines()
+	done = make(chan error, 1)
+	go func() { done <- relay.Run(context.Background(), opts, pr, out) }()
+	t.Cleanup(func() {
+		pw.Close()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("relay.Run: %v", err)
+			}
+			done <- err
+		case <-time.After(waitFor):
+			t.Errorf("relay.Run did not return within %s of stdin closing", waitFor)
+		}
+	})
+	return pw, out, done
+}
+
+func initLine(id int) []byte {
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "initialize", "params": map[string]any{
+		"protocolVersion": legacyVersion, "capabilities": map[string]any{},
+		"clientInfo": map[string]any{"name": "relay-e2e", "version": "1"}}})
+	return append(b, '\n')
+}
+
+// badUpstreams starts the broken servers and returns their URLs by case
+// name, with a request log each.
+func badUpstreams(t *testing.T) (urls map[string]string, logs map[string]*reqLog) {
+	t.Helper()
+	urls, logs = map[string]string{}, map[string]*reqLog{}
+	serve := func(name string, h http.HandlerFunc) {
+		logs[name] = newReqLog()
+		ts := httptest.NewServer(logs[name].wrap(h))
+		t.Cleanup(ts.Close)
+		urls[name] = ts.URL + "/mcp"
+	}
+	serve("401", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="e2e"`)
+		http.Error(w, "bad credentials", http.StatusUnauthorized)
+	})
+	serve("403", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "forbidden", http.StatusForbidden)
+	})
+	serve("html", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write([]byte("<!doctype html><html><body><h1>Welcome</h1></body></html>"))
+	})
+	serve("json", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"status":"ok","service":"not an MCP server"}`))
+	})
+	tlsLog := newReqLog()
+	tlsSrv := httptest.NewTLSServer(tlsLog.wrap(http.NotFoundHandler()))
+	t.Cleanup(tlsSrv.Close)
+	urls["tls"], logs["tls"] = tlsSrv.URL+"/mcp", tlsLog
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	urls["closed"] = "http://" + ln.Addr().String() + "/mcp"
+	ln.Close()
+	// A secret in the URL's path and query must not reach the client.
+	urls["closed-secret"] = "http://" + ln.Addr().String() + "/mcp/s3cret-path?key=s3cret-key"
+	return urls, logs
+}
+
+func containsAll(s string, subs []string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(strings.ToLower(s), strings.ToLower(sub)) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestRelayBadUpstream: for every --transport, a broken upstream gets the
+// client's initialize a prompt JSON-RPC error that says what is wrong; an
+// upstream refusing the credentials is asked once, never in a loop.
+func TestRelayBadUpstream(t *testing.T) {
+	cases := []struct {
+		name string
+		want []string
+	}{
+		{"closed", []string{"unreachable", "connection refused"}},
+		{"closed-secret", []string{"connection refused"}},
+		{"401", []string{"401"}},
+		{"403", []string{"403"}},
+		{"html", []string{"not MCP"}},
+		{"json", []string{"not MCP"}},
+		{"tls", []string{"certificate"}},
+	}
+	for _, transport := range []string{"auto", "http", "sse"} {
+		t.Run(transport, func(t *testing.T) {
+			t.Parallel()
+			urls, logs := badUpstreams(t)
+			for _, c := range cases {
+				t.Run(c.name, func(t *testing.T) {
+					t.Parallel()
+					stdin, out, done := runRelay(t, relay.Options{URL: urls[c.name], Transport: transport, ReconnectDelay: 10 * time.Millisecond})
+					t0 := time.Now()
+					if _, err := stdin.Write(initLine(1)); err != nil {
+						t.Fatal(err)
+					}
+					var m rpcMsg
+					line := out.wait(t, 0)
+					if err := json.Unmarshal(line, &m); err != nil || m.Error == nil || string(m.ID) != "1" {
+						t.Fatalf("answer to initialize: %s, want a JSON-RPC error with id 1", line)
+					}
+					t.Logf("%s", m.Error.Message)
+					if !containsAll(m.Error.Message, c.want) {
+						t.Errorf("initialize error %q, want it to mention %q", m.Error.Message, c.want)
+					}
+					if strings.Contains(m.Error.Message, "s3cret") {
+						t.Errorf("initialize error %q shows the URL's secret path or query", m.Error.Message)
+					}
+					if el := time.Since(t0); el > 5*time.Second {
+						t.Errorf("the error took %s", el)
+					}
+					stdin.Close()
+					if err := <-done; err != nil {
+						t.Errorf("relay.Run: %v", err)
+					}
+					done <- nil
+					if l := logs[c.name]; l != nil && (c.name == "401" || c.name == "403") {
+						// auto probes with the initialize itself: still one request.
+						if n := l.total(); n != 1 {
+							t.Errorf("the upstream answering %s got %d requests, want 1 (no retry loop)", c.name, n)
+						}
+					}
+				})
+			}
+		})
+	}
+}
+
+// ---------------------------------------------------------------------------
+// The binary, driven over stdio.
+
+// buildSwitchboard builds cmd/switchboard into a temporary folder.
+func buildSwitchboard(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "switchboard")
+	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(goBin); err != nil {
+		goBin = "go"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, goBin, "build", "-o", bin, "github.com/switchboard-mcp/switchboard/cmd/switchboard").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent use.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// relayProc is a `switchboard relay` process behind mcp.CommandTransport.
+// The command is wrapped so that a copy of the relay's stdout (what the
+// client reads) lands in a file: sh -c 'relay … | tee FILE'. The relay reads
+// the wrapper's stdin, so closing it ends the relay as it would unwrapped.
+type relayProc struct {
+	cmd    *exec.Cmd
+	stdout string        // the copy of the relay's stdout
+	stderr *lockedBuffer // the relay's stderr
+}
+
+func relayCommand(t *testing.T, bin string, args ...string) *relayProc {
+	t.Helper()
+	p := &relayProc{stdout: filepath.Join(t.TempDir(), "relay.stdout"), stderr: &lockedBuffer{}}
+	argv := append([]string{"-c", `"$0" "$@" | tee "$RELAY_STDOUT"`, bin, "relay"}, args...)
+	p.cmd = exec.Command("/bin/sh", argv...)
+	p.cmd.Env = append(os.Environ(), "RELAY_STDOUT="+p.stdout)
+	p.cmd.Stderr = p.stderr
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	t.Cleanup(func() {
+		if p.cmd.Process != nil {
+			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL) // stragglers of the group, if any
+		}
+		if t.Failed() {
+			t.Logf("relay stderr:\n%s", p.stderr.String())
+		}
+	})
+	return p
+}
+
+// transport is the mcp.CommandTransport running p.
+func (p *relayProc) transport() *mcp.CommandTransport {
+	return &mcp.CommandTransport{Command: p.cmd, TerminateDuration: 10 * time.Second}
+}
+
+// closeAndCheck closes the client session (stdin EOF), expects the relay to
+// exit by itself promptly, and checks that every line it wrote to stdout
+// is a JSON-RPC message. It returns the number of lines.
+func (p *relayProc) closeAndCheck(t *testing.T, cs *mcp.ClientSession) int {
+	t.Helper()
+	t0 := time.Now()
+	err := cs.Close()
+	if el := time.Since(t0); el >= 10*time.Second {
+		t.Errorf("the relay did not exit within 10s of stdin closing (it took %s)", el)
+	} else if err != nil {
+		t.Errorf("closing the relay: %v (stderr: %s)", err, p.stderr.String())
+	}
+	out, err := os.ReadFile(p.stdout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := checkJSONRPCLines(t, out)
+	if n == 0 {
+		t.Errorf("the relay's stdout copy is empty")
+	}
+	return n
+}
+
+// relayClient is a go-sdk client whose handlers answer sampling and
+// elicitation and pass every progress notification to a channel.
+type relayClient struct {
+	*mcp.Client
+	progress chan *mcp.ProgressNotificationParams
+	mu       sync.Mutex
+	prompts  []string
+	elicits  []string
+}
+
+func newRelayClient() *relayClient {
+	c := &relayClient{progress: make(chan *mcp.ProgressNotificationParams, 100)}
+	c.Client = mcp.NewClient(&mcp.Implementation{Name: "relay-e2e", Version: "1.0.0"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			select {
+			case c.progress <- req.Params:
+			default:
+			}
+		},
+		CreateMessageHandler: func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			var text string
+			if len(req.Params.Messages) > 0 {
+				if tc, ok := req.Params.Messages[0].Content.(*mcp.TextContent); ok {
+					text = tc.Text
+				}
+			}
+			c.mu.Lock()
+			c.prompts = append(c.prompts, text)
+			c.mu.Unlock()
+			return &mcp.CreateMessageResult{Role: "assistant", Model: "e2e-model", Content: &mcp.TextContent{Text: "sampled(" + text + ")"}}, nil
+		},
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			c.mu.Lock()
+			c.elicits = append(c.elicits, req.Params.Message)
+			c.mu.Unlock()
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"username": "alice"}}, nil
+		},
+	})
+	return c
+}
+
+// waitProgress returns the progress values of the next n notifications
+// carrying token.
+func (c *relayClient) waitProgress(t *testing.T, token string, n int) []float64 {
+	t.Helper()
+	timer := time.NewTimer(waitFor)
+	defer timer.Stop()
+	var got []float64
+	for len(got) < n {
+		select {
+		case p := <-c.progress:
+			if fmt.Sprint(p.ProgressToken) == token {
+				got = append(got, p.Progress)
+			}
+		case <-timer.C:
+			t.Fatalf("progress for %s: got %v within %s, want %d notifications", token, got, waitFor, n)
+		}
+	}
+	return got
+}
+
+func (c *relayClient) saw(prompt, elicit string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Contains(c.prompts, prompt) && slices.Contains(c.elicits, elicit)
+}
+
+func (c *relayClient) connect(ctx context.Context, t *testing.T, p *relayProc, version string) *mcp.ClientSession {
+	t.Helper()
+	cs, err := c.Connect(ctx, p.transport(), &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatalf("connecting to the relay: %v\nstderr: %s", err, p.stderr.String())
+	}
+	t.Logf("connected through the relay with protocol %s", cs.InitializeResult().ProtocolVersion)
+	return cs
+}
+
+func text(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func callText(ctx context.Context, t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) string {
+	t.Helper()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("tools/call %s: %v", name, err)
+	}
+	if res.IsError {
+		t.Fatalf("tools/call %s: tool error: %s", name, text(res))
+	}
+	return text(res)
+}
+
+func toolNames(ctx context.Context, t *testing.T, cs *mcp.ClientSession) []string {
+	t.Helper()
+	var names []string
+	for tool, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			t.Fatalf("tools/list: %v", err)
+		}
+		names = append(names, tool.Name)
+	}
+	return names
+}
+
+// everythingRoundTrips exercises the everything-server's fixtures through
+// cs: tools, progress, sampling, elicitation, resources, prompts.
+func everythingRoundTrips(ctx context.Context, t *testing.T, c *relayClient, cs *mcp.ClientSession, tag string) {
+	t.Helper()
+	names := toolNames(ctx, t, cs)
+	for _, want := range []string{"test_simple_text", "test_tool_with_progress", "test_sampling", "test_elicitation"} {
+		if !slices.Contains(names, want) {
+			t.Fatalf("tools/list = %v, want %s among them", names, want)
+		}
+	}
+	if got := callText(ctx, t, cs, "test_simple_text", nil); got != "This is a simple text response for testing." {
+		t.Errorf("test_simple_text = %q", got)
+	}
+	token := "progress-" + tag
+	p := &mcp.CallToolParams{Name: "test_tool_with_progress"}
+	p.SetProgressToken(token)
+	if res, err := cs.CallTool(ctx, p); err != nil || res.IsError {
+		t.Fatalf("test_tool_with_progress: %v %+v", err, res)
+	}
+	if got := c.waitProgress(t, token, 3); !slices.Equal(got, []float64{0, 50, 100}) {
+		t.Errorf("progress %v, want [0 50 100]", got)
+	}
+	prompt := "what is 2+2 (" + tag + ")"
+	if got, want := callText(ctx, t, cs, "test_sampling", map[string]any{"prompt": prompt}), "LLM response: sampled("+prompt+")"; got != want {
+		t.Errorf("test_sampling = %q, want %q", got, want)
+	}
+	msg := "pick a username (" + tag + ")"
+	if got, want := callText(ctx, t, cs, "test_elicitation", map[string]any{"message": msg}),
+		"Elicitation result: action=accept, content=map[username:alice]"; got != want {
+		t.Errorf("test_elicitation = %q, want %q", got, want)
+	}
+	if !c.saw(prompt, msg) {
+		t.Errorf("the client's handlers did not see the sampling and elicitation requests")
+	}
+	rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "test://static-text"})
+	if err != nil || len(rr.Contents) != 1 || rr.Contents[0].Text != "This is the content of the static text resource." {
+		t.Errorf("resources/read test://static-text: %v %+v", err, rr)
+	}
+	gp, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "test_simple_prompt"})
+	if err != nil || len(gp.Messages) != 1 {
+		t.Fatalf("prompts/get test_simple_prompt: %v %+v", err, gp)
+	}
+	if tc, ok := gp.Messages[0].Content.(*mcp.TextContent); !ok || tc.Text != "This is a simple prompt for testing." {
+		t.Errorf("prompts/get test_simple_prompt = %+v", gp.Messages[0].Content)
+	}
+}
+
+// featureRoundTrips exercises a featureServer(name) through cs.
+func featureRoundTrips(ctx context.Context, t *testing.T, c *relayClient, cs *mcp.ClientSession, name, tag string) {
+	t.Helper()
+	names := toolNames(ctx, t, cs)
+	for _, want := range []string{"echo", "progress", "sample", "elicit"} {
+		if !slices.Contains(names, want) {
+			t.Fatalf("tools/list = %v, want %s among them", names, want)
+		}
+	}
+	if got, want := callText(ctx, t, cs, "echo", map[string]any{"text": tag}), name+" echo: "+tag; got != want {
+		t.Errorf("echo = %q, want %q", got, want)
+	}
+	token := "progress-" + tag
+	p := &mcp.CallToolParams{Name: "progress", Arguments: map[string]any{"steps": 3}}
+	p.SetProgressToken(token)
+	if res, err := cs.CallTool(ctx, p); err != nil || text(res) != "3 steps done" {
+		t.Fatalf("progress: %v %+v", err, res)
+	}
+	if got := c.waitProgress(t, token, 3); !slices.Equal(got, []float64{1, 2, 3}) {
+		t.Errorf("progress %v, want [1 2 3]", got)
+	}
+	prompt := "what is 2+2 (" + tag + ")"
+	if got, want := callText(ctx, t, cs, "sample", map[string]any{"prompt": prompt}), "model said: sampled("+prompt+")"; got != want {
+		t.Errorf("sample = %q, want %q", got, want)
+	}
+	msg := "pick a username (" + tag + ")"
+	if got, want := callText(ctx, t, cs, "elicit", map[string]any{"message": msg}), "user said: accept alice"; got != want {
+		t.Errorf("elicit = %q, want %q", got, want)
+	}
+	if !c.saw(prompt, msg) {
+		t.Errorf("the client's handlers did not see the sampling and elicitation requests")
+	}
+	uri := "remote://" + name + "/readme"
+	rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+	if err != nil || len(rr.Contents) != 1 || rr.Contents[0].Text != "the readme of "+name {
+		t.Errorf("resources/read %s: %v %+v", uri, err, rr)
+	}
+	gp, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "greet", Arguments: map[string]string{"who": tag}})
+	if err != nil || len(gp.Messages) != 1 {
+		t.Fatalf("prompts/get greet: %v %+v", err, gp)
+	}
+	if tc, ok := gp.Messages[0].Content.(*mcp.TextContent); !ok || tc.Text != "hello "+tag+" from "+name {
+		t.Errorf("prompts/get greet = %+v", gp.Messages[0].Content)
+	}
+}
+
+func skipShort(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs real MCP peers and builds the binary; skipped with -short")
+	}
+}
+
+// TestRelayBinary runs `switchboard relay` (built here) as a stdio server
+// for real clients.
+func TestRelayBinary(t *testing.T) {
+	skipShort(t)
+	bin := buildSwitchboard(t)
+
+	// Against the go-sdk everything-server over Streamable HTTP with
+	// sessions: every feature, and a server killed and restarted on the
+	// same port between two calls (the relay re-initializes on the 404 and
+	// retries: the client never notices).
+	t.Run("everything-server", func(t *testing.T) {
+		t.Parallel()
+		everything := peers.EverythingServer(t)
+		for _, transport := range []string{"auto", "http"} {
+			t.Run(transport, func(t *testing.T) {
+				t.Parallel()
+				url, srv := peers.StartEverythingServer(t, false)
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				logFile := filepath.Join(t.TempDir(), "relay.log")
+				p := relayCommand(t, bin, "--url", url, "--transport", transport, "--log", logFile, "--debug")
+				c := newRelayClient()
+				cs := c.connect(ctx, t, p, legacyVersion)
+				everythingRoundTrips(ctx, t, c, cs, transport)
+
+				srv.Stop()
+				addr := strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/mcp")
+				peers.Start(t, []string{everything, "-http", addr, "-stateless=false"}, nil)
+				if err := peers.WaitHTTP(ctx, url); err != nil {
+					t.Fatal(err)
+				}
+				if got := callText(ctx, t, cs, "test_simple_text", nil); got != "This is a simple text response for testing." {
+					t.Errorf("test_simple_text after the restart = %q", got)
+				}
+				everythingRoundTrips(ctx, t, c, cs, transport+"-after-restart")
+
+				p.closeAndCheck(t, cs)
+				logs, err := os.ReadFile(logFile)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Contains(logs, []byte("re-initializing")) {
+					t.Errorf("the --debug log does not show the session re-initialized after the restart:\n%s", logs)
+				}
+			})
+		}
+	})
+
+	// Against a legacy HTTP+SSE server: every feature, concurrent requests
+	// and cancellation, and a server killed and restarted on the same port
+	// (the relay re-dials the event stream and replays the handshake).
+	t.Run("sse-upstream", func(t *testing.T) {
+		t.Parallel()
+		for _, transport := range []string{"auto", "sse"} {
+			t.Run(transport, func(t *testing.T) {
+				t.Parallel()
+				up := startSSEUpstream(t, "old")
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				p := relayCommand(t, bin, "--url", up.url(), "--transport", transport, "--reconnect", "50ms")
+				c := newRelayClient()
+				cs := c.connect(ctx, t, p, legacyVersion)
+				featureRoundTrips(ctx, t, c, cs, "old", transport)
+
+				// Concurrency: a call in flight does not hold up the next
+				// one; cancelling it reaches the server.
+				f, _ := up.current()
+				slowCtx, cancelSlow := context.WithCancel(ctx)
+				slowDone := make(chan error, 1)
+				go func() {
+					_, err := cs.CallTool(slowCtx, &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{"tag": "s1"}})
+					slowDone <- err
+				}()
+				select {
+				case <-f.started:
+				case <-time.After(waitFor):
+					t.Fatal("the slow call did not start")
+				}
+				if got := callText(ctx, t, cs, "echo", map[string]any{"text": "meanwhile"}); got != "old echo: meanwhile" {
+					t.Errorf("echo while a call is in flight = %q", got)
+				}
+				cancelSlow()
+				select {
+				case tag := <-f.cancelled:
+					if tag != "s1" {
+						t.Errorf("cancelled %q", tag)
+					}
+				case <-time.After(waitFor):
+					t.Fatal("cancelling the call did not reach the server")
+				}
+				if err := <-slowDone; err == nil {
+					t.Error("the cancelled call succeeded")
+				}
+
+				up.kill()
+				up.restart("new")
+				_, newLog := up.current()
+				newLog.waitStarted(t, http.MethodGet, 1) // the relay noticed, and re-dialled
+				if got := callText(ctx, t, cs, "echo", map[string]any{"text": "after"}); got != "new echo: after" {
+					t.Errorf("echo after the restart = %q", got)
+				}
+				featureRoundTrips(ctx, t, c, cs, "new", transport+"-after-restart")
+				p.closeAndCheck(t, cs)
+			})
+		}
+	})
+
+	// The go-sdk client's default (2026-07-28 first, then a fallback to
+	// initialize) through the relay: to a session-era server, to a legacy
+	// SSE server, and to a stateless server that speaks 2026-07-28.
+	t.Run("default-protocol", func(t *testing.T) {
+		t.Parallel()
+		stateful, _ := peers.StartEverythingServer(t, false)
+		stateless, _ := peers.StartEverythingServer(t, true)
+		up := startSSEUpstream(t, "old")
+		for _, tc := range []struct{ name, url, tool, want, version string }{
+			{"everything-stateful", stateful, "test_simple_text", "This is a simple text response for testing.", legacyVersion},
+			{"everything-stateless", stateless, "test_simple_text", "This is a simple text response for testing.", "2026-07-28"},
+			{"sse-upstream", up.url(), "echo", "old echo: x", legacyVersion},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				p := relayCommand(t, bin, "--url", tc.url)
+				cs := newRelayClient().connect(ctx, t, p, "")
+				if got := cs.InitializeResult().ProtocolVersion; got != tc.version {
+					t.Errorf("negotiated %s, want %s", got, tc.version)
+				}
+				if got := callText(ctx, t, cs, tc.tool, map[string]any{"text": "x"}); got != tc.want {
+					t.Errorf("%s = %q, want %q", tc.tool, got, tc.want)
+				}
+				p.closeAndCheck(t, cs)
+			})
+		}
+	})
+
+	// inspector-cli with `switchboard relay --url …` as its stdio server.
+	t.Run("inspector-cli", func(t *testing.T) {
+		t.Parallel()
+		cli, dir := peers.InspectorCLI(t)
+		up := startSSEUpstream(t, "old")
+		everything, _ := peers.StartEverythingServer(t, false)
+		for _, tc := range []struct {
+			name, url, tool, want string
+			args                  []string
+		}{
+			{"sse-upstream", up.url(), "echo", "old echo: hi", []string{"--tool-arg", "text=hi"}},
+			{"everything-server", everything, "test_simple_text", "This is a simple text response for testing.", nil},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				base := append(slices.Clone(cli), bin, "relay", "--url", tc.url)
+				out, errOut, err := peers.Run(ctx, t, dir, append(slices.Clip(base), "--method", "tools/list"))
+				if err != nil {
+					t.Fatalf("inspector-cli tools/list: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
+				}
+				var list struct {
+					Tools []struct{ Name string } `json:"tools"`
+				}
+				if err := json.Unmarshal([]byte(out), &list); err != nil {
+					t.Fatalf("tools/list output is not JSON: %v\n%s", err, out)
+				}
+				var names []string
+				for _, tl := range list.Tools {
+					names = append(names, tl.Name)
+				}
+				if !slices.Contains(names, tc.tool) {
+					t.Fatalf("tools/list = %v, want %s among them", names, tc.tool)
+				}
+				out, errOut, err = peers.Run(ctx, t, dir, append(append(slices.Clip(base), "--method", "tools/call", "--tool-name", tc.tool), tc.args...))
+				if err != nil {
+					t.Fatalf("inspector-cli tools/call: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
+				}
+				var res mcp.CallToolResult
+				if err := json.Unmarshal([]byte(out), &res); err != nil {
+					t.Fatalf("tools/call output is not a CallToolResult: %v\n%s", err, out)
+				}
+				if got := text(&res); got != tc.want || res.IsError {
+					t.Fatalf("tools/call %s = %q (isError %v), want %q", tc.tool, got, res.IsError, tc.want)
+				}
+			})
+		}
+	})
+
+	// A closed port: the client's initialize fails with a clear error, and
+	// the relay still exits on stdin EOF.
+	t.Run("closed-port", func(t *testing.T) {
+		t.Parallel()
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		url := "http://" + ln.Addr().String() + "/mcp"
+		ln.Close()
+		for _, transport := range []string{"auto", "http", "sse"} {
+			t.Run(transport, func(t *testing.T) {
+				t.Parallel()
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				p := relayCommand(t, bin, "--url", url, "--transport", transport)
+				_, err := newRelayClient().Connect(ctx, p.transport(), &mcp.ClientSessionOptions{ProtocolVersion: legacyVersion})
+				if err == nil || !containsAll(err.Error(), []string{"connection refused"}) {
+					t.Fatalf("connect through the relay to a closed port: %v, want an error saying connection refused", err)
+				}
+				t.Logf("%v", err)
+				if ctx.Err() != nil {
+					t.Fatalf("the error came only at the deadline")
+				}
+				// The client closed the relay's stdin after the failed
+				// initialize and waited for it: the relay exited.
+				if p.cmd.ProcessState == nil {
+					t.Errorf("the relay was not reaped after the failed connect")
+				}
+			})
+		}
+	})
+}
+
+// session drives an in-process relay with raw JSON-RPC lines.
+type session struct {
+	t     *testing.T
+	stdin io.WriteCloser
+	out   *lines
+	next  int // the next stdout line to read
+}
+
+func (s *session) send(v map[string]any) {
+	s.t.Helper()
+	v["jsonrpc"] = "2.0"
+	b, err := json.Marshal(v)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if _, err := s.stdin.Write(append(b, '\n')); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// response returns the next response on stdout (skipping notifications)
+// and checks its id.
+func (s *session) response(id int) rpcMsg {
+	s.t.Helper()
+	for {
+		line := s.out.wait(s.t, s.next)
+		s.next++
+		var m rpcMsg
+		if err := json.Unmarshal(line, &m); err != nil {
+			s.t.Fatalf("stdout line is not JSON: %v: %s", err, clip(line))
+		}
+		if m.Method != "" {
+			continue
+		}
+		if string(m.ID) != fmt.Sprint(id) {
+			s.t.Fatalf("response %s, want id %d", clip(line), id)
+		}
+		return m
+	}
+}
+
+func (s *session) call(id int, method string, params any) rpcMsg {
+	s.t.Helper()
+	s.send(map[string]any{"id": id, "method": method, "params": params})
+	return s.response(id)
+}
+
+// TestRelayOversizedMessages: a message over the size limit, from the
+// server or from the client, fails only its own request, with an error
+// that says so; the session goes on.
+func TestRelayOversizedMessages(t *testing.T) {
+	for _, typ := range []string{"http", "sse"} {
+		t.Run(typ, func(t *testing.T) {
+			t.Parallel()
+			f := newFeatureServer("big")
+			var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return f.Server }, nil)
+			if typ == "sse" {
+				h = mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return f.Server }, nil)
+			}
+			ts := httptest.NewServer(h)
+			t.Cleanup(ts.Close)
+			stdin, out, _ := runRelay(t, relay.Options{URL: ts.URL, Transport: typ, MaxMessage: 64 << 10})
+			s := &session{t: t, stdin: stdin, out: out}
+			if m := s.call(1, "initialize", map[string]any{"protocolVersion": legacyVersion, "capabilities": map[string]any{},
+				"clientInfo": map[string]any{"name": "relay-e2e", "version": "1"}}); m.Error != nil {
+				t.Fatalf("initialize: %+v", m.Error)
+			}
+			s.send(map[string]any{"method": "notifications/initialized"})
+
+			m := s.call(2, "tools/call", map[string]any{"name": "big", "arguments": map[string]any{"bytes": 300000}})
+			if m.Error == nil || m.Error.Code != -32003 || !strings.Contains(m.Error.Message, "size limit") {
+				t.Errorf("oversized upstream response: %+v, want error -32003 about the size limit", m.Error)
+			}
+			m = s.call(3, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": strings.Repeat("c", 100000)}})
+			if m.Error == nil || !strings.Contains(m.Error.Message, "size limit") {
+				t.Errorf("oversized request from the client: %+v, want an error about the size limit", m.Error)
+			}
+			m = s.call(4, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "after"}})
+			if m.Error != nil || !strings.Contains(string(m.Result), "big echo: after") {
+				t.Errorf("echo after the oversized messages: %s %+v", m.Result, m.Error)
+			}
+			stdin.Close()
+			out.mu.Lock()
+			all := bytes.Join(out.all, []byte("\n"))
+			out.mu.Unlock()
+			checkJSONRPCLines(t, all)
+		})
+	}
+}

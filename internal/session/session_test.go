@@ -1,0 +1,479 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+)
+
+// fakeBackend counts Leave calls.
+type fakeBackend struct {
+	mu     sync.Mutex
+	leaves int
+}
+
+func (b *fakeBackend) Call(context.Context, *jsonrpc.Message) (Call, error) { return nil, nil }
+func (b *fakeBackend) Notify(context.Context, *jsonrpc.Message) error       { return nil }
+func (b *fakeBackend) Respond(context.Context, *jsonrpc.Message) error      { return nil }
+func (b *fakeBackend) Leave() {
+	b.mu.Lock()
+	b.leaves++
+	b.mu.Unlock()
+}
+
+func (b *fakeBackend) count() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.leaves
+}
+
+func TestValidID(t *testing.T) {
+	tests := []struct {
+		id   string
+		want bool
+	}{
+		{"0f8fad5b-d9cb-469f-a165-70867728950e", true},
+		{"7C9E6679-7425-40DE-944B-E07FC1F90AE7", true},  // upper case
+		{"7c9e6679-7425-40de-844b-e07fc1f90ae7", true},  // variant 8
+		{"7c9e6679-7425-40de-944b-e07fc1f90ae7", true},  // variant 9
+		{"7c9e6679-7425-40de-b44b-e07fc1f90ae7", true},  // variant b
+		{"7c9e6679-7425-40de-c44b-e07fc1f90ae7", false}, // variant c
+		{"7c9e6679-7425-40de-744b-e07fc1f90ae7", false}, // variant 7
+		{"7c9e6679-7425-10de-944b-e07fc1f90ae7", false}, // version 1
+		{"7c9e6679-7425-50de-944b-e07fc1f90ae7", false}, // version 5
+		{"7c9e6679-7425-40de-944b-e07fc1f90ae", false},  // short
+		{"7c9e6679-7425-40de-944b-e07fc1f90ae77", false},
+		{"7c9e667907425-40de-944b-e07fc1f90ae7", false}, // hyphen missing
+		{"7c9e6679-742540de--944b-e07fc1f90ae7", false}, // hyphen moved
+		{"7c9e6679-7425-40de-944b-e07fc1f90aeg", false}, // not hex
+		{"7c9e6679-7425-40de-944b-e07fc1f90a-7", false}, // hyphen in a group
+		{"{c9e6679-7425-40de-944b-e07fc1f90ae7", false},
+		{"7c9e6679742540de944be07fc1f90ae7", false}, // no hyphens
+		{"", false},
+		{"not-a-uuid", false},
+		{strings.Repeat("-", 36), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.id, func(t *testing.T) {
+			if got := ValidID(tt.id); got != tt.want {
+				t.Errorf("ValidID(%q) = %v, want %v", tt.id, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestNewUUID(t *testing.T) {
+	seen := map[string]bool{}
+	for range 1000 {
+		id := newUUID()
+		if !ValidID(id) {
+			t.Fatalf("newUUID() = %q is not a valid UUIDv4", id)
+		}
+		if strings.ToLower(id) != id {
+			t.Fatalf("newUUID() = %q is not lower case", id)
+		}
+		if seen[id] {
+			t.Fatalf("newUUID() repeated %q", id)
+		}
+		seen[id] = true
+	}
+}
+
+func TestNewGetCountCap(t *testing.T) {
+	tests := []struct {
+		name  string
+		max   int
+		make  int // sessions made for "a"
+		wantA int // sessions of "a" that succeed
+	}{
+		{"no cap", 0, 5, 5},
+		{"under the cap", 3, 2, 2},
+		{"at the cap", 3, 3, 3},
+		{"over the cap", 2, 4, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tbl := &Table{Max: tt.max}
+			var live []*Session
+			for i := range tt.make {
+				s, err := tbl.New("a")
+				if i < tt.wantA {
+					if err != nil {
+						t.Fatalf("New %d: %v", i, err)
+					}
+					live = append(live, s)
+					continue
+				}
+				if !errors.Is(err, ErrTooMany) || s != nil {
+					t.Fatalf("New %d over the cap: %v, %v; want ErrTooMany", i, s, err)
+				}
+			}
+			if got := tbl.Count("a"); got != tt.wantA {
+				t.Fatalf("Count(a) = %d, want %d", got, tt.wantA)
+			}
+			// The cap is per destination.
+			b, err := tbl.New("b")
+			if err != nil {
+				t.Fatalf("New(b): %v", err)
+			}
+			if tbl.Count("b") != 1 || tbl.Count("c") != 0 {
+				t.Fatalf("Count(b) = %d, Count(c) = %d", tbl.Count("b"), tbl.Count("c"))
+			}
+			ids := map[string]bool{}
+			for _, s := range append(live, b) {
+				if !ValidID(s.ID) {
+					t.Errorf("id %q is not a UUIDv4", s.ID)
+				}
+				if ids[s.ID] {
+					t.Errorf("id %q repeated", s.ID)
+				}
+				ids[s.ID] = true
+				if tbl.Get(s.ID) != s {
+					t.Errorf("Get(%q) did not return the session", s.ID)
+				}
+			}
+			if s := live[0]; s.Dest != "a" || b.Dest != "b" {
+				t.Errorf("Dest = %q, %q", s.Dest, b.Dest)
+			}
+			if tbl.Get(newUUID()) != nil || tbl.Get("") != nil {
+				t.Error("Get of an unknown id returned a session")
+			}
+			if n := len(tbl.All()); n != tt.wantA+1 {
+				t.Errorf("All() has %d sessions, want %d", n, tt.wantA+1)
+			}
+			// Ending one makes room under the cap.
+			live[0].End(nil)
+			if _, err := tbl.New("a"); err != nil {
+				t.Fatalf("New after End: %v", err)
+			}
+		})
+	}
+}
+
+func TestSetLimits(t *testing.T) {
+	tbl := &Table{Max: 3}
+	for range 3 {
+		if _, err := tbl.New("a"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tbl.SetLimits(1, time.Minute)
+	if tbl.Count("a") != 3 {
+		t.Fatal("live sessions were dropped by SetLimits")
+	}
+	if _, err := tbl.New("a"); !errors.Is(err, ErrTooMany) {
+		t.Fatalf("New over the lowered cap: %v", err)
+	}
+	if tbl.Idle != time.Minute {
+		t.Fatalf("Idle = %v", tbl.Idle)
+	}
+	tbl.SetLimits(0, 0)
+	if _, err := tbl.New("a"); err != nil {
+		t.Fatalf("New without a cap: %v", err)
+	}
+}
+
+func TestEnd(t *testing.T) {
+	tests := []struct {
+		name    string
+		backend bool
+		ends    int
+	}{
+		{"once with a backend", true, 1},
+		{"twice with a backend", true, 2},
+		{"three times, concurrently", true, 3},
+		{"without a backend", false, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				tbl := &Table{}
+				s, _ := tbl.New("d")
+				other, _ := tbl.New("d")
+				b := &fakeBackend{}
+				if tt.backend {
+					s.SetBackend(b)
+					if s.Backend() != b {
+						t.Fatal("Backend() did not return the backend")
+					}
+				} else if s.Backend() != nil {
+					t.Fatal("Backend() before SetBackend is not nil")
+				}
+				s.Deliver(jsonrpc.NewNotification("n/1", nil))
+				first := errors.New("first")
+				var wg sync.WaitGroup
+				for i := range tt.ends {
+					err := first
+					if i > 0 {
+						err = errors.New("later")
+					}
+					if i == 0 {
+						s.End(err) // the first one wins
+						continue
+					}
+					wg.Go(func() { s.End(err) })
+				}
+				wg.Wait()
+				synctest.Wait() // Leave runs on its own goroutine
+				select {
+				case <-s.Ended():
+				default:
+					t.Fatal("Ended() not closed")
+				}
+				s.mu.Lock()
+				endErr := s.endErr
+				s.mu.Unlock()
+				if endErr != first {
+					t.Errorf("endErr = %v, want the first End's", endErr)
+				}
+				if tt.backend && b.count() != 1 {
+					t.Errorf("Leave called %d times, want once", b.count())
+				}
+				if tbl.Get(s.ID) != nil {
+					t.Error("an ended session is still found")
+				}
+				if tbl.Count("d") != 1 || tbl.Get(other.ID) != other {
+					t.Errorf("Count = %d; the other session must stay", tbl.Count("d"))
+				}
+				// The listen queue drains, then reports the end.
+				if m, err := s.Listen().Pop(t.Context()); err != nil || m.Method != "n/1" {
+					t.Fatalf("Pop = %v, %v; want the queued message", m, err)
+				}
+				if _, err := s.Listen().Pop(t.Context()); err != io.EOF {
+					t.Fatalf("Pop after the end = %v, want io.EOF", err)
+				}
+			})
+		})
+	}
+}
+
+func TestEndAll(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tbl := &Table{}
+		var bs []*fakeBackend
+		for _, d := range []string{"a", "a", "b"} {
+			s, _ := tbl.New(d)
+			b := &fakeBackend{}
+			s.SetBackend(b)
+			bs = append(bs, b)
+		}
+		tbl.EndAll(errors.New("shutdown"))
+		synctest.Wait()
+		if len(tbl.All()) != 0 || tbl.Count("a") != 0 || tbl.Count("b") != 0 {
+			t.Fatal("sessions left after EndAll")
+		}
+		for i, b := range bs {
+			if b.count() != 1 {
+				t.Errorf("backend %d left %d times", i, b.count())
+			}
+		}
+	})
+}
+
+func TestExpire(t *testing.T) {
+	const idle = 10 * time.Minute
+	tests := []struct {
+		name     string
+		idle     time.Duration // Table.Idle
+		age      time.Duration // since the session was last seen
+		busy     bool          // a request or stream is open
+		released bool          // it was busy and released age ago
+		want     bool          // expired
+	}{
+		{"fresh", idle, time.Minute, false, false, false},
+		{"exactly the idle time", idle, idle, false, false, false},
+		{"just past the idle time", idle, idle + time.Nanosecond, false, false, true},
+		{"long idle", idle, 10 * idle, false, false, true},
+		{"busy for long", idle, 10 * idle, true, false, false},
+		{"released recently", idle, time.Minute, false, true, false},
+		{"released long ago", idle, idle + time.Second, false, true, true},
+		{"no idle limit", 0, 1000 * time.Hour, false, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				tbl := &Table{Idle: tt.idle}
+				s, _ := tbl.New("d")
+				keep, _ := tbl.New("d") // always fresh
+				b := &fakeBackend{}
+				s.SetBackend(b)
+				if tt.busy || tt.released {
+					release := s.Acquire()
+					time.Sleep(3 * idle) // busy for a long time
+					if tt.released {
+						release()
+						release() // releasing twice counts once
+					}
+				}
+				time.Sleep(tt.age)
+				keep.Acquire()()
+				n := tbl.Expire(time.Now())
+				synctest.Wait()
+				if got := n == 1; got != tt.want {
+					t.Fatalf("Expire ended %d sessions, want expired=%v", n, tt.want)
+				}
+				if tbl.Get(keep.ID) != keep {
+					t.Fatal("the fresh session expired")
+				}
+				if got := tbl.Get(s.ID) == nil; got != tt.want {
+					t.Fatalf("session gone = %v, want %v", got, tt.want)
+				}
+				if tt.want && b.count() != 1 {
+					t.Fatalf("expired session's backend left %d times", b.count())
+				}
+			})
+		})
+	}
+}
+
+func TestExpireExplicitNow(t *testing.T) {
+	tbl := &Table{Idle: time.Minute}
+	s, _ := tbl.New("d")
+	if n := tbl.Expire(time.Now()); n != 0 {
+		t.Fatalf("expired a fresh session")
+	}
+	if n := tbl.Expire(time.Now().Add(2 * time.Minute)); n != 1 || tbl.Get(s.ID) != nil {
+		t.Fatalf("Expire in two minutes ended %d", n)
+	}
+	if n := tbl.Expire(time.Now().Add(time.Hour)); n != 0 {
+		t.Fatalf("an ended session expired again")
+	}
+}
+
+func TestRun(t *testing.T) {
+	tests := []struct {
+		name    string
+		idle    time.Duration
+		endedBy time.Duration // when the idle session ends; 0 never
+	}{
+		// Checked every idle/2: at 5 s, 10 s and 15 s; idle only after 15.
+		{"short idle", 10 * time.Second, 15 * time.Second},
+		// Checked every minute.
+		{"long idle", 5 * time.Minute, 6 * time.Minute},
+		{"no expiry", 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				tbl := &Table{Idle: tt.idle}
+				s, _ := tbl.New("d")
+				ctx, cancel := context.WithCancel(t.Context())
+				done := make(chan struct{})
+				go func() { tbl.Run(ctx); close(done) }()
+				start := time.Now()
+				select {
+				case <-s.Ended():
+					if tt.endedBy == 0 {
+						t.Fatal("session expired with no idle limit")
+					}
+					if got := time.Since(start); got != tt.endedBy {
+						t.Fatalf("expired after %v, want %v", got, tt.endedBy)
+					}
+				case <-time.After(24 * time.Hour):
+					if tt.endedBy != 0 {
+						t.Fatal("session never expired")
+					}
+				}
+				cancel()
+				<-done
+			})
+		})
+	}
+}
+
+func TestDeliverQueueLimit(t *testing.T) {
+	tests := []struct {
+		name      string
+		limit     int // Table.QueueLimit
+		deliver   int
+		wantDrops int
+	}{
+		{"under the limit", 3, 2, 0},
+		{"at the limit", 3, 3, 0},
+		{"beyond the limit", 3, 5, 2},
+		{"default limit", 0, 1025, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var drops []*Session
+			tbl := &Table{QueueLimit: tt.limit, OnDrop: func(s *Session) {
+				mu.Lock()
+				drops = append(drops, s)
+				mu.Unlock()
+			}}
+			s, _ := tbl.New("d")
+			for i := range tt.deliver {
+				s.Deliver(jsonrpc.NewNotification("n", jsonrpc.Marshal(map[string]int{"i": i})))
+			}
+			if len(drops) != tt.wantDrops {
+				t.Fatalf("OnDrop called %d times, want %d", len(drops), tt.wantDrops)
+			}
+			for _, d := range drops {
+				if d != s {
+					t.Fatal("OnDrop got another session")
+				}
+			}
+			if got, want := s.Listen().Len(), tt.deliver-tt.wantDrops; got != want {
+				t.Fatalf("%d queued, want %d", got, want)
+			}
+			// The oldest are kept, in order.
+			if m := s.Listen().TryPop(); string(jsonrpc.Member(m.Params, "i")) != "0" {
+				t.Fatalf("first queued %s", m)
+			}
+		})
+	}
+}
+
+// TestDeliverAfterEnd: a message for a session that has ended is not a
+// queue overflow.
+func TestDeliverAfterEnd(t *testing.T) {
+	drops := 0
+	tbl := &Table{QueueLimit: 1, OnDrop: func(*Session) { drops++ }}
+	s, _ := tbl.New("d")
+	s.End(nil)
+	s.Deliver(jsonrpc.NewNotification("n", nil))
+	if drops != 0 {
+		t.Fatalf("OnDrop called %d times for an ended session", drops)
+	}
+	// Without OnDrop an overflow is simply dropped.
+	tbl.OnDrop = nil
+	s2, _ := tbl.New("d")
+	s2.Deliver(jsonrpc.NewNotification("n", nil))
+	s2.Deliver(jsonrpc.NewNotification("n", nil))
+	if s2.Listen().Len() != 1 {
+		t.Fatal("overflow queued")
+	}
+}
+
+func TestAcquire(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tbl := &Table{Idle: time.Minute}
+		s, _ := tbl.New("d")
+		r1 := s.Acquire()
+		r2 := s.Acquire()
+		time.Sleep(time.Hour)
+		r1()
+		r1()
+		if n := tbl.Expire(time.Now().Add(time.Hour)); n != 0 {
+			t.Fatal("expired while a second acquisition is open")
+		}
+		r2()
+		s.mu.Lock()
+		busy := s.busy
+		s.mu.Unlock()
+		if busy != 0 {
+			t.Fatalf("busy = %d after releasing both", busy)
+		}
+		if n := tbl.Expire(time.Now().Add(time.Hour)); n != 1 {
+			t.Fatal("did not expire once released and idle")
+		}
+	})
+}
