@@ -170,6 +170,17 @@ func newFeatureServer(name string) *mcp.Server {
 			}
 			return text(fmt.Sprintf("user said: %s %v", res.Action, res.Content["username"])), nil, nil
 		})
+	mcp.AddTool(s, &mcp.Tool{Name: "reconnect", Description: "closes its response stream before answering (SEP-1699)"},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			if req.Extra == nil || req.Extra.CloseSSEStream == nil {
+				return text("no stream to close"), nil, nil
+			}
+			req.Extra.CloseSSEStream(mcp.CloseSSEStreamArgs{RetryAfter: 10 * time.Millisecond})
+			if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Progress: 1, Total: 1}); err != nil {
+				return nil, nil, err
+			}
+			return text("answered after the stream closed"), nil, nil
+		})
 	type bigIn struct {
 		Bytes int `json:"bytes"`
 	}
@@ -302,7 +313,9 @@ func featureUpstreamServer(t *testing.T, typ, name string) (*httptest.Server, *r
 	case "sse":
 		h = mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	default:
-		h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+		// With an event store, streams are resumable (Last-Event-ID).
+		h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+			&mcp.StreamableHTTPOptions{EventStore: mcp.NewMemoryEventStore(nil)})
 	}
 	log := &reqLog{}
 	ts := httptest.NewServer(log.wrap(h))
@@ -878,5 +891,113 @@ func TestRemoteBadUpstream(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// dropUpstream is a minimal Streamable HTTP server whose tool calls answer
+// with an event stream that ends before the response: "drop" after an
+// event with an id (resumable, but a GET with Last-Event-ID is refused),
+// "drop-noid" with no event id at all. It offers no listen stream.
+func dropUpstream(t *testing.T) (*httptest.Server, *reqLog) {
+	t.Helper()
+	log := &reqLog{}
+	ts := httptest.NewServer(log.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodGet:
+			http.Error(w, "no GET here", http.StatusMethodNotAllowed)
+			return
+		case http.MethodDelete:
+			return
+		}
+		var m wireMsg
+		if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		switch {
+		case m.Method == "initialize":
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Mcp-Session-Id", "drop-session")
+			_, _ = w.Write(rpcResult(m.ID, `{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"drop","version":"1"}}`))
+		case m.ID == nil:
+			w.WriteHeader(http.StatusAccepted)
+		case m.Method == "tools/call":
+			var p struct{ Name string }
+			_ = json.Unmarshal(m.Params, &p)
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+			if p.Name == "drop" {
+				_, _ = fmt.Fprintf(w, "id: e1\nretry: 10\nevent: message\ndata: %s\n\n",
+					`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"working"}}`)
+			} else {
+				_, _ = fmt.Fprint(w, ": nothing to see\n\n")
+			}
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(rpcResult(m.ID, `{}`))
+		}
+	})))
+	t.Cleanup(ts.Close)
+	return ts, log
+}
+
+func rpcResult(id json.RawMessage, result string) []byte {
+	return []byte(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":` + result + `}`)
+}
+
+// TestRemoteStreamableResumption: a response stream that the upstream
+// closes mid-call (SEP-1699) is resumed with Last-Event-ID and the call
+// completes; when it cannot be resumed (no event ids, or the GET refused)
+// the call fails with an error that says so.
+func TestRemoteStreamableResumption(t *testing.T) {
+	skipRemoteShort(t)
+	up, upLog := featureUpstream(t, "streamable_http", "res")
+	drop, dropLog := dropUpstream(t)
+	h := startRemote(t, "",
+		remoteDest{name: "res", typ: "streamable_http", url: up.URL},
+		remoteDest{name: "drop", typ: "streamable_http", url: drop.URL})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	for _, f := range remoteFronts[:2] {
+		t.Run(f.name, func(t *testing.T) {
+			c := newRemoteClient()
+			cs := f.connect(ctx, t, h, "res", c.Client)
+			gets := upLog.count(http.MethodGet)
+			p := &mcp.CallToolParams{Name: "reconnect"}
+			p.SetProgressToken("resume-" + f.name)
+			if got := callText(ctx, t, cs, p); got != "answered after the stream closed" {
+				t.Errorf("reconnect = %q", got)
+			}
+			c.waitProgress(t, "resume-"+f.name, 1)
+			if upLog.count(http.MethodGet) == gets {
+				t.Errorf("no GET reached the upstream: the stream was not resumed")
+			}
+			upLog.mu.Lock()
+			resumed := false
+			for _, hd := range upLog.headers {
+				resumed = resumed || hd.Get("Last-Event-ID") != ""
+			}
+			upLog.mu.Unlock()
+			if !resumed {
+				t.Errorf("no request carried Last-Event-ID")
+			}
+		})
+	}
+
+	s := h.initialize("drop", "")
+	for _, tc := range []struct{ tool, want string }{
+		{"drop", "could not be resumed: upstream returned 405"},
+		{"drop-noid", "closed the response stream before answering"},
+	} {
+		r := s.call("tools/call", toolParams(tc.tool, map[string]any{}, nil))
+		m := r.last(t)
+		t.Logf("%s: %v", tc.tool, m.Error)
+		if m.Error == nil || !strings.Contains(m.Error.Message, tc.want) {
+			t.Errorf("tools/call %s: %s, want an error saying %q", tc.tool, r, tc.want)
+		}
+	}
+	if n := dropLog.count(http.MethodGet); n > 1+3 {
+		t.Errorf("%d GETs: more resumption attempts than the client's limit", n)
 	}
 }

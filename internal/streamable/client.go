@@ -464,6 +464,8 @@ func (c *ClientConn) readStream(p *post, body io.ReadCloser) {
 	var lastID string
 	progressID := ""
 	failures := 0
+	var retry time.Duration // the server's last "retry:", which holds until it sets another
+	var resumeErr error     // why the last resumption failed
 	for {
 		mr := sse.NewMessageReader(body, c.max, func(prefix []byte) {
 			oversized = true
@@ -503,11 +505,17 @@ func (c *ClientConn) readStream(p *post, body io.ReadCloser) {
 			progressID, failures = lastID, 0
 		}
 		if failures >= resumeAttempts {
+			if resumeErr != nil {
+				err = resumeErr
+			}
 			c.failPost(p, fmt.Sprintf("upstream response stream dropped and could not be resumed: %v", err))
 			return
 		}
 		failures++
-		delay := min(mr.Retry(), maxRetry)
+		if r := mr.Retry(); r > 0 {
+			retry = min(r, maxRetry)
+		}
+		delay := retry
 		if delay <= 0 {
 			delay = resumeDelay
 		}
@@ -527,6 +535,7 @@ func (c *ClientConn) readStream(p *post, body io.ReadCloser) {
 				return
 			}
 			c.log.Debug("resuming the response stream failed", "err", err)
+			resumeErr = err
 			body = io.NopCloser(strings.NewReader(""))
 			continue
 		}
