@@ -1026,7 +1026,9 @@ func TestStdioInitializeSpawnsAndMintsSessionID(t *testing.T) {
 	t.Parallel()
 	both(t, func(t *testing.T, iso string) {
 		h := start(t, fastRestart, dest{name: "d", mode: "plain", isolation: iso})
-		if p := h.procs(); len(p) != 0 {
+		// A shared process starts with the gateway (so a broken server shows
+		// in /healthz at once); a per-session one waits for its session.
+		if p := h.procs(); iso == "session" && len(p) != 0 {
 			t.Fatalf("processes before the first session: %v", p)
 		}
 		r := h.do("POST", "/d/mcp", rpc(1, "initialize", initParams("")))
@@ -2149,7 +2151,8 @@ func TestStdioAuditLog(t *testing.T) {
 			if (l.Status >= 400) != (l.Error != "") {
 				t.Errorf("status %d with error %q", l.Status, l.Error)
 			}
-			if w.method == "GET" && l.LatencyMS < float64(openFor.Microseconds())/1e3 {
+			// Half: the client's clock runs a little longer than the server's.
+			if w.method == "GET" && l.LatencyMS < float64(openFor.Microseconds())/2e3 {
 				t.Errorf("GET stream latency %.3f ms, but it was open %s: the line must be written at close", l.LatencyMS, openFor)
 			}
 		}
