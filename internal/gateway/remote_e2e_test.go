@@ -220,7 +220,7 @@ type reqLog struct {
 	byVerb  map[string]int
 	headers []http.Header
 	deleted []string      // Mcp-Session-Id of each DELETE
-	signal  chan struct{} // closed and replaced whenever a request ends
+	signal  chan struct{} // closed and replaced whenever a request starts or ends
 	ended   map[string]int
 }
 
@@ -260,6 +260,10 @@ func (l *reqLog) wrap(next http.Handler) http.Handler {
 		if r.Method == http.MethodDelete {
 			l.deleted = append(l.deleted, r.Header.Get("Mcp-Session-Id"))
 		}
+		if l.signal != nil {
+			close(l.signal)
+		}
+		l.signal = make(chan struct{})
 		l.mu.Unlock()
 		next.ServeHTTP(w, r)
 		l.mu.Lock()
@@ -999,5 +1003,121 @@ func TestRemoteStreamableResumption(t *testing.T) {
 	}
 	if n := dropLog.count(http.MethodGet); n > 1+3 {
 		t.Errorf("%d GETs: more resumption attempts than the client's limit", n)
+	}
+}
+
+// restartable serves newFeatureServer over typ on a fixed 127.0.0.1 port;
+// kill stops it at once (streams included) and restart serves a fresh one
+// (new sessions, new state) on the same port.
+type restartable struct {
+	t    *testing.T
+	typ  string
+	addr string
+	mu   sync.Mutex
+	srv  *http.Server
+	log  *reqLog
+}
+
+func startRestartable(t *testing.T, typ string) *restartable {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &restartable{t: t, typ: typ, addr: ln.Addr().String()}
+	r.serve(ln, "first")
+	t.Cleanup(r.kill)
+	return r
+}
+
+func (r *restartable) url() string { return "http://" + r.addr + "/mcp" }
+
+func (r *restartable) serve(ln net.Listener, name string) {
+	srv := newFeatureServer(name)
+	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	if r.typ == "sse" {
+		h = mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	}
+	log := &reqLog{}
+	hs := &http.Server{Handler: log.wrap(h)}
+	r.mu.Lock()
+	r.srv, r.log = hs, log
+	r.mu.Unlock()
+	go func() { _ = hs.Serve(ln) }()
+}
+
+func (r *restartable) kill() {
+	r.mu.Lock()
+	srv := r.srv
+	r.mu.Unlock()
+	_ = srv.Close()
+}
+
+func (r *restartable) restart(name string) *reqLog {
+	r.t.Helper()
+	ln, err := net.Listen("tcp", r.addr)
+	if err != nil {
+		r.t.Fatalf("listening on %s again: %v", r.addr, err)
+	}
+	r.serve(ln, name)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.log
+}
+
+// waitStarted waits until n requests with method have reached the server.
+func (l *reqLog) waitStarted(t *testing.T, method string, n int) {
+	t.Helper()
+	timer := time.NewTimer(waitFor)
+	defer timer.Stop()
+	for {
+		l.mu.Lock()
+		got := l.byVerb[method]
+		if l.signal == nil {
+			l.signal = make(chan struct{})
+		}
+		sig := l.signal
+		l.mu.Unlock()
+		if got >= n {
+			return
+		}
+		select {
+		case <-sig:
+		case <-timer.C:
+			t.Fatalf("%d %s requests within %s, want %d", got, method, waitFor, n)
+		}
+	}
+}
+
+// TestRemoteUpstreamRestart kills a remote upstream and starts a fresh one
+// on the same port between two calls of a client session, on both fronts:
+// an sse destination re-dials the event stream (with backoff) and replays
+// the handshake; a streamable_http one re-initializes on the 404 and
+// retries the call. The client sees nothing.
+func TestRemoteUpstreamRestart(t *testing.T) {
+	skipRemoteShort(t)
+	for _, typ := range []string{"sse", "streamable_http"} {
+		for _, f := range remoteFronts[:2] {
+			t.Run(typ+"/"+f.name, func(t *testing.T) {
+				t.Parallel()
+				up := startRestartable(t, typ)
+				h := startRemote(t, fastRestart, remoteDest{name: "r", typ: typ, url: up.url()})
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				c := newRemoteClient()
+				cs := f.connect(ctx, t, h, "r", c.Client)
+				featureRoundTrips(ctx, t, c, cs, "first", "before")
+
+				up.kill()
+				log := up.restart("second")
+				if typ == "sse" {
+					log.waitStarted(t, http.MethodGet, 1) // Switchboard re-dialled the event stream
+				}
+				if got := callText(ctx, t, cs, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "after"}}); got != "second echo: after" {
+					t.Errorf("echo after the restart = %q", got)
+				}
+				featureRoundTrips(ctx, t, c, cs, "second", "after")
+			})
+		}
 	}
 }

@@ -36,6 +36,49 @@ type Message struct {
 	Params json.RawMessage
 	Result json.RawMessage
 	Error  json.RawMessage
+
+	// metaStart and metaEnd cache where params._meta is (see LookupMeta);
+	// metaStart < 0 means absent. The cache is valid only while Params is
+	// the slice it was computed for (metaOf, metaLen), so code that copies
+	// a Message and replaces its Params never reads a stale position.
+	metaStart, metaEnd int
+	metaOf             *byte
+	metaLen            int
+}
+
+// LookupMeta finds params._meta[key], like Lookup(m.Params, "_meta", key),
+// with offsets into m.Params. The position of _meta is remembered, so a
+// message whose params are large (a file, an image) is scanned once however
+// many _meta members are read. Not safe for concurrent use.
+func (m *Message) LookupMeta(key string) (val []byte, start, end int, ok bool) {
+	if len(m.Params) == 0 {
+		return nil, 0, 0, false
+	}
+	if m.metaOf != &m.Params[0] || m.metaLen != len(m.Params) {
+		if _, s, e, found := Lookup(m.Params, "_meta"); found {
+			m.metaStart, m.metaEnd = s, e
+		} else {
+			m.metaStart, m.metaEnd = -1, 0
+		}
+		m.metaOf, m.metaLen = &m.Params[0], len(m.Params)
+	}
+	if m.metaStart < 0 {
+		return nil, 0, 0, false
+	}
+	v, s, e, ok := Lookup(m.Params[m.metaStart:m.metaEnd], key)
+	if !ok {
+		return nil, 0, 0, false
+	}
+	return v, m.metaStart + s, m.metaStart + e, true
+}
+
+// MetaString returns params._meta[key] if it is a string.
+func (m *Message) MetaString(key string) (string, bool) {
+	v, _, _, ok := m.LookupMeta(key)
+	if !ok {
+		return "", false
+	}
+	return unquote(v)
 }
 
 // IsRequest reports whether m is a request (expects a response).

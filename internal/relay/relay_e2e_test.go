@@ -175,6 +175,14 @@ func newFeatureServer(name string) *featureServer {
 				return nil, nil, ctx.Err()
 			}
 		})
+	mcp.AddTool(s, &mcp.Tool{Name: "reconnect", Description: "closes its response stream before answering (SEP-1699)"},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			if req.Extra == nil || req.Extra.CloseSSEStream == nil {
+				return text("no stream to close"), nil, nil
+			}
+			req.Extra.CloseSSEStream(mcp.CloseSSEStreamArgs{RetryAfter: 10 * time.Millisecond})
+			return text("answered after the stream closed"), nil, nil
+		})
 	type bigIn struct {
 		Bytes int `json:"bytes"`
 	}
@@ -589,15 +597,22 @@ func (p *relayProc) closeAndCheck(t *testing.T, cs *mcp.ClientSession) int {
 // elicitation and pass every progress notification to a channel.
 type relayClient struct {
 	*mcp.Client
-	progress chan *mcp.ProgressNotificationParams
-	mu       sync.Mutex
-	prompts  []string
-	elicits  []string
+	progress    chan *mcp.ProgressNotificationParams
+	listChanged chan struct{}
+	mu          sync.Mutex
+	prompts     []string
+	elicits     []string
 }
 
 func newRelayClient() *relayClient {
-	c := &relayClient{progress: make(chan *mcp.ProgressNotificationParams, 100)}
+	c := &relayClient{progress: make(chan *mcp.ProgressNotificationParams, 100), listChanged: make(chan struct{}, 10)}
 	c.Client = mcp.NewClient(&mcp.Implementation{Name: "relay-e2e", Version: "1.0.0"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case c.listChanged <- struct{}{}:
+			default:
+			}
+		},
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 			select {
 			case c.progress <- req.Params:
@@ -644,6 +659,22 @@ func (c *relayClient) waitProgress(t *testing.T, token string, n int) []float64 
 		}
 	}
 	return got
+}
+
+// addToolNotices adds a tool to f and waits for the client to hear of it
+// (notifications/tools/list_changed, sent outside any request: on the
+// upstream's listen stream).
+func (c *relayClient) addToolNotices(t *testing.T, f *featureServer) {
+	t.Helper()
+	f.AddTool(&mcp.Tool{Name: "late", InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
+	select {
+	case <-c.listChanged:
+	case <-time.After(waitFor):
+		t.Fatalf("notifications/tools/list_changed did not reach the client within %s", waitFor)
+	}
 }
 
 func (c *relayClient) saw(prompt, elicit string) bool {
@@ -859,6 +890,8 @@ func TestRelayBinary(t *testing.T) {
 				c := newRelayClient()
 				cs := c.connect(ctx, t, p, legacyVersion)
 				featureRoundTrips(ctx, t, c, cs, "old", transport)
+				f0, _ := up.current()
+				c.addToolNotices(t, f0)
 
 				// Concurrency: a call in flight does not hold up the next
 				// one; cancelling it reaches the server.
@@ -901,6 +934,29 @@ func TestRelayBinary(t *testing.T) {
 				p.closeAndCheck(t, cs)
 			})
 		}
+	})
+
+	// Against a go-sdk Streamable HTTP server with an event store: every
+	// feature, and a response stream the server closes mid-call, resumed
+	// with Last-Event-ID.
+	t.Run("streamable-upstream", func(t *testing.T) {
+		t.Parallel()
+		f := newFeatureServer("web")
+		log := newReqLog()
+		ts := httptest.NewServer(log.wrap(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return f.Server },
+			&mcp.StreamableHTTPOptions{EventStore: mcp.NewMemoryEventStore(nil)})))
+		t.Cleanup(ts.Close)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		p := relayCommand(t, bin, "--url", ts.URL)
+		c := newRelayClient()
+		cs := c.connect(ctx, t, p, legacyVersion)
+		featureRoundTrips(ctx, t, c, cs, "web", "streamable")
+		c.addToolNotices(t, f)
+		if got := callText(ctx, t, cs, "reconnect", nil); got != "answered after the stream closed" {
+			t.Errorf("reconnect = %q", got)
+		}
+		p.closeAndCheck(t, cs)
 	})
 
 	// The go-sdk client's default (2026-07-28 first, then a fallback to

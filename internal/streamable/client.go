@@ -117,6 +117,7 @@ type ClientConn struct {
 	tail      chan struct{}      // released once the last message written is on its way
 	reinit    *reinitTask        // the re-initialization in progress
 	inflight  map[string]*flight // requests awaiting their response, by id
+	refused   bool               // the server answered initialize with 401 or 403
 }
 
 // post is one message to send.
@@ -213,7 +214,7 @@ func (c *ClientConn) Write(msg []byte) error {
 		p.init = m.Method == "initialize"
 	}
 	if m.Method != "" {
-		p.modern, _ = jsonrpc.StringMember(m.Params, "_meta", metaVersionKey)
+		p.modern, _ = m.MetaString(metaVersionKey)
 	}
 	var target string
 	if m.Method == "notifications/cancelled" {
@@ -322,9 +323,11 @@ func (c *ClientConn) exchange(p *post, retried bool) {
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		if p.init && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
-			// The credentials were refused: a new connection would be too,
-			// so the connection ends for good (no restart loop).
-			c.end(upstream.Permanent(fmt.Errorf("upstream returned %s%s", resp.Status, detail(resp.Header, body))))
+			// The credentials were refused: a new connection would be too
+			// (see Refused).
+			c.mu.Lock()
+			c.refused = true
+			c.mu.Unlock()
 		}
 		if e := answerIn(body, p.id); e != nil {
 			// The server answered the request with an HTTP error status
@@ -971,6 +974,14 @@ func (c *ClientConn) end(err error) {
 		c.wg.Wait()
 		close(c.done)
 	}()
+}
+
+// Refused reports whether the server refused the credentials (401 or 403)
+// in answer to initialize: connecting again cannot help (upstream.Refuser).
+func (c *ClientConn) Refused() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.refused
 }
 
 // Done is closed when the connection has ended and its goroutines have

@@ -205,7 +205,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, rec *audit.Record
 	jsonOK = jsonOK && !preferSSE // from here: "may the answer be plain JSON"
 
 	hv := r.Header.Get(HeaderProtocolVersion)
-	_, hasMeta := jsonrpc.StringMember(msg.Params, "_meta", metaVersionKey)
+	_, hasMeta := msg.MetaString(metaVersionKey)
 	if hasMeta || hv >= ModernVersion {
 		// 2026-07-28: stateless; Mcp-Session-Id is ignored altogether.
 		h.stateless(w, r, rec, msg, jsonOK)
@@ -310,7 +310,7 @@ func checkHeaders(r *http.Request, msg *jsonrpc.Message) *jsonrpc.Error {
 	if hv == "" {
 		return jsonrpc.Errorf(jsonrpc.HeaderMismatch, "MCP-Protocol-Version header is required for requests carrying _meta %q", metaVersionKey)
 	}
-	metaVersion, ok := jsonrpc.StringMember(msg.Params, "_meta", metaVersionKey)
+	metaVersion, ok := msg.MetaString(metaVersionKey)
 	if !ok || metaVersion == "" {
 		return jsonrpc.Errorf(jsonrpc.InvalidParams, "missing or invalid _meta field %q", metaVersionKey)
 	}

@@ -192,7 +192,7 @@ func (u *Upstream) call(ctx context.Context, m *Member, req *jsonrpc.Message) (*
 	c := u.newCall(m, req.ID, req.Method)
 	c.subscription = req.Method == "subscriptions/listen"
 	params := req.Params
-	if tok, s, e, ok := jsonrpc.Lookup(params, "_meta", "progressToken"); ok {
+	if tok, s, e, ok := req.LookupMeta("progressToken"); ok {
 		c.token = tok
 		params = jsonrpc.Splice(params, s, e, jsonrpc.IntID(c.id))
 	}

@@ -338,6 +338,9 @@ func (u *Upstream) connect(gen int) {
 
 	if err := u.handshake(ctx); err != nil {
 		u.log.Warn("handshake failed", "err", err)
+		if r, ok := conn.(Refuser); ok && r.Refused() {
+			err = Permanent(err)
+		}
 		u.mu.Lock()
 		u.hsErr, u.hsGen = err, gen
 		u.mu.Unlock()
@@ -377,6 +380,13 @@ func (u *Upstream) handshake(ctx context.Context) error {
 	}
 	u.restore(ctx)
 	return nil
+}
+
+// Refuser is implemented by connections that can tell that the server
+// refused the credentials (HTTP 401 or 403, streamable.ClientConn): a failed
+// handshake is then final (PermanentError), not retried.
+type Refuser interface {
+	Refused() bool
 }
 
 // Reinitializer is implemented by connections that re-establish a lost
@@ -458,11 +468,9 @@ func (u *Upstream) watch(gen int, conn Conn) {
 	err = fmt.Errorf("connection ended: %w", err)
 	u.mu.Lock()
 	if u.hsErr != nil && u.hsGen == gen {
-		// The handshake failed and closed the connection: say why, unless
-		// the connection itself ended for good (refused credentials).
-		if !IsPermanent(err) {
-			err = fmt.Errorf("handshake failed: %w", u.hsErr)
-		}
+		// The handshake failed and closed the connection: say why (a
+		// PermanentError stays one).
+		err = fmt.Errorf("handshake failed: %w", u.hsErr)
 		u.hsErr = nil
 	}
 	u.mu.Unlock()
