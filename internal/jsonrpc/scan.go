@@ -30,6 +30,11 @@ func skipSpace(b []byte, i int) int {
 // so that "progress\u0054oken" is the member a JSON parser upstream sees as
 // progressToken.
 func eachMember(b []byte, i int, fn func(key, val []byte) error) (int, error) {
+	return walkObject(b, i, 0, fn)
+}
+
+// walkObject is eachMember at a nesting depth; fn may be nil (skip only).
+func walkObject(b []byte, i, depth int, fn func(key, val []byte) error) (int, error) {
 	i++ // '{'
 	i = skipSpace(b, i)
 	if i < len(b) && b[i] == '}' {
@@ -45,7 +50,7 @@ func eachMember(b []byte, i int, fn func(key, val []byte) error) (int, error) {
 			return 0, errSyntax
 		}
 		key := b[i+1 : kend-1]
-		if bytes.IndexByte(key, '\\') >= 0 {
+		if fn != nil && bytes.IndexByte(key, '\\') >= 0 {
 			k, _ := unquote(b[i:kend])
 			key = []byte(k)
 		}
@@ -54,7 +59,7 @@ func eachMember(b []byte, i int, fn func(key, val []byte) error) (int, error) {
 			return 0, errSyntax
 		}
 		i = skipSpace(b, i+1)
-		vend, ok := skipValue(b, i, 0)
+		vend, ok := skipValue(b, i, depth)
 		if !ok {
 			return 0, errSyntax
 		}
@@ -155,7 +160,7 @@ func skipValue(b []byte, i, depth int) (int, bool) {
 	case c == '"':
 		return skipString(b, i)
 	case c == '{':
-		end, err := eachMemberDepth(b, i, depth+1)
+		end, err := walkObject(b, i, depth+1, nil)
 		return end, err == nil
 	case c == '[':
 		i = skipSpace(b, i+1)
@@ -189,44 +194,6 @@ func skipValue(b []byte, i, depth int) (int, bool) {
 		return skipNumber(b, i)
 	}
 	return 0, false
-}
-
-// eachMemberDepth is eachMember for nested objects, bounding depth.
-func eachMemberDepth(b []byte, i, depth int) (int, error) {
-	i++
-	i = skipSpace(b, i)
-	if i < len(b) && b[i] == '}' {
-		return i + 1, nil
-	}
-	for {
-		i = skipSpace(b, i)
-		if i >= len(b) || b[i] != '"' {
-			return 0, errSyntax
-		}
-		kend, ok := skipString(b, i)
-		if !ok {
-			return 0, errSyntax
-		}
-		i = skipSpace(b, kend)
-		if i >= len(b) || b[i] != ':' {
-			return 0, errSyntax
-		}
-		vend, ok := skipValue(b, skipSpace(b, i+1), depth)
-		if !ok {
-			return 0, errSyntax
-		}
-		i = skipSpace(b, vend)
-		if i >= len(b) {
-			return 0, errSyntax
-		}
-		if b[i] == '}' {
-			return i + 1, nil
-		}
-		if b[i] != ',' {
-			return 0, errSyntax
-		}
-		i++
-	}
 }
 
 func literal(b []byte, i int, lit string) (int, bool) {

@@ -185,7 +185,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, rec *audit.Record
 		writeError(w, http.StatusNotAcceptable, nil, jsonrpc.Errorf(jsonrpc.InvalidRequest, "Accept must include application/json or text/event-stream"))
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBody))
+	body, err := readBody(w, r, h.opts.MaxBody)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -438,4 +438,19 @@ func slicesContains(list []string, v string) bool {
 		}
 	}
 	return false
+}
+
+// readBody reads the request body, at most max bytes (beyond that the error
+// is an *http.MaxBytesError). With a Content-Length it reads into one buffer
+// of the right size instead of growing one.
+func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
+	rd := http.MaxBytesReader(w, r.Body, max)
+	if n := r.ContentLength; n > 0 && n <= max {
+		buf := make([]byte, n)
+		if _, err := io.ReadFull(rd, buf); err != nil {
+			return nil, err
+		}
+		return buf, nil
+	}
+	return io.ReadAll(rd)
 }
