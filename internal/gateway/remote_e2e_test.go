@@ -27,7 +27,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/peers"
 )
 
-// legacy is the newest protocol version a session-era client asks for.
+// remoteLegacy is the protocol version a session-era client pins.
 const remoteLegacy = "2025-11-25"
 
 // remoteDest is one streamable_http or sse destination of a test config.
@@ -597,7 +597,7 @@ func inspectorRoundTrip(ctx context.Context, t *testing.T, dir string, base []st
 	}
 }
 
-// headerRecorder returns an http.Client that adds hdr to every request.
+// headerClient returns an http.Client that adds hdr to every request.
 func headerClient(hdr http.Header) *http.Client {
 	return &http.Client{Transport: headerRT{hdr: hdr, next: http.DefaultTransport}}
 }

@@ -93,6 +93,7 @@ func Run(ctx context.Context, opts Options, in io.Reader, out io.Writer) error {
 	}
 	cancel()
 	r.wg.Wait()
+	r.streams.Wait()
 	r.close()
 	return err
 }
@@ -102,6 +103,9 @@ type relay struct {
 	log  *slog.Logger
 	ctx  context.Context // ends when stdin ends; cancels in-flight calls
 	wg   sync.WaitGroup  // one per in-flight call pump
+	// streams counts the pumps of long-lived calls (subscriptions/listen):
+	// they end only when the relay does, so the drain does not wait for them.
+	streams sync.WaitGroup
 
 	omu sync.Mutex    // omu guards out
 	out *bufio.Writer // stdout
@@ -166,7 +170,7 @@ func (r *relay) read(in io.Reader) error {
 
 var errTooLong = errors.New("line too long")
 
-// readLine reads one line of at most max bytes; a longer one is consumed
+// readLine reads one line of at most limit bytes; a longer one is consumed
 // and reported as errTooLong, with its first bytes (up to 4 KiB).
 func readLine(br *bufio.Reader, limit int) ([]byte, error) {
 	var buf []byte
@@ -282,7 +286,11 @@ func (r *relay) pump(req *jsonrpc.Message, c *upstream.Call, err error) {
 		r.write(jsonrpc.NewError(req.ID, toRPC(err)))
 		return
 	}
-	r.wg.Go(func() {
+	wg := &r.wg
+	if c.LongLived() {
+		wg = &r.streams
+	}
+	wg.Go(func() {
 		var call session.Call = c
 		for {
 			m, ended := call.Poll()

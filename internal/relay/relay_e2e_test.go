@@ -438,9 +438,10 @@ func containsAll(s string, subs []string) bool {
 	return true
 }
 
-// TestRelayBadUpstream: for every --transport, a broken upstream gets the
-// client's initialize a prompt JSON-RPC error that says what is wrong; an
-// upstream refusing the credentials is asked once, never in a loop.
+// TestRelayBadUpstream: for every --transport, the client's initialize to a
+// broken upstream gets a prompt JSON-RPC error that says what is wrong (and
+// never shows the URL's path or query); an upstream refusing the
+// credentials is asked once, never in a loop.
 func TestRelayBadUpstream(t *testing.T) {
 	cases := []struct {
 		name string
