@@ -1,7 +1,7 @@
 // Package gateway is Switchboard's composition root: it turns a loaded
 // config into running parts and wires them in a fixed order.
 //
-//	client ─HTTP─▶ guard (Origin/Host) ─▶ audit ─▶ front (streamable | legacy sse)
+//	client ─HTTP─▶ audit ─▶ guard (Origin/Host) ─▶ front (streamable | legacy sse)
 //	                                                  │ session.Session
 //	                                                  ▼
 //	                                   destination ─▶ upstream.Upstream ─▶ stdio.Process
@@ -203,7 +203,7 @@ func (g *Gateway) Handler() http.Handler {
 		h.ServeHTTP(w, r)
 	})
 	g.routeViews(mux)
-	return g.guard(g.audited(mux))
+	return g.audited(g.guard(mux)) // refused requests are audited too
 }
 
 // audited is the one call site of the audit log: every request gets a
