@@ -257,7 +257,44 @@ func ParseTotal(output string) (passed, failed int, ok bool) {
 //
 // Don't t.Log the output of a passing run: its "Total: N passed, M failed" line has the shape CI
 // takes as a test runner's closing line.
+//
+// A run whose failures include a scenario that is not an extension
+// (tasks-*) is run once more and the second result is returned: a few
+// scenarios have client-side deadlines of a second or two, which a 2-core
+// machine running the rest of the test suite can miss. The retry is logged;
+// a real regression fails both runs.
 func RunConformance(ctx context.Context, t testing.TB, version, url string, extra ...string) (passed, failed int, output string, err error) {
+	t.Helper()
+	passed, failed, output, err = runConformanceOnce(ctx, t, version, url, extra...)
+	if err == nil && failed > 0 {
+		if names := coreFailures(output); len(names) > 0 {
+			t.Logf("conformance %s: %v failed (%d passed / %d failed); running it once more to rule out timing under load", version, names, passed, failed)
+			return runConformanceOnce(ctx, t, version, url, extra...)
+		}
+	}
+	return passed, failed, output, err
+}
+
+// coreFailures returns the failing scenarios of a run that are not
+// extensions (the "✗ name: …" summary lines, tasks-* excluded).
+func coreFailures(output string) []string {
+	var names []string
+	for _, line := range strings.Split(output, "\n") {
+		line = strings.TrimSpace(line)
+		rest, ok := strings.CutPrefix(line, "✗ ")
+		if !ok {
+			continue
+		}
+		name, _, ok := strings.Cut(rest, ":")
+		if !ok || strings.HasPrefix(name, "tasks-") {
+			continue
+		}
+		names = append(names, name)
+	}
+	return names
+}
+
+func runConformanceOnce(ctx context.Context, t testing.TB, version, url string, extra ...string) (passed, failed int, output string, err error) {
 	t.Helper()
 	argv := append(Conformance(t, version), "server", "--url", url)
 	argv = append(argv, extra...)
