@@ -318,13 +318,18 @@ func (f *lineFeeder) eventPrefix() (prefix []byte, id string, hasID bool) {
 	return prefix, id, hasID
 }
 
-// ClientOptions configure a legacy HTTP+SSE upstream connection.
+// ClientOptions configure an upstream HTTP connection, legacy SSE here
+// and Streamable HTTP (streamable.ClientOptions is this type).
 type ClientOptions struct {
-	URL string // the SSE endpoint (GET); required, http or https
+	// URL is the endpoint: the SSE stream (GET) for the legacy transport,
+	// the MCP endpoint for Streamable HTTP. Required, http or https.
+	URL string
 	// Header is sent on every request (configured headers, secrets,
 	// forwarded client headers). It is never logged.
 	Header http.Header
-	// HTTPClient sends the requests. Nil means [NewHTTPClient].
+	// HTTPClient sends the requests. Nil means [NewHTTPClient]: no overall
+	// timeout (streams are long), bounded dial and TLS handshake, redirects
+	// only within the origin.
 	HTTPClient *http.Client
 	// MaxMessage is the largest message accepted, in bytes; larger ones are
 	// reported to oversize and skipped. Zero means 16 MiB.

@@ -54,21 +54,9 @@ const prefixLen = 4096 // bytes of an oversized message reported
 // ErrConnClosed is the Err of a client connection ended by Close.
 var ErrConnClosed = errors.New("streamable: connection closed")
 
-// ClientOptions configure a Streamable HTTP upstream connection.
-type ClientOptions struct {
-	URL string // the MCP endpoint; required, http or https
-	// Header is sent on every request (configured headers, secrets,
-	// forwarded client headers). It is never logged.
-	Header http.Header
-	// HTTPClient sends the requests. Nil means sse.NewHTTPClient: no
-	// overall timeout (streams are long), bounded dial and TLS handshake,
-	// redirects only within the origin.
-	HTTPClient *http.Client
-	// MaxMessage is the largest message accepted, in bytes; larger ones are
-	// reported to oversize and skipped. Zero means 16 MiB.
-	MaxMessage int
-	Logger     *slog.Logger // nil discards
-}
+// ClientOptions configure a Streamable HTTP upstream connection; they are
+// the legacy SSE client's options, with URL the MCP endpoint.
+type ClientOptions = sse.ClientOptions
 
 // ClientConn is a connection to a Streamable HTTP server. It implements
 // upstream.Conn: each Write is one POST, made on a goroutine the connection
