@@ -164,6 +164,11 @@ func (p *Process) reap(readers *sync.WaitGroup, stdout, stderr io.Closer) {
 		_ = stderr.Close()
 		<-drained
 	}
+	// cmd.Wait, which would close the pipes, is not used: close them here,
+	// stdin too (a child that exits by itself may never see Close).
+	_ = stdout.Close()
+	_ = stderr.Close()
+	p.closeOnce.Do(func() { _ = p.stdin.Close() })
 	if err == nil && !state.Success() {
 		err = &exec.ExitError{ProcessState: state}
 	}
@@ -244,7 +249,8 @@ func (p *Process) readStdout(r io.Reader, onLine func([]byte), onOversize func([
 			long = append(long, frag...)
 			line = long
 		}
-		if len(line) > p.spec.MaxLine {
+		// MaxLine counts the line without its '\n' terminator.
+		if len(bytes.TrimSuffix(line, []byte{'\n'})) > p.spec.MaxLine {
 			prefix := line
 			if len(prefix) > 4096 {
 				prefix = prefix[:4096]
@@ -298,11 +304,9 @@ func clip(b []byte) string {
 // SIGTERM the group, wait GracePeriod, SIGKILL the group. It returns when the
 // child has been reaped or ctx is done. It is idempotent.
 func (p *Process) Close(ctx context.Context) error {
-	p.closeOnce.Do(func() {
-		p.wmu.Lock()
-		_ = p.stdin.Close()
-		p.wmu.Unlock()
-	})
+	// Not under wmu: a Write blocked on a child that stops reading stdin
+	// holds it, and closing the pipe is what unblocks that Write.
+	p.closeOnce.Do(func() { _ = p.stdin.Close() })
 	pgid := p.cmd.Process.Pid
 	t := time.NewTimer(p.spec.GracePeriod)
 	defer t.Stop()
