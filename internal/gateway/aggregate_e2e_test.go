@@ -818,15 +818,9 @@ func TestAggregateRemoteDestinations(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
-	// Are remote destinations wired in yet (internal/gateway/remote.go)?
 	probe, err := mcp.NewClient(&mcp.Implementation{Name: "probe", Version: "1"}, nil).Connect(ctx,
 		&mcp.StreamableClientTransport{Endpoint: h.url("/web/mcp"), MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: legacy})
 	if err != nil {
-		for _, r := range h.logs.all() {
-			if strings.Contains(r.Attrs, "not available yet") {
-				t.Skipf("remote destinations are not wired in yet (internal/gateway/remote.go): %v", err)
-			}
-		}
 		t.Fatalf("connect to /web/mcp: %v", err)
 	}
 	_ = probe.Close()
