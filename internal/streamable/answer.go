@@ -19,8 +19,7 @@ import (
 //
 // A client that takes only JSON (against the spec, which requires both)
 // gets the response alone: related notifications are dropped.
-func (h *Handler) answer(w http.ResponseWriter, r *http.Request, rec *audit.Record, call session.Call, jsonOK, modern bool) {
-	_, sseOK, _ := accepts(r)
+func (h *Handler) answer(w http.ResponseWriter, r *http.Request, rec *audit.Record, call session.Call, jsonOK, sseOK, modern bool) {
 	ctx := r.Context()
 	timeout := h.opts.Timeout
 	if call.LongLived() {

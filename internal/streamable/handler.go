@@ -28,7 +28,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -141,7 +140,7 @@ func accepts(r *http.Request) (jsonOK, sseOK, preferSSE bool) {
 	first := ""
 	for _, v := range a {
 		for _, part := range strings.Split(v, ",") {
-			mt, _, _ := mime.ParseMediaType(strings.TrimSpace(part))
+			mt := mediaRange(part)
 			switch mt {
 			case "application/json", "application/*":
 				jsonOK = true
@@ -160,6 +159,22 @@ func accepts(r *http.Request) (jsonOK, sseOK, preferSSE bool) {
 	return jsonOK, sseOK, sseOK && first == "text/event-stream"
 }
 
+// mediaRange returns the lower-case type/subtype of a media range, without
+// parameters. It is cheaper than mime.ParseMediaType, which builds a map of
+// parameters this package never reads, on every request.
+func mediaRange(v string) string {
+	if i := strings.IndexByte(v, ';'); i >= 0 {
+		v = v[:i]
+	}
+	v = strings.TrimSpace(v)
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c >= 'A' && c <= 'Z' {
+			return strings.ToLower(v)
+		}
+	}
+	return v
+}
+
 // lookupSession validates the Mcp-Session-Id header and finds the session.
 // It writes the error answer and returns nil when there is none.
 func (h *Handler) lookupSession(w http.ResponseWriter, r *http.Request, id string) *session.Session {
@@ -176,7 +191,7 @@ func (h *Handler) lookupSession(w http.ResponseWriter, r *http.Request, id strin
 }
 
 func (h *Handler) post(w http.ResponseWriter, r *http.Request, rec *audit.Record) {
-	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+	if mediaRange(r.Header.Get("Content-Type")) != "application/json" {
 		writeError(w, http.StatusUnsupportedMediaType, nil, jsonrpc.Errorf(jsonrpc.InvalidRequest, "Content-Type must be application/json"))
 		return
 	}
@@ -208,7 +223,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, rec *audit.Record
 	_, hasMeta := msg.MetaString(metaVersionKey)
 	if hasMeta || hv >= ModernVersion {
 		// 2026-07-28: stateless; Mcp-Session-Id is ignored altogether.
-		h.stateless(w, r, rec, msg, jsonOK)
+		h.stateless(w, r, rec, msg, jsonOK, sseOK)
 		return
 	}
 	if hv != "" && msg.Method != "initialize" && !knownVersion(hv) {
@@ -246,7 +261,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, rec *audit.Record
 			h.fail(w, msg, err)
 			return
 		}
-		h.answer(w, r, rec, call, jsonOK, false)
+		h.answer(w, r, rec, call, jsonOK, sseOK, false)
 	case msg.IsNotification():
 		if err := b.Notify(r.Context(), msg); err != nil {
 			h.fail(w, msg, err)
@@ -280,7 +295,7 @@ func (h *Handler) initialize(w http.ResponseWriter, r *http.Request, rec *audit.
 	h.writeFinal(w, rec, res, jsonOK, false)
 }
 
-func (h *Handler) stateless(w http.ResponseWriter, r *http.Request, rec *audit.Record, msg *jsonrpc.Message, jsonOK bool) {
+func (h *Handler) stateless(w http.ResponseWriter, r *http.Request, rec *audit.Record, msg *jsonrpc.Message, jsonOK, sseOK bool) {
 	if !msg.IsRequest() {
 		// No client notification is defined over HTTP in this era
 		// (cancellation is closing the stream): accept and drop.
@@ -300,7 +315,7 @@ func (h *Handler) stateless(w http.ResponseWriter, r *http.Request, rec *audit.R
 		h.fail(w, msg, err)
 		return
 	}
-	h.answer(w, r, rec, call, jsonOK, true)
+	h.answer(w, r, rec, call, jsonOK, sseOK, true)
 }
 
 // checkHeaders validates the 2026-07-28 request-metadata headers against the
