@@ -10,7 +10,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -91,7 +90,8 @@ func aggDest(name string, tools ...string) dest {
 }
 
 // startAgg is start with extra destination YAML appended (remote
-// destinations, indented two spaces under destinations:).
+// destinations, indented two spaces under destinations:): it builds a
+// Gateway from the YAML and serves it with serveConfig.
 func startAgg(t *testing.T, top, extra string, dests ...dest) *harness {
 	t.Helper()
 	tag := newTag(t)
@@ -100,35 +100,7 @@ func startAgg(t *testing.T, top, extra string, dests ...dest) *harness {
 	if err != nil {
 		t.Fatalf("config:\n%s\n%v", yml, err)
 	}
-	h := &harness{t: t, tag: tag, audit: newLineSink(), logs: newLogStore(), served: make(chan error, 1)}
-	g, err := gateway.New(cfg, gateway.Options{Logger: slog.New(&logHandler{store: h.logs}), AuditWriter: h.audit})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.base = "http://" + ln.Addr().String()
-	h.tr = &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 256}
-	h.client = &http.Client{Transport: h.tr, Timeout: 2 * waitFor}
-	ctx, cancel := context.WithCancel(context.Background())
-	h.cancel = cancel
-	go func() { h.served <- g.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		h.stop()
-		if t.Failed() {
-			recs := h.logs.all()
-			if len(recs) > 300 {
-				recs = recs[len(recs)-300:]
-			}
-			var b strings.Builder
-			for _, r := range recs {
-				fmt.Fprintf(&b, "%s %s%s\n", r.Level, r.Msg, r.Attrs)
-			}
-			t.Logf("gateway log (last %d records):\n%s", len(recs), b.String())
-		}
-	})
+	h, _ := serveConfig(t, tag, cfg, gateway.Options{}, nil)
 	return h
 }
 
@@ -290,22 +262,22 @@ func TestAggregateE2E(t *testing.T) {
 			}
 		}
 		// Routing: one tool of each server.
-		if got := interopCall(ctx, t, cs, &mcp.CallToolParams{Name: "everything__test_simple_text"}); got != "This is a simple text response for testing." {
+		if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "everything__test_simple_text"}); got != "This is a simple text response for testing." {
 			t.Errorf("everything__test_simple_text = %q", got)
 		}
-		if got := interopCall(ctx, t, cs, &mcp.CallToolParams{Name: "alpha__echo", Arguments: map[string]any{"x": 1}}); got != `alpha:echo:{"x":1}` {
+		if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "alpha__echo", Arguments: map[string]any{"x": 1}}); got != `alpha:echo:{"x":1}` {
 			t.Errorf("alpha__echo = %q", got)
 		}
-		if got := interopCall(ctx, t, cs, &mcp.CallToolParams{Name: "beta__echo"}); !strings.HasPrefix(got, "beta:echo:") {
+		if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "beta__echo"}); !strings.HasPrefix(got, "beta:echo:") {
 			t.Errorf("beta__echo = %q", got)
 		}
-		if got := interopCall(ctx, t, cs, &mcp.CallToolParams{Name: "gamma__gamma_only"}); !strings.HasPrefix(got, "gamma:gamma_only:") {
+		if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "gamma__gamma_only"}); !strings.HasPrefix(got, "gamma:gamma_only:") {
 			t.Errorf("gamma__gamma_only = %q", got)
 		}
 		// Progress reaches the client under its own token.
 		params := &mcp.CallToolParams{Name: "everything__test_tool_with_progress"}
 		params.SetProgressToken("agg-progress")
-		interopCall(ctx, t, cs, params)
+		peers.CallText(ctx, t, cs, params)
 		interopCheckProgress(t, ic.progressFor("agg-progress", 3), []float64{0, 50, 100}, 100)
 		// An unknown tool is a JSON-RPC error, not a transport failure.
 		if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "nope__nothing"}); err == nil || !strings.Contains(err.Error(), "unknown tool") {
@@ -392,10 +364,10 @@ func TestAggregateE2E(t *testing.T) {
 		cs := aggConnect(ctx, t, base, aggConn{path: "/mcp/pair", version: legacy}, nil)
 		wantNames(t, "pair tools", aggTools(ctx, t, cs),
 			"alpha__echo", "beta__echo", "alpha__add", "beta__add", "alpha_only", "beta_only")
-		if got := interopCall(ctx, t, cs, &mcp.CallToolParams{Name: "beta_only"}); !strings.HasPrefix(got, "beta:beta_only:") {
+		if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "beta_only"}); !strings.HasPrefix(got, "beta:beta_only:") {
 			t.Errorf("beta_only = %q", got)
 		}
-		if got := interopCall(ctx, t, cs, &mcp.CallToolParams{Name: "alpha__add"}); !strings.HasPrefix(got, "alpha:add:") {
+		if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "alpha__add"}); !strings.HasPrefix(got, "alpha:add:") {
 			t.Errorf("alpha__add = %q", got)
 		}
 	})
@@ -406,7 +378,7 @@ func TestAggregateE2E(t *testing.T) {
 		defer cancel()
 		cs := aggConnect(ctx, t, base, aggConn{path: "/mcp/strictok", version: legacy}, nil)
 		wantNames(t, "strictok tools", aggTools(ctx, t, cs), "echo", "add", "alpha_only", "gamma_only")
-		if got := interopCall(ctx, t, cs, &mcp.CallToolParams{Name: "gamma_only"}); !strings.HasPrefix(got, "gamma:gamma_only:") {
+		if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "gamma_only"}); !strings.HasPrefix(got, "gamma:gamma_only:") {
 			t.Errorf("gamma_only = %q", got)
 		}
 		cs = aggConnect(ctx, t, base, aggConn{path: "/mcp/strict", version: legacy}, nil)
@@ -438,7 +410,7 @@ func TestAggregateE2E(t *testing.T) {
 			c.version = legacy
 			cs := aggConnect(ctx, t, base, c, nil)
 			wantNames(t, fmt.Sprintf("%s with X-Namespace home", c.path), aggTools(ctx, t, cs), "secret__secret_tool")
-			if got := interopCall(ctx, t, cs, &mcp.CallToolParams{Name: "secret__secret_tool"}); !strings.HasPrefix(got, "secret:secret_tool:") {
+			if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "secret__secret_tool"}); !strings.HasPrefix(got, "secret:secret_tool:") {
 				t.Errorf("secret__secret_tool = %q", got)
 			}
 		}
@@ -446,7 +418,7 @@ func TestAggregateE2E(t *testing.T) {
 		cs = aggConnect(ctx, t, base, aggConn{path: "/mcp/world", version: legacy}, nil)
 		wantNames(t, "group world tools", aggTools(ctx, t, cs),
 			"alpha__echo", "alpha__add", "alpha__alpha_only", "beta__echo", "beta__add", "beta__beta_only", "secret__secret_tool")
-		if got := interopCall(ctx, t, cs, &mcp.CallToolParams{Name: "secret__secret_tool"}); !strings.HasPrefix(got, "secret:") {
+		if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "secret__secret_tool"}); !strings.HasPrefix(got, "secret:") {
 			t.Errorf("group: secret__secret_tool = %q", got)
 		}
 		h.logs.wait(t, slog.LevelWarn, "group includes an isolated namespace (\"!\" in its namespaces)", "namespace=home")
@@ -499,7 +471,7 @@ func TestAggregateE2E(t *testing.T) {
 			if !slices.Contains(names, tool) {
 				t.Errorf("%s tools = %v, want %s", path, names, tool)
 			}
-			if got := interopCall(ctx, t, cs, &mcp.CallToolParams{Name: tool}); !strings.HasPrefix(got, "beta:beta_only:") {
+			if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: tool}); !strings.HasPrefix(got, "beta:beta_only:") {
 				t.Errorf("%s %s = %q", path, tool, got)
 			}
 		}
@@ -520,12 +492,12 @@ func TestAggregateE2E(t *testing.T) {
 			}
 			cs := aggConnect(ctx, t, base, aggConn{path: path, version: version}, c.Client)
 			prompt := "what is 2+2 via " + path
-			if got, want := interopCall(ctx, t, cs, &mcp.CallToolParams{Name: "test_sampling",
+			if got, want := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "test_sampling",
 				Arguments: map[string]any{"prompt": prompt}}), "LLM response: sampled("+prompt+")"; got != want {
 				t.Errorf("%s test_sampling = %q, want %q", path, got, want)
 			}
 			msg := "pick a username via " + path
-			if got, want := interopCall(ctx, t, cs, &mcp.CallToolParams{Name: "test_elicitation",
+			if got, want := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "test_elicitation",
 				Arguments: map[string]any{"message": msg}}), "Elicitation result: action=accept, content=map[username:alice]"; got != want {
 				t.Errorf("%s test_elicitation = %q, want %q", path, got, want)
 			}
@@ -548,7 +520,7 @@ func TestAggregateE2E(t *testing.T) {
 		if slices.Contains(aggTools(ctx, t, cs), "__transient_tool_for_list_changed") {
 			t.Fatal("the transient tool is there before it was added")
 		}
-		interopCall(ctx, t, cs, &mcp.CallToolParams{Name: "test_trigger_tool_change"})
+		peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "test_trigger_tool_change"})
 		select {
 		case <-changed:
 		case <-ctx.Done():
@@ -568,7 +540,7 @@ func TestAggregateE2E(t *testing.T) {
 		if v := ms.InitializeResult().ProtocolVersion; v != "2026-07-28" {
 			t.Fatalf("modern client negotiated %s", v)
 		}
-		interopCall(ctx, t, ms, &mcp.CallToolParams{Name: "test_trigger_tool_change"})
+		peers.CallText(ctx, t, ms, &mcp.CallToolParams{Name: "test_trigger_tool_change"})
 		select {
 		case <-modernChanged:
 		case <-ctx.Done():
@@ -582,7 +554,7 @@ func TestAggregateE2E(t *testing.T) {
 		defer cancel()
 		cs := aggConnect(ctx, t, base, aggConn{path: "/mcp/flaky", version: legacy}, nil)
 		wantNames(t, "flaky tools", aggTools(ctx, t, cs), "alpha__echo", "alpha__add", "alpha__alpha_only")
-		if got := interopCall(ctx, t, cs, &mcp.CallToolParams{Name: "alpha__echo"}); !strings.HasPrefix(got, "alpha:echo:") {
+		if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "alpha__echo"}); !strings.HasPrefix(got, "alpha:echo:") {
 			t.Errorf("alpha__echo = %q", got)
 		}
 		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "broken__anything"})
@@ -605,10 +577,10 @@ func TestAggregateE2E(t *testing.T) {
 		}
 		wantNames(t, "modern pair tools", aggTools(ctx, t, cs),
 			"alpha__echo", "beta__echo", "alpha__add", "beta__add", "alpha_only", "beta_only")
-		if got := interopCall(ctx, t, cs, &mcp.CallToolParams{Name: "beta__echo"}); !strings.HasPrefix(got, "beta:echo:") {
+		if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "beta__echo"}); !strings.HasPrefix(got, "beta:echo:") {
 			t.Errorf("modern beta__echo = %q", got)
 		}
-		if got := interopCall(ctx, t, cs, &mcp.CallToolParams{Name: "alpha_only"}); !strings.HasPrefix(got, "alpha:alpha_only:") {
+		if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "alpha_only"}); !strings.HasPrefix(got, "alpha:alpha_only:") {
 			t.Errorf("modern alpha_only = %q", got)
 		}
 		rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "beta://readme"})
@@ -730,10 +702,10 @@ func TestAggregateStdioFront(t *testing.T) {
 					t.Errorf("tools = %v, want %s", names, want)
 				}
 			}
-			if got := interopCall(ctx, t, cs, &mcp.CallToolParams{Name: c.echo, Arguments: map[string]any{"a": "b"}}); got != `alpha:echo:{"a":"b"}` {
+			if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: c.echo, Arguments: map[string]any{"a": "b"}}); got != `alpha:echo:{"a":"b"}` {
 				t.Errorf("%s = %q", c.echo, got)
 			}
-			if got := interopCall(ctx, t, cs, &mcp.CallToolParams{Name: c.simple}); got != "This is a simple text response for testing." {
+			if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: c.simple}); got != "This is a simple text response for testing." {
 				t.Errorf("%s = %q", c.simple, got)
 			}
 			// Concurrent calls on the one stdio session.
@@ -742,7 +714,7 @@ func TestAggregateStdioFront(t *testing.T) {
 			for i := range 8 {
 				wg.Go(func() {
 					res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: c.echo, Arguments: map[string]any{"i": i}})
-					if err != nil || interopText(res) != fmt.Sprintf(`alpha:echo:{"i":%d}`, i) {
+					if err != nil || peers.Text(res) != fmt.Sprintf(`alpha:echo:{"i":%d}`, i) {
 						bad.Add(1)
 					}
 				})
@@ -757,7 +729,7 @@ func TestAggregateStdioFront(t *testing.T) {
 				if !slices.Contains(names, sampling) {
 					sampling = "everything__test_sampling"
 				}
-				if got, want := interopCall(ctx, t, cs, &mcp.CallToolParams{Name: sampling,
+				if got, want := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: sampling,
 					Arguments: map[string]any{"prompt": prompt}}), "LLM response: sampled("+prompt+")"; got != want {
 					t.Errorf("sampling through the stdio front = %q, want %q", got, want)
 				}
@@ -840,12 +812,12 @@ func TestAggregateRemoteDestinations(t *testing.T) {
 				}
 			}
 			for tool, want := range map[string]string{"web__echo": "web:echo:", "old__echo": "old:echo:", "web_only": "web:web_only:", "old_only": "old:old_only:"} {
-				if got := interopCall(ctx, t, cs, &mcp.CallToolParams{Name: tool}); !strings.HasPrefix(got, want) {
+				if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: tool}); !strings.HasPrefix(got, want) {
 					t.Errorf("%s = %q, want %s…", tool, got, want)
 				}
 			}
 			prompt := "sampling next to remote servers"
-			if got, want := interopCall(ctx, t, cs, &mcp.CallToolParams{Name: "test_sampling",
+			if got, want := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "test_sampling",
 				Arguments: map[string]any{"prompt": prompt}}), "LLM response: sampled("+prompt+")"; got != want {
 				t.Errorf("test_sampling = %q, want %q", got, want)
 			}

@@ -70,7 +70,7 @@ func TestInteropInspectorCLI(t *testing.T) {
 			if err := json.Unmarshal([]byte(out), &res); err != nil {
 				t.Fatalf("tools/call output is not a CallToolResult: %v\n%s", err, out)
 			}
-			if got := interopText(&res); got != "Echo: hi" || res.IsError {
+			if got := peers.Text(&res); got != "Echo: hi" || res.IsError {
 				t.Fatalf("tools/call echo = %q (isError %v), want \"Echo: hi\"\n%s", got, res.IsError, out)
 			}
 		})
@@ -202,29 +202,6 @@ func interopToolNames(ctx context.Context, t *testing.T, cs *mcp.ClientSession) 
 	return names
 }
 
-func interopCall(ctx context.Context, t *testing.T, cs *mcp.ClientSession, params *mcp.CallToolParams) string {
-	t.Helper()
-	res, err := cs.CallTool(ctx, params)
-	if err != nil {
-		t.Fatalf("tools/call %s: %v", params.Name, err)
-	}
-	if res.IsError {
-		t.Fatalf("tools/call %s: tool error: %s", params.Name, interopText(res))
-	}
-	return interopText(res)
-}
-
-// toolText joins the text content of a tool result.
-func interopText(res *mcp.CallToolResult) string {
-	var parts []string
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			parts = append(parts, tc.Text)
-		}
-	}
-	return strings.Join(parts, "\n")
-}
-
 // TestInteropGoSDKClientTS drives the go-sdk client against the TypeScript server-everything
 // behind Switchboard: list tools, call echo, and a progress-emitting long-running tool.
 func TestInteropGoSDKClientTS(t *testing.T) {
@@ -244,7 +221,7 @@ func TestInteropGoSDKClientTS(t *testing.T) {
 					t.Fatalf("tools/list = %v, want %s among them", names, want)
 				}
 			}
-			if got := interopCall(ctx, t, cs, &mcp.CallToolParams{Name: "echo",
+			if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "echo",
 				Arguments: map[string]any{"message": "hi from go-sdk"}}); got != "Echo: hi from go-sdk" {
 				t.Errorf("echo = %q, want %q", got, "Echo: hi from go-sdk")
 			}
@@ -253,7 +230,7 @@ func TestInteropGoSDKClientTS(t *testing.T) {
 			params := &mcp.CallToolParams{Name: "trigger-long-running-operation",
 				Arguments: map[string]any{"duration": 0.3, "steps": 3}}
 			params.SetProgressToken(token)
-			if got := interopCall(ctx, t, cs, params); !strings.Contains(got, "Long running operation completed") {
+			if got := peers.CallText(ctx, t, cs, params); !strings.Contains(got, "Long running operation completed") {
 				t.Errorf("trigger-long-running-operation = %q", got)
 			}
 			interopCheckProgress(t, c.progressFor(token, 3), []float64{1, 2, 3}, 3)
@@ -314,7 +291,7 @@ func TestInteropGoSDKClientEverything(t *testing.T) {
 							t.Fatalf("tools/list = %v, want %s among them", names, want)
 						}
 					}
-					if got := interopCall(ctx, t, cs, &mcp.CallToolParams{Name: "test_simple_text"}); got != "This is a simple text response for testing." {
+					if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "test_simple_text"}); got != "This is a simple text response for testing." {
 						t.Errorf("test_simple_text = %q", got)
 					}
 
@@ -324,7 +301,7 @@ func TestInteropGoSDKClientEverything(t *testing.T) {
 					token := "everything-progress-" + isolation + "-" + r.name
 					params := &mcp.CallToolParams{Name: "test_tool_with_progress"}
 					params.SetProgressToken(token)
-					if got := interopCall(ctx, t, cs, params); got == "" || got == "<nil>" {
+					if got := peers.CallText(ctx, t, cs, params); got == "" || got == "<nil>" {
 						t.Errorf("test_tool_with_progress = %q: the upstream received no progress token", got)
 					}
 					interopCheckProgress(t, c.progressFor(token, 3), []float64{0, 50, 100}, 100)
@@ -332,11 +309,11 @@ func TestInteropGoSDKClientEverything(t *testing.T) {
 					if modern {
 						// 2026-07-28: the tool answers input_required; the client's multi round-trip
 						// middleware runs the handlers and retries with the responses.
-						if got, want := interopCall(ctx, t, cs, &mcp.CallToolParams{Name: "test_input_required_result_sampling"}),
+						if got, want := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "test_input_required_result_sampling"}),
 							"Sampling response: sampled(What is the capital of France?)"; got != want {
 							t.Errorf("test_input_required_result_sampling = %q, want %q", got, want)
 						}
-						if got, want := interopCall(ctx, t, cs, &mcp.CallToolParams{Name: "test_input_required_result_elicitation"}),
+						if got, want := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "test_input_required_result_elicitation"}),
 							"Hello, alice!"; got != want {
 							t.Errorf("test_input_required_result_elicitation = %q, want %q", got, want)
 						}
@@ -347,12 +324,12 @@ func TestInteropGoSDKClientEverything(t *testing.T) {
 						return
 					}
 					prompt := "what is 2+2 (" + r.name + ")"
-					if got, want := interopCall(ctx, t, cs, &mcp.CallToolParams{Name: "test_sampling",
+					if got, want := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "test_sampling",
 						Arguments: map[string]any{"prompt": prompt}}), "LLM response: sampled("+prompt+")"; got != want {
 						t.Errorf("test_sampling = %q, want %q", got, want)
 					}
 					msg := "pick a username (" + r.name + ")"
-					if got, want := interopCall(ctx, t, cs, &mcp.CallToolParams{Name: "test_elicitation",
+					if got, want := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "test_elicitation",
 						Arguments: map[string]any{"message": msg}}), "Elicitation result: action=accept, content=map[username:alice]"; got != want {
 						t.Errorf("test_elicitation = %q, want %q", got, want)
 					}

@@ -327,82 +327,9 @@ func featureUpstreamServer(t *testing.T, typ, name string) (*httptest.Server, *r
 	return ts, log, srv
 }
 
-// remoteClient is a go-sdk client whose handlers answer sampling and
-// elicitation and pass every progress notification to a channel.
-type remoteClient struct {
-	*mcp.Client
-	progress chan *mcp.ProgressNotificationParams
-	mu       sync.Mutex
-	prompts  []string
-	elicits  []string
-}
-
-func newRemoteClient() *remoteClient {
-	c := &remoteClient{progress: make(chan *mcp.ProgressNotificationParams, 100)}
-	c.Client = mcp.NewClient(&mcp.Implementation{Name: "remote-e2e", Version: "1.0.0"}, &mcp.ClientOptions{
-		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
-			select {
-			case c.progress <- req.Params:
-			default:
-			}
-		},
-		CreateMessageHandler: func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-			var text string
-			if len(req.Params.Messages) > 0 {
-				if tc, ok := req.Params.Messages[0].Content.(*mcp.TextContent); ok {
-					text = tc.Text
-				}
-			}
-			c.mu.Lock()
-			c.prompts = append(c.prompts, text)
-			c.mu.Unlock()
-			return &mcp.CreateMessageResult{Role: "assistant", Model: "e2e-model", Content: &mcp.TextContent{Text: "sampled(" + text + ")"}}, nil
-		},
-		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			c.mu.Lock()
-			c.elicits = append(c.elicits, req.Params.Message)
-			c.mu.Unlock()
-			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"username": "alice"}}, nil
-		},
-	})
-	return c
-}
-
-// waitProgress returns the next n progress notifications with token.
-func (c *remoteClient) waitProgress(t *testing.T, token string, n int) []float64 {
-	t.Helper()
-	timer := time.NewTimer(waitFor)
-	defer timer.Stop()
-	var got []float64
-	for len(got) < n {
-		select {
-		case p := <-c.progress:
-			if fmt.Sprint(p.ProgressToken) == token {
-				got = append(got, p.Progress)
-			}
-		case <-timer.C:
-			t.Fatalf("progress for %s: got %v within %s, want %d notifications", token, got, waitFor, n)
-		}
-	}
-	return got
-}
-
-// callText calls a tool and returns the text of its (successful) result.
-func callText(ctx context.Context, t *testing.T, cs *mcp.ClientSession, p *mcp.CallToolParams) string {
-	t.Helper()
-	res, err := cs.CallTool(ctx, p)
-	if err != nil {
-		t.Fatalf("tools/call: %v", err)
-	}
-	if res.IsError {
-		t.Fatalf("tools/call: tool error: %s", interopText(res))
-	}
-	return interopText(res)
-}
-
 // featureRoundTrips exercises every feature of newFeatureServer(name)
 // through cs: tools, progress, sampling, elicitation, resources, prompts.
-func featureRoundTrips(ctx context.Context, t *testing.T, c *remoteClient, cs *mcp.ClientSession, name, tag string) {
+func featureRoundTrips(ctx context.Context, t *testing.T, c *peers.RecordingClient, cs *mcp.ClientSession, name, tag string) {
 	t.Helper()
 	var tools []string
 	for tool, err := range cs.Tools(ctx, nil) {
@@ -416,33 +343,31 @@ func featureRoundTrips(ctx context.Context, t *testing.T, c *remoteClient, cs *m
 			t.Fatalf("tools/list = %v, want %s among them", tools, want)
 		}
 	}
-	if got, want := callText(ctx, t, cs, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": tag}}), name+" echo: "+tag; got != want {
+	if got, want := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": tag}}), name+" echo: "+tag; got != want {
 		t.Errorf("echo = %q, want %q", got, want)
 	}
 
 	token := "progress-" + tag
 	p := &mcp.CallToolParams{Name: "progress", Arguments: map[string]any{"steps": 3}}
 	p.SetProgressToken(token)
-	if got := callText(ctx, t, cs, p); got != "3 steps done" {
+	if got := peers.CallText(ctx, t, cs, p); got != "3 steps done" {
 		t.Errorf("progress = %q", got)
 	}
-	if got := c.waitProgress(t, token, 3); !slices.Equal(got, []float64{1, 2, 3}) {
+	if got := c.WaitProgress(t, token, 3, waitFor); !slices.Equal(got, []float64{1, 2, 3}) {
 		t.Errorf("progress notifications %v, want [1 2 3]", got)
 	}
 
 	prompt := "what is 2+2 (" + tag + ")"
-	if got, want := callText(ctx, t, cs, &mcp.CallToolParams{Name: "sample", Arguments: map[string]any{"prompt": prompt}}),
+	if got, want := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "sample", Arguments: map[string]any{"prompt": prompt}}),
 		"model said: sampled("+prompt+")"; got != want {
 		t.Errorf("sample = %q, want %q", got, want)
 	}
 	msg := "pick a username (" + tag + ")"
-	if got, want := callText(ctx, t, cs, &mcp.CallToolParams{Name: "elicit", Arguments: map[string]any{"message": msg}}),
+	if got, want := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "elicit", Arguments: map[string]any{"message": msg}}),
 		"user said: accept alice"; got != want {
 		t.Errorf("elicit = %q, want %q", got, want)
 	}
-	c.mu.Lock()
-	prompts, elicits := slices.Clone(c.prompts), slices.Clone(c.elicits)
-	c.mu.Unlock()
+	prompts, elicits := c.Recorded()
 	if !slices.Contains(prompts, prompt) || !slices.Contains(elicits, msg) {
 		t.Errorf("the client's handlers saw sampling %q and elicitation %q", prompts, elicits)
 	}
@@ -533,7 +458,7 @@ func TestRemoteFeatures(t *testing.T) {
 					t.Parallel()
 					ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 					defer cancel()
-					c := newRemoteClient()
+					c := peers.NewRecordingClient("remote-e2e")
 					cs := f.connect(ctx, t, h, "r", c.Client)
 					featureRoundTrips(ctx, t, c, cs, "up", typ+"-"+f.name)
 				})
@@ -592,7 +517,7 @@ func inspectorRoundTrip(ctx context.Context, t *testing.T, dir string, base []st
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("tools/call output is not a CallToolResult: %v\n%s", err, out)
 	}
-	if got := interopText(&res); got != want || res.IsError {
+	if got := peers.Text(&res); got != want || res.IsError {
 		t.Fatalf("tools/call echo = %q (isError %v), want %q\n%s", got, res.IsError, want, out)
 	}
 }
@@ -965,15 +890,15 @@ func TestRemoteStreamableResumption(t *testing.T) {
 
 	for _, f := range remoteFronts[:2] {
 		t.Run(f.name, func(t *testing.T) {
-			c := newRemoteClient()
+			c := peers.NewRecordingClient("remote-e2e")
 			cs := f.connect(ctx, t, h, "res", c.Client)
 			gets := upLog.count(http.MethodGet)
 			p := &mcp.CallToolParams{Name: "reconnect"}
 			p.SetProgressToken("resume-" + f.name)
-			if got := callText(ctx, t, cs, p); got != "answered after the stream closed" {
+			if got := peers.CallText(ctx, t, cs, p); got != "answered after the stream closed" {
 				t.Errorf("reconnect = %q", got)
 			}
-			c.waitProgress(t, "resume-"+f.name, 1)
+			c.WaitProgress(t, "resume-"+f.name, 1, waitFor)
 			if upLog.count(http.MethodGet) == gets {
 				t.Errorf("no GET reached the upstream: the stream was not resumed")
 			}
@@ -1104,7 +1029,7 @@ func TestRemoteUpstreamRestart(t *testing.T) {
 				h := startRemote(t, fastRestart, remoteDest{name: "r", typ: typ, url: up.url()})
 				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 				defer cancel()
-				c := newRemoteClient()
+				c := peers.NewRecordingClient("remote-e2e")
 				cs := f.connect(ctx, t, h, "r", c.Client)
 				featureRoundTrips(ctx, t, c, cs, "first", "before")
 
@@ -1113,7 +1038,7 @@ func TestRemoteUpstreamRestart(t *testing.T) {
 				if typ == "sse" {
 					log.waitStarted(t, http.MethodGet, 1) // Switchboard re-dialled the event stream
 				}
-				if got := callText(ctx, t, cs, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "after"}}); got != "second echo: after" {
+				if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "after"}}); got != "second echo: after" {
 					t.Errorf("echo after the restart = %q", got)
 				}
 				featureRoundTrips(ctx, t, c, cs, "second", "after")

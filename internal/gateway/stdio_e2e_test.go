@@ -20,10 +20,8 @@ import (
 	"io"
 	"log/slog"
 	"mime"
-	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -35,8 +33,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/switchboard-mcp/switchboard/internal/config"
-	"github.com/switchboard-mcp/switchboard/internal/gateway"
 	"github.com/switchboard-mcp/switchboard/internal/peers"
 )
 
@@ -416,44 +412,10 @@ func newTag(t testing.TB) string {
 
 // start builds a Gateway from YAML and serves it on 127.0.0.1:0 until the
 // test ends (or h.stop). Every process it started must be gone by then.
+// It is startAgg without extra YAML.
 func start(t *testing.T, top string, dests ...dest) *harness {
 	t.Helper()
-	tag := newTag(t)
-	yml := configYAML(t, tag, top, dests...)
-	cfg, err := config.Parse([]byte(yml), filepath.Join(t.TempDir(), "switchboard.yaml"))
-	if err != nil {
-		t.Fatalf("config:\n%s\n%v", yml, err)
-	}
-	h := &harness{t: t, tag: tag, audit: newLineSink(), logs: newLogStore(), served: make(chan error, 1)}
-	g, err := gateway.New(cfg, gateway.Options{Logger: slog.New(&logHandler{store: h.logs}), AuditWriter: h.audit})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.base = "http://" + ln.Addr().String()
-	h.tr = &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 256}
-	h.client = &http.Client{Transport: h.tr, Timeout: 2 * waitFor}
-	ctx, cancel := context.WithCancel(context.Background())
-	h.cancel = cancel
-	go func() { h.served <- g.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		h.stop()
-		if t.Failed() {
-			recs := h.logs.all()
-			if len(recs) > 300 {
-				recs = recs[len(recs)-300:]
-			}
-			var b strings.Builder
-			for _, r := range recs {
-				fmt.Fprintf(&b, "%s %s %s%s\n", r.Time.Format("15:04:05.000"), r.Level, r.Msg, r.Attrs)
-			}
-			t.Logf("gateway log (last %d records):\n%s", len(recs), b.String())
-		}
-	})
-	return h
+	return startAgg(t, top, "", dests...)
 }
 
 // stop shuts the gateway down, waits for Serve to return and checks that no

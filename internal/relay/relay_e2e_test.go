@@ -594,72 +594,14 @@ func (p *relayProc) closeAndCheck(t *testing.T, cs *mcp.ClientSession) int {
 	return n
 }
 
-// relayClient is a go-sdk client whose handlers answer sampling and
-// elicitation and pass every progress notification to a channel.
+// relayClient is the shared recording go-sdk client (peers.RecordingClient)
+// with the relay tests' helpers.
 type relayClient struct {
-	*mcp.Client
-	progress    chan *mcp.ProgressNotificationParams
-	listChanged chan struct{}
-	mu          sync.Mutex
-	prompts     []string
-	elicits     []string
+	*peers.RecordingClient
 }
 
 func newRelayClient() *relayClient {
-	c := &relayClient{progress: make(chan *mcp.ProgressNotificationParams, 100), listChanged: make(chan struct{}, 10)}
-	c.Client = mcp.NewClient(&mcp.Implementation{Name: "relay-e2e", Version: "1.0.0"}, &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			select {
-			case c.listChanged <- struct{}{}:
-			default:
-			}
-		},
-		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
-			select {
-			case c.progress <- req.Params:
-			default:
-			}
-		},
-		CreateMessageHandler: func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-			var text string
-			if len(req.Params.Messages) > 0 {
-				if tc, ok := req.Params.Messages[0].Content.(*mcp.TextContent); ok {
-					text = tc.Text
-				}
-			}
-			c.mu.Lock()
-			c.prompts = append(c.prompts, text)
-			c.mu.Unlock()
-			return &mcp.CreateMessageResult{Role: "assistant", Model: "e2e-model", Content: &mcp.TextContent{Text: "sampled(" + text + ")"}}, nil
-		},
-		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			c.mu.Lock()
-			c.elicits = append(c.elicits, req.Params.Message)
-			c.mu.Unlock()
-			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"username": "alice"}}, nil
-		},
-	})
-	return c
-}
-
-// waitProgress returns the progress values of the next n notifications
-// carrying token.
-func (c *relayClient) waitProgress(t *testing.T, token string, n int) []float64 {
-	t.Helper()
-	timer := time.NewTimer(waitFor)
-	defer timer.Stop()
-	var got []float64
-	for len(got) < n {
-		select {
-		case p := <-c.progress:
-			if fmt.Sprint(p.ProgressToken) == token {
-				got = append(got, p.Progress)
-			}
-		case <-timer.C:
-			t.Fatalf("progress for %s: got %v within %s, want %d notifications", token, got, waitFor, n)
-		}
-	}
-	return got
+	return &relayClient{peers.NewRecordingClient("relay-e2e")}
 }
 
 // addToolNotices adds a tool to f and waits for the client to hear of it
@@ -672,16 +614,15 @@ func (c *relayClient) addToolNotices(t *testing.T, f *featureServer) {
 			return &mcp.CallToolResult{}, nil
 		})
 	select {
-	case <-c.listChanged:
+	case <-c.ListChanged():
 	case <-time.After(waitFor):
 		t.Fatalf("notifications/tools/list_changed did not reach the client within %s", waitFor)
 	}
 }
 
 func (c *relayClient) saw(prompt, elicit string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Contains(c.prompts, prompt) && slices.Contains(c.elicits, elicit)
+	prompts, elicits := c.Recorded()
+	return slices.Contains(prompts, prompt) && slices.Contains(elicits, elicit)
 }
 
 func (c *relayClient) connect(ctx context.Context, t *testing.T, p *relayProc, version string) *mcp.ClientSession {
@@ -694,26 +635,11 @@ func (c *relayClient) connect(ctx context.Context, t *testing.T, p *relayProc, v
 	return cs
 }
 
-func text(res *mcp.CallToolResult) string {
-	var parts []string
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			parts = append(parts, tc.Text)
-		}
-	}
-	return strings.Join(parts, "\n")
-}
-
+// callText calls tool name with args and returns the text of its
+// (successful) result.
 func callText(ctx context.Context, t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) string {
 	t.Helper()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
-	if err != nil {
-		t.Fatalf("tools/call %s: %v", name, err)
-	}
-	if res.IsError {
-		t.Fatalf("tools/call %s: tool error: %s", name, text(res))
-	}
-	return text(res)
+	return peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: name, Arguments: args})
 }
 
 func toolNames(ctx context.Context, t *testing.T, cs *mcp.ClientSession) []string {
@@ -747,7 +673,7 @@ func everythingRoundTrips(ctx context.Context, t *testing.T, c *relayClient, cs 
 	if res, err := cs.CallTool(ctx, p); err != nil || res.IsError {
 		t.Fatalf("test_tool_with_progress: %v %+v", err, res)
 	}
-	if got := c.waitProgress(t, token, 3); !slices.Equal(got, []float64{0, 50, 100}) {
+	if got := c.WaitProgress(t, token, 3, waitFor); !slices.Equal(got, []float64{0, 50, 100}) {
 		t.Errorf("progress %v, want [0 50 100]", got)
 	}
 	prompt := "what is 2+2 (" + tag + ")"
@@ -790,10 +716,10 @@ func featureRoundTrips(ctx context.Context, t *testing.T, c *relayClient, cs *mc
 	token := "progress-" + tag
 	p := &mcp.CallToolParams{Name: "progress", Arguments: map[string]any{"steps": 3}}
 	p.SetProgressToken(token)
-	if res, err := cs.CallTool(ctx, p); err != nil || text(res) != "3 steps done" {
+	if res, err := cs.CallTool(ctx, p); err != nil || peers.Text(res) != "3 steps done" {
 		t.Fatalf("progress: %v %+v", err, res)
 	}
-	if got := c.waitProgress(t, token, 3); !slices.Equal(got, []float64{1, 2, 3}) {
+	if got := c.WaitProgress(t, token, 3, waitFor); !slices.Equal(got, []float64{1, 2, 3}) {
 		t.Errorf("progress %v, want [1 2 3]", got)
 	}
 	prompt := "what is 2+2 (" + tag + ")"
@@ -1033,7 +959,7 @@ func TestRelayBinary(t *testing.T) {
 				if err := json.Unmarshal([]byte(out), &res); err != nil {
 					t.Fatalf("tools/call output is not a CallToolResult: %v\n%s", err, out)
 				}
-				if got := text(&res); got != tc.want || res.IsError {
+				if got := peers.Text(&res); got != tc.want || res.IsError {
 					t.Fatalf("tools/call %s = %q (isError %v), want %q", tc.tool, got, res.IsError, tc.want)
 				}
 			})

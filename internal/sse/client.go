@@ -442,10 +442,10 @@ func (c *ClientConn) open() (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	copyHeader(req.Header, c.opts.Header)
+	CopyHeader(req.Header, c.opts.Header)
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("Cache-Control", "no-cache")
-	resp, err := doWithin(c.client, req, headerTimeout)
+	resp, err := DoWithin(c.client, req, headerTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("upstream unreachable: %v", err)
 	}
@@ -459,7 +459,7 @@ func (c *ClientConn) open() (*http.Response, error) {
 		}
 		return nil, err
 	}
-	if ct := mediaType(resp.Header); ct != "text/event-stream" {
+	if ct := MediaType(resp.Header); ct != "text/event-stream" {
 		resp.Body.Close()
 		return nil, fmt.Errorf("upstream response is not MCP (Content-Type %s)", ct)
 	}
@@ -497,7 +497,7 @@ func (c *ClientConn) readStream(resp *http.Response) {
 			}
 		case "message":
 			if _, err := jsonrpc.Decode(ev.Data); err != nil {
-				c.log.Warn("event that is not a JSON-RPC message skipped", "err", err, "data", clip(ev.Data))
+				c.log.Warn("event that is not a JSON-RPC message skipped", "err", err, "data", Clip(ev.Data))
 				continue
 			}
 			c.deliver(ev.Data)
@@ -597,10 +597,10 @@ func (c *ClientConn) post(msg []byte) {
 		c.fail(m, id, fmt.Sprintf("upstream request failed: %v", err))
 		return
 	}
-	copyHeader(req.Header, c.opts.Header)
+	CopyHeader(req.Header, c.opts.Header)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := doWithin(c.client, req, headerTimeout)
+	resp, err := DoWithin(c.client, req, headerTimeout)
 	if err != nil {
 		if c.ctx.Err() == nil {
 			c.fail(m, id, fmt.Sprintf("upstream unreachable: %v", err))
@@ -677,9 +677,10 @@ func (c *ClientConn) Close(ctx context.Context) error {
 	}
 }
 
-// doWithin sends req and gives up if its response headers take longer than
-// d. The deadline does not apply to reading the body.
-func doWithin(client *http.Client, req *http.Request, d time.Duration) (*http.Response, error) {
+// DoWithin sends req with client and gives up if its response headers take
+// longer than d. The deadline does not apply to reading the body. A
+// *url.Error is unwrapped (UnwrapURLError).
+func DoWithin(client *http.Client, req *http.Request, d time.Duration) (*http.Response, error) {
 	ctx, cancel := context.WithCancelCause(req.Context())
 	errTimeout := fmt.Errorf("no response headers within %v", d)
 	t := time.AfterFunc(d, func() { cancel(errTimeout) })
@@ -710,13 +711,16 @@ func (b *cancelOnClose) Close() error {
 	return err
 }
 
-func copyHeader(dst, src http.Header) {
+// CopyHeader sets in dst a copy of every header of src.
+func CopyHeader(dst, src http.Header) {
 	for k, vs := range src {
 		dst[k] = append([]string(nil), vs...)
 	}
 }
 
-func mediaType(h http.Header) string {
+// MediaType is the media type of h's Content-Type, without parameters:
+// "none" when there is none, "invalid" when it does not parse.
+func MediaType(h http.Header) string {
 	ct := h.Get("Content-Type")
 	if ct == "" {
 		return "none"
@@ -735,17 +739,19 @@ func bodyDetail(resp *http.Response) string {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	if m, err := jsonrpc.Decode(b); err == nil {
 		if e := m.ErrorOf(); e != nil && e.Message != "" {
-			return ": " + oneLine(e.Message)
+			return ": " + OneLine(e.Message)
 		}
 		return ""
 	}
-	if mt := mediaType(resp.Header); mt != "text/plain" {
+	if mt := MediaType(resp.Header); mt != "text/plain" {
 		return ""
 	}
-	return ": " + oneLine(string(b))
+	return ": " + OneLine(string(b))
 }
 
-func oneLine(s string) string {
+// OneLine returns the first line of s, trimmed, without control
+// characters and cut to 200 bytes, for an error or log message.
+func OneLine(s string) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
 	s = strings.Map(func(r rune) rune {
 		if r < 0x20 || r == 0x7f {
@@ -759,7 +765,8 @@ func oneLine(s string) string {
 	return s
 }
 
-func clip(b []byte) string {
+// Clip returns b as a string cut to 256 bytes, for a log message.
+func Clip(b []byte) string {
 	if len(b) > 256 {
 		return string(b[:256]) + "…"
 	}

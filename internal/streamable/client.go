@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"mime"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
@@ -295,7 +294,7 @@ func (c *ClientConn) exchange(p *post, retried bool) {
 			time.AfterFunc(orderTimeout, p.release)
 		}}
 		req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
-		resp, err = doWithin(c.client, req, headerTimeout)
+		resp, err = sse.DoWithin(c.client, req, headerTimeout)
 	}
 	p.release()
 	if err != nil {
@@ -352,7 +351,7 @@ func (c *ClientConn) exchange(p *post, retried bool) {
 		c.failPost(p, fmt.Sprintf("upstream accepted the request without answering it (%s)", resp.Status))
 		return
 	}
-	switch ct := mediaType(resp.Header); ct {
+	switch ct := sse.MediaType(resp.Header); ct {
 	case "application/json":
 		c.readJSON(p, resp.Body)
 	case "text/event-stream":
@@ -368,7 +367,7 @@ func (c *ClientConn) newPost(p *post) (req *http.Request, sid string, err error)
 	if err != nil {
 		return nil, "", err
 	}
-	copyHeader(req.Header, c.opts.Header)
+	sse.CopyHeader(req.Header, c.opts.Header)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	switch {
@@ -547,7 +546,7 @@ func (c *ClientConn) readEvents(mr *sse.MessageReader, fn func(raw []byte, m *js
 		}
 		m, err := jsonrpc.Decode(ev.Data)
 		if err != nil {
-			c.log.Warn("event that is not a JSON-RPC message skipped", "err", err, "data", clip(ev.Data))
+			c.log.Warn("event that is not a JSON-RPC message skipped", "err", err, "data", sse.Clip(ev.Data))
 			continue
 		}
 		if fn(ev.Data, m) {
@@ -720,7 +719,7 @@ func (c *ClientConn) reinitialize(initMsg, initedMsg []byte) (sid, version strin
 		c.deliver(raw)
 		return false
 	}
-	switch ct := mediaType(resp.Header); ct {
+	switch ct := sse.MediaType(resp.Header); ct {
 	case "application/json":
 		b, err := io.ReadAll(io.LimitReader(resp.Body, int64(c.max)+1))
 		if err != nil {
@@ -755,7 +754,7 @@ func (c *ClientConn) reinitialize(initMsg, initedMsg []byte) (sid, version strin
 		c.setHeaders(req, sid, version)
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
-		resp, err := doWithin(c.client, req, headerTimeout)
+		resp, err := sse.DoWithin(c.client, req, headerTimeout)
 		if err != nil {
 			return "", "", fmt.Errorf("initialized: upstream unreachable: %v", err)
 		}
@@ -888,7 +887,7 @@ func (c *ClientConn) probe(sid string) (lost, known bool) {
 	c.setHeaders(req, sid, version)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := doWithin(c.client, req, headerTimeout)
+	resp, err := sse.DoWithin(c.client, req, headerTimeout)
 	if err != nil {
 		return false, false
 	}
@@ -920,12 +919,12 @@ func (c *ClientConn) get(ctx context.Context, lastID string) (resp *http.Respons
 	if lastID != "" {
 		req.Header.Set("Last-Event-ID", lastID)
 	}
-	resp, err = doWithin(c.client, req, headerTimeout)
+	resp, err = sse.DoWithin(c.client, req, headerTimeout)
 	if err != nil {
 		return nil, sid, err
 	}
 	if resp.StatusCode == http.StatusOK {
-		if ct := mediaType(resp.Header); ct != "text/event-stream" {
+		if ct := sse.MediaType(resp.Header); ct != "text/event-stream" {
 			resp.Body.Close()
 			return nil, sid, fmt.Errorf("upstream response is not MCP (Content-Type %s)", ct)
 		}
@@ -934,7 +933,7 @@ func (c *ClientConn) get(ctx context.Context, lastID string) (resp *http.Respons
 }
 
 func (c *ClientConn) setHeaders(req *http.Request, sid, version string) {
-	copyHeader(req.Header, c.opts.Header)
+	sse.CopyHeader(req.Header, c.opts.Header)
 	if sid != "" {
 		req.Header.Set(HeaderSessionID, sid)
 	}
@@ -1011,7 +1010,7 @@ func (c *ClientConn) deleteSession(ctx context.Context, sid, version string) {
 		return
 	}
 	c.setHeaders(req, sid, version)
-	resp, err := doWithin(c.client, req, headerTimeout)
+	resp, err := sse.DoWithin(c.client, req, headerTimeout)
 	if err != nil {
 		c.log.Debug("ending the upstream session failed", "err", err)
 		return
@@ -1040,28 +1039,14 @@ func answerIn(body []byte, id json.RawMessage) []byte {
 func detail(h http.Header, body []byte) string {
 	if m, err := jsonrpc.Decode(body); err == nil {
 		if e := m.ErrorOf(); e != nil && e.Message != "" {
-			return ": " + oneLine(e.Message)
+			return ": " + sse.OneLine(e.Message)
 		}
 		return ""
 	}
-	if mediaType(h) != "text/plain" || len(bytes.TrimSpace(body)) == 0 {
+	if sse.MediaType(h) != "text/plain" || len(bytes.TrimSpace(body)) == 0 {
 		return ""
 	}
-	return ": " + oneLine(string(body))
-}
-
-func oneLine(s string) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	s = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return -1
-		}
-		return r
-	}, s)
-	if len(s) > 200 {
-		s = s[:200] + "…"
-	}
-	return s
+	return ": " + sse.OneLine(string(body))
 }
 
 // rpcReason is the text of a jsonrpc.Decode error, without the Go prefix.
@@ -1141,39 +1126,6 @@ func validSessionID(s string) bool {
 	return true
 }
 
-// doWithin sends req and gives up if its response headers take longer than
-// d. The deadline does not apply to reading the body.
-func doWithin(client *http.Client, req *http.Request, d time.Duration) (*http.Response, error) {
-	ctx, cancel := context.WithCancelCause(req.Context())
-	errTimeout := fmt.Errorf("no response headers within %v", d)
-	t := time.AfterFunc(d, func() { cancel(errTimeout) })
-	resp, err := client.Do(req.WithContext(ctx))
-	if !t.Stop() {
-		if err == nil {
-			resp.Body.Close()
-		}
-		cancel(nil)
-		return nil, errTimeout
-	}
-	if err != nil {
-		cancel(nil)
-		return nil, sse.UnwrapURLError(err)
-	}
-	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: func() { cancel(nil) }}
-	return resp, nil
-}
-
-type cancelOnClose struct {
-	io.ReadCloser
-	cancel func()
-}
-
-func (b *cancelOnClose) Close() error {
-	err := b.ReadCloser.Close()
-	b.cancel()
-	return err
-}
-
 // sleep waits d, or until ctx ends (false).
 func sleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
@@ -1186,29 +1138,4 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-func copyHeader(dst, src http.Header) {
-	for k, vs := range src {
-		dst[k] = append([]string(nil), vs...)
-	}
-}
-
-func mediaType(h http.Header) string {
-	ct := h.Get("Content-Type")
-	if ct == "" {
-		return "none"
-	}
-	mt, _, err := mime.ParseMediaType(ct)
-	if err != nil {
-		return "invalid"
-	}
-	return mt
-}
-
 func isSpace(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\r' }
-
-func clip(b []byte) string {
-	if len(b) > 256 {
-		return string(b[:256]) + "…"
-	}
-	return string(b)
-}
