@@ -13,10 +13,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/switchboard-mcp/switchboard/internal/config"
 )
 
 const module = "github.com/switchboard-mcp/switchboard"
@@ -219,5 +222,28 @@ func TestImportRules(t *testing.T) {
 		if p.Name == "main" && slices.Contains(p.Deps, peers) {
 			t.Errorf("command %s depends on internal/peers", name)
 		}
+	}
+}
+
+// TestReadmeConfig checks that the YAML examples in README.md are valid
+// configs: the first on its own, the aggregation one on top of it (with the
+// destinations it names).
+func TestReadmeConfig(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(readme), -1)
+	if len(blocks) < 2 {
+		t.Fatalf("README.md has %d yaml blocks, want the config and the aggregation examples", len(blocks))
+	}
+	t.Setenv("REMOTE_TOKEN", "example-token")
+	base := blocks[0][1]
+	if _, err := config.Parse([]byte(base), "README.md"); err != nil {
+		t.Errorf("README config example: %v", err)
+	}
+	agg := base + "  hass:\n    type: stdio\n    command: [hass-mcp]\n  wiki:\n    type: stdio\n    command: [wiki-mcp]\n" + blocks[1][1]
+	if _, err := config.Parse([]byte(agg), "README.md"); err != nil {
+		t.Errorf("README aggregation example: %v", err)
 	}
 }
