@@ -177,9 +177,17 @@ func (g *Gateway) ServeStdio(ctx context.Context, view string, in io.Reader, out
 		return fmt.Errorf("gateway: no namespace or group named %q", view)
 	}
 	g.log.Info("switchboard serving on stdio", "view", view, "servers", len(rt.View().Servers))
+	// The config is watched here too: the router is updated in place, and
+	// the stdio client gets list_changed when what it sees changes.
+	wctx, stopWatch := context.WithCancel(context.Background())
+	watched := make(chan struct{})
+	go func() { defer close(watched); g.watch(wctx) }()
+	g.startShared(cur)
 	err := stdiofront.Serve(ctx, rt, in, out, stdiofront.Options{
 		Name: viewKey(view), Timeout: cur.cfg.Timeout, MaxLine: int(cur.cfg.MaxMessageBytes), Logger: g.log,
 	})
+	stopWatch()
+	<-watched
 	close(g.done)
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
