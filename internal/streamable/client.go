@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
@@ -119,9 +120,18 @@ type post struct {
 	sent   chan struct{}   // released when this one is
 	once   sync.Once
 	cancel string // the request a legacy notifications/cancelled names
+
+	staleRetried bool // sent again after a kept-alive connection turned out closed
 }
 
 func (p *post) release() { p.once.Do(func() { close(p.sent) }) }
+
+// staleConnection reports whether err is how a request on a connection the
+// server had closed fails: EOF or a reset before any response.
+func staleConnection(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
 
 // flight is a request in flight.
 type flight struct {
@@ -284,19 +294,31 @@ func (c *ClientConn) exchange(p *post, retried bool) {
 		return
 	}
 	var resp *http.Response
+	var reused bool // the request went out on a kept-alive connection
+	gotConn := func(info httptrace.GotConnInfo) { reused = info.Reused }
 	if p.id != nil {
-		trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { p.release() }}
+		trace := &httptrace.ClientTrace{GotConn: gotConn, WroteRequest: func(httptrace.WroteRequestInfo) { p.release() }}
 		req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
 		resp, err = c.client.Do(req)
 		err = sse.UnwrapURLError(err)
 	} else {
-		trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) {
+		trace := &httptrace.ClientTrace{GotConn: gotConn, WroteRequest: func(httptrace.WroteRequestInfo) {
 			time.AfterFunc(orderTimeout, p.release)
 		}}
 		req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
 		resp, err = sse.DoWithin(c.client, req, headerTimeout)
 	}
 	p.release()
+	if err != nil && reused && !p.staleRetried && p.ctx.Err() == nil && staleConnection(err) {
+		// The server closed the kept-alive connection (it restarted) as the
+		// request went out on it; the server never read it. Send it again,
+		// once, on a new connection, as net/http does by itself for
+		// idempotent requests.
+		p.staleRetried = true
+		c.log.Debug("kept-alive connection was closed by the upstream; sending again")
+		c.exchange(p, retried)
+		return
+	}
 	if err != nil {
 		if p.ctx.Err() != nil {
 			c.failEnded(p)
