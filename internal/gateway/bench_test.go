@@ -64,7 +64,11 @@ destinations:
 			ctx, cancel := context.WithCancel(context.Background())
 			served := make(chan error, 1)
 			go func() { served <- g.Serve(ctx, ln) }()
-			defer func() { cancel(); <-served }()
+			defer func() {
+				b.StopTimer() // shutdown is not what is measured
+				cancel()
+				<-served
+			}()
 
 			url := "http://" + ln.Addr().String() + "/d/mcp"
 			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}

@@ -333,7 +333,14 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	close(g.done) // end streams so Shutdown does not wait on them
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_ = srv.Shutdown(sctx)
+	// With done closed every handler ends at once (streams close, calls
+	// answer 503), so what Shutdown could still wait for is connections
+	// that never sent a request, which net/http gives 5 s. Cut that short.
+	hctx, hcancel := context.WithTimeout(sctx, time.Second)
+	if srv.Shutdown(hctx) != nil {
+		_ = srv.Close()
+	}
+	hcancel()
 	stopJanitor()
 	wg.Wait() // the janitor and the reload watcher have stopped: no more reloads
 	g.stopAll(sctx)
