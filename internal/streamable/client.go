@@ -81,17 +81,23 @@ type ClientOptions = sse.ClientOptions
 type ClientConn struct {
 	opts          ClientOptions
 	reinitialized chan struct{} // cap 1; see Reinitialized
-	url           string
-	client        *http.Client
-	log           *slog.Logger
-	max           int
-	deliver       func([]byte)
-	oversize      func([]byte)
-	ctx           context.Context // cancelled, with the reason, when the connection ends
-	cancel        context.CancelCauseFunc
-	wg            sync.WaitGroup // every goroutine of the connection
-	kick          chan struct{}  // cap 1: the session changed; reopen the listen stream now
-	done          chan struct{}
+
+	// bindings are the x-mcp-header annotations of the tools the server
+	// listed (2026-07-28 tools/list answers seen on this connection), so a
+	// tools/call can carry its Mcp-Param-* headers as a client must.
+	bmu      sync.Mutex
+	bindings map[string][]ParamBinding // guarded by bmu; by tool name
+	url      string
+	client   *http.Client
+	log      *slog.Logger
+	max      int
+	deliver  func([]byte)
+	oversize func([]byte)
+	ctx      context.Context // cancelled, with the reason, when the connection ends
+	cancel   context.CancelCauseFunc
+	wg       sync.WaitGroup // every goroutine of the connection
+	kick     chan struct{}  // cap 1: the session changed; reopen the listen stream now
+	done     chan struct{}
 
 	mu sync.Mutex
 	// The fields below are guarded by mu.
@@ -125,6 +131,35 @@ type post struct {
 }
 
 func (p *post) release() { p.once.Do(func() { close(p.sent) }) }
+
+// learnTools records the x-mcp-header bindings of the tools in a
+// 2026-07-28 tools/list answer (one page: entries are merged).
+func (c *ClientConn) learnTools(p *post, m *jsonrpc.Message) {
+	if p.modern == "" || p.msg.Method != "tools/list" || m.Result == nil {
+		return
+	}
+	var res struct {
+		Tools []struct {
+			Name        string          `json:"name"`
+			InputSchema json.RawMessage `json:"inputSchema"`
+		} `json:"tools"`
+	}
+	if json.Unmarshal(m.Result, &res) != nil {
+		return
+	}
+	c.bmu.Lock()
+	defer c.bmu.Unlock()
+	if c.bindings == nil {
+		c.bindings = map[string][]ParamBinding{}
+	}
+	for _, t := range res.Tools {
+		if b := ExtractBindings(t.InputSchema); b != nil {
+			c.bindings[t.Name] = b
+		} else {
+			delete(c.bindings, t.Name)
+		}
+	}
+}
 
 // staleConnection reports whether err is how a request on a connection the
 // server had closed fails: EOF or a reset before any response.
@@ -406,6 +441,14 @@ func (c *ClientConn) newPost(p *post) (req *http.Request, sid string, err error)
 		if key != "" {
 			if v, ok := jsonrpc.StringMember(p.msg.Params, key); ok {
 				req.Header.Set(HeaderName, encodeHeaderValue(v))
+				if p.msg.Method == "tools/call" {
+					c.bmu.Lock()
+					b := c.bindings[v]
+					c.bmu.Unlock()
+					for k, vs := range ParamHeaderValues(p.msg.Params, b) {
+						req.Header[k] = vs
+					}
+				}
 			}
 		}
 	case !p.init:
@@ -460,6 +503,7 @@ func (c *ClientConn) readJSON(p *post, body io.Reader) {
 		}
 		if c.isAnswer(p, m) {
 			answered = true
+			c.learnTools(p, m)
 		}
 		c.deliver(raw)
 	}
@@ -490,6 +534,7 @@ func (c *ClientConn) readStream(p *post, body io.ReadCloser) {
 		err := c.readEvents(mr, func(raw []byte, m *jsonrpc.Message) bool {
 			if c.isAnswer(p, m) {
 				answered = true
+				c.learnTools(p, m)
 			}
 			c.deliver(raw)
 			return answered

@@ -227,3 +227,39 @@ func decodeParamValue(v string) (string, bool) {
 	}
 	return string(b), true
 }
+
+// ParamHeaderValues returns the Mcp-Param-* headers a 2026-07-28 tools/call
+// with these params carries under the tool's bindings (SEP-2243): each
+// primitive argument as a string, Base64-wrapped when not header-safe.
+// Absent, null and non-primitive arguments get no header.
+func ParamHeaderValues(params json.RawMessage, bindings []ParamBinding) http.Header {
+	if len(bindings) == 0 {
+		return nil
+	}
+	var p struct {
+		Arguments map[string]json.RawMessage `json:"arguments"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil || p.Arguments == nil {
+		return nil
+	}
+	h := http.Header{}
+	for _, b := range bindings {
+		arg, ok := lookupArgument(p.Arguments, b.Path)
+		if !ok || string(arg) == "null" {
+			continue
+		}
+		var s string
+		switch v := primitiveOf(arg).(type) {
+		case string:
+			s = v
+		case bool:
+			s = strconv.FormatBool(v)
+		case int64:
+			s = strconv.FormatInt(v, 10)
+		default:
+			continue
+		}
+		h.Set(paramHeaderPrefix+b.Header, encodeHeaderValue(s))
+	}
+	return h
+}

@@ -657,3 +657,37 @@ func TestParamHeadersCache(t *testing.T) {
 		}
 	})
 }
+
+// TestParamHeadersRemoteUpstream: the same tool on the everything-server
+// served over stateless Streamable HTTP, as a streamable_http destination.
+// The upstream is an HTTP server that requires Mcp-Param-Region, so the
+// call succeeds only if Switchboard's upstream connection mirrors the
+// header, as a 2026-07-28 client must (from the tools/list it saw).
+func TestParamHeadersRemoteUpstream(t *testing.T) {
+	mcpURL, _ := peers.StartEverythingServer(t, true)
+	url := startGateway(t, "listen: 127.0.0.1:0\ndestinations:\n  up:\n    type: streamable_http\n    url: "+mcpURL+"\n") + "/up/mcp"
+	const tool = "test_x_mcp_header"
+	for _, tt := range []struct {
+		name   string
+		args   map[string]any
+		header string
+	}{
+		{"plain", map[string]any{"region": "us-west1", "level": 3}, "us-west1"},
+		{"base64", map[string]any{"region": "Hello"}, "=?base64?SGVsbG8=?="},
+		{"non-ASCII", map[string]any{"region": "zürich"}, "=?base64?" + base64.StdEncoding.EncodeToString([]byte("zürich")) + "?="},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			status, ans := post(t, url, tool, tt.args, map[string]string{"Mcp-Param-Region": tt.header})
+			if status != http.StatusOK || ans.Error != nil || ans.Result == nil {
+				t.Fatalf("got HTTP %d %+v %s, want 200 with a result", status, ans, ans.Result)
+			}
+			if want := "region=" + tt.args["region"].(string); !strings.Contains(string(ans.Result), want) {
+				t.Errorf("result %s, want it to contain %q", ans.Result, want)
+			}
+		})
+	}
+	// Switchboard still rejects a mismatch itself.
+	if status, ans := post(t, url, tool, map[string]any{"region": "us-west1"}, map[string]string{"Mcp-Param-Region": "eu-west1"}); status != http.StatusBadRequest || ans.Error == nil || ans.Error.Code != jsonrpc.HeaderMismatch {
+		t.Errorf("mismatch: HTTP %d %+v, want 400 with %d", status, ans, jsonrpc.HeaderMismatch)
+	}
+}
