@@ -110,208 +110,17 @@ func TestRemoteConformance(t *testing.T) {
 // ---------------------------------------------------------------------------
 // go-sdk servers on httptest: the upstreams of the feature round trips.
 
-// newFeatureServer is a go-sdk server with a tool for each feature that
-// crosses Switchboard: a plain tool, progress, sampling and elicitation
-// (server→client requests), a large result, a resource and a prompt.
-func newFeatureServer(name string) *mcp.Server {
-	s := mcp.NewServer(&mcp.Implementation{Name: "feature-" + name, Version: "1.0.0"}, nil)
-	text := func(s string) *mcp.CallToolResult {
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
-	}
-	type echoIn struct {
-		Text string `json:"text"`
-	}
-	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "echoes text"},
-		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
-			return text(name + " echo: " + in.Text), nil, nil
-		})
-	type progressIn struct {
-		Steps int `json:"steps"`
-	}
-	mcp.AddTool(s, &mcp.Tool{Name: "progress", Description: "reports progress"},
-		func(ctx context.Context, req *mcp.CallToolRequest, in progressIn) (*mcp.CallToolResult, any, error) {
-			tok := req.Params.GetProgressToken()
-			if tok == nil {
-				return text("no progress token"), nil, nil
-			}
-			for i := 1; i <= in.Steps; i++ {
-				if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
-					ProgressToken: tok, Progress: float64(i), Total: float64(in.Steps), Message: fmt.Sprintf("step %d", i)}); err != nil {
-					return nil, nil, err
-				}
-			}
-			return text(fmt.Sprintf("%d steps done", in.Steps)), nil, nil
-		})
-	type promptIn struct {
-		Prompt string `json:"prompt"`
-	}
-	mcp.AddTool(s, &mcp.Tool{Name: "sample", Description: "asks the client's model"},
-		func(ctx context.Context, req *mcp.CallToolRequest, in promptIn) (*mcp.CallToolResult, any, error) {
-			res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 50,
-				Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: in.Prompt}}}})
-			if err != nil {
-				return nil, nil, fmt.Errorf("sampling failed: %w", err)
-			}
-			tc, _ := res.Content.(*mcp.TextContent)
-			if tc == nil {
-				return nil, nil, fmt.Errorf("sampling result has no text: %+v", res)
-			}
-			return text("model said: " + tc.Text), nil, nil
-		})
-	type elicitIn struct {
-		Message string `json:"message"`
-	}
-	mcp.AddTool(s, &mcp.Tool{Name: "elicit", Description: "asks the user"},
-		func(ctx context.Context, req *mcp.CallToolRequest, in elicitIn) (*mcp.CallToolResult, any, error) {
-			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: in.Message, RequestedSchema: map[string]any{
-				"type": "object", "properties": map[string]any{"username": map[string]any{"type": "string"}}}})
-			if err != nil {
-				return nil, nil, fmt.Errorf("elicitation failed: %w", err)
-			}
-			return text(fmt.Sprintf("user said: %s %v", res.Action, res.Content["username"])), nil, nil
-		})
-	mcp.AddTool(s, &mcp.Tool{Name: "reconnect", Description: "closes its response stream before answering (SEP-1699)"},
-		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
-			if req.Extra == nil || req.Extra.CloseSSEStream == nil {
-				return text("no stream to close"), nil, nil
-			}
-			req.Extra.CloseSSEStream(mcp.CloseSSEStreamArgs{RetryAfter: 10 * time.Millisecond})
-			if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Progress: 1, Total: 1}); err != nil {
-				return nil, nil, err
-			}
-			return text("answered after the stream closed"), nil, nil
-		})
-	type bigIn struct {
-		Bytes int `json:"bytes"`
-	}
-	mcp.AddTool(s, &mcp.Tool{Name: "big", Description: "returns a large text"},
-		func(_ context.Context, _ *mcp.CallToolRequest, in bigIn) (*mcp.CallToolResult, any, error) {
-			return text(strings.Repeat("b", in.Bytes)), nil, nil
-		})
-	type slowIn struct {
-		MS int `json:"ms"`
-	}
-	mcp.AddTool(s, &mcp.Tool{Name: "slow", Description: "waits ms milliseconds, or until cancelled"},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in slowIn) (*mcp.CallToolResult, any, error) {
-			select {
-			case <-time.After(time.Duration(in.MS) * time.Millisecond):
-				return text("slept"), nil, nil
-			case <-ctx.Done():
-				return nil, nil, ctx.Err()
-			}
-		})
-	s.AddResource(&mcp.Resource{URI: "remote://" + name + "/readme", Name: "readme", MIMEType: "text/plain"},
-		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{
-				{URI: req.Params.URI, MIMEType: "text/plain", Text: "the readme of " + name}}}, nil
-		})
-	s.AddPrompt(&mcp.Prompt{Name: "greet", Description: "a greeting", Arguments: []*mcp.PromptArgument{{Name: "who", Required: true}}},
-		func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{
-				{Role: "user", Content: &mcp.TextContent{Text: "hello " + req.Params.Arguments["who"] + " from " + name}}}}, nil
-		})
-	return s
-}
-
-// reqLog counts the HTTP requests a test server receives, by method, and
-// keeps their headers.
-type reqLog struct {
-	mu      sync.Mutex
-	byVerb  map[string]int
-	headers []http.Header
-	deleted []string      // Mcp-Session-Id of each DELETE
-	signal  chan struct{} // closed and replaced whenever a request starts or ends
-	ended   map[string]int
-}
-
-// waitEnded waits until n requests with method have been answered (for a
-// stream: until it closed).
-func (l *reqLog) waitEnded(t *testing.T, method string, n int) {
-	t.Helper()
-	timer := time.NewTimer(waitFor)
-	defer timer.Stop()
-	for {
-		l.mu.Lock()
-		got := l.ended[method]
-		if l.signal == nil {
-			l.signal = make(chan struct{})
-		}
-		sig := l.signal
-		l.mu.Unlock()
-		if got >= n {
-			return
-		}
-		select {
-		case <-sig:
-		case <-timer.C:
-			t.Fatalf("%d %s requests ended within %s, want %d", got, method, waitFor, n)
-		}
-	}
-}
-
-func (l *reqLog) wrap(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		l.mu.Lock()
-		if l.byVerb == nil {
-			l.byVerb = map[string]int{}
-		}
-		l.byVerb[r.Method]++
-		l.headers = append(l.headers, r.Header.Clone())
-		if r.Method == http.MethodDelete {
-			l.deleted = append(l.deleted, r.Header.Get("Mcp-Session-Id"))
-		}
-		if l.signal != nil {
-			close(l.signal)
-		}
-		l.signal = make(chan struct{})
-		l.mu.Unlock()
-		next.ServeHTTP(w, r)
-		l.mu.Lock()
-		if l.ended == nil {
-			l.ended = map[string]int{}
-		}
-		l.ended[r.Method]++
-		if l.signal != nil {
-			close(l.signal)
-		}
-		l.signal = make(chan struct{})
-		l.mu.Unlock()
-	})
-}
-
-func (l *reqLog) count(method string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.byVerb[method]
-}
-
-func (l *reqLog) total() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, c := range l.byVerb {
-		n += c
-	}
-	return n
-}
-
-func (l *reqLog) allHeaders() []http.Header {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Clone(l.headers)
-}
-
-// featureUpstream serves newFeatureServer on 127.0.0.1 over Streamable HTTP
+// featureUpstream serves peers.NewFeatureServer on 127.0.0.1 over Streamable HTTP
 // (typ "streamable_http") or legacy HTTP+SSE (typ "sse").
-func featureUpstream(t *testing.T, typ, name string) (*httptest.Server, *reqLog) {
+func featureUpstream(t *testing.T, typ, name string) (*httptest.Server, *peers.RequestLog) {
 	t.Helper()
 	ts, log, _ := featureUpstreamServer(t, typ, name)
 	return ts, log
 }
 
-func featureUpstreamServer(t *testing.T, typ, name string) (*httptest.Server, *reqLog, *mcp.Server) {
+func featureUpstreamServer(t *testing.T, typ, name string) (*httptest.Server, *peers.RequestLog, *mcp.Server) {
 	t.Helper()
-	srv := newFeatureServer(name)
+	srv := peers.NewFeatureServer(name).Server
 	var h http.Handler
 	switch typ {
 	case "sse":
@@ -321,13 +130,13 @@ func featureUpstreamServer(t *testing.T, typ, name string) (*httptest.Server, *r
 		h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
 			&mcp.StreamableHTTPOptions{EventStore: mcp.NewMemoryEventStore(nil)})
 	}
-	log := &reqLog{}
-	ts := httptest.NewServer(log.wrap(h))
+	log := &peers.RequestLog{}
+	ts := httptest.NewServer(log.Wrap(h))
 	t.Cleanup(ts.Close)
 	return ts, log, srv
 }
 
-// featureRoundTrips exercises every feature of newFeatureServer(name)
+// featureRoundTrips exercises every feature of peers.NewFeatureServer(name)
 // through cs: tools, progress, sampling, elicitation, resources, prompts.
 func featureRoundTrips(ctx context.Context, t *testing.T, c *peers.RecordingClient, cs *mcp.ClientSession, name, tag string) {
 	t.Helper()
@@ -576,7 +385,7 @@ func TestRemoteHeadersAndSessionLifecycle(t *testing.T) {
 			}
 
 			// Headers.
-			for _, hd := range authLog.allHeaders() {
+			for _, hd := range authLog.AllHeaders() {
 				if got := hd.Get("Authorization"); got != "Bearer s3cret-upstream-token" {
 					t.Errorf("auth upstream got Authorization %q, want the configured secret", got)
 				}
@@ -590,7 +399,7 @@ func TestRemoteHeadersAndSessionLifecycle(t *testing.T) {
 					t.Errorf("auth upstream got X-Other %q: not in forward_headers", got)
 				}
 			}
-			for _, hd := range fwdLog.allHeaders() {
+			for _, hd := range fwdLog.AllHeaders() {
 				if got := hd.Get("Authorization"); got != "Bearer client-token" {
 					t.Errorf("fwd upstream got Authorization %q, want the client's (forward_headers: [authorization])", got)
 				}
@@ -629,12 +438,10 @@ func TestRemoteHeadersAndSessionLifecycle(t *testing.T) {
 			// Ending the client session ends the upstream one.
 			_ = a1.Close()
 			if typ == "sse" {
-				authLog.waitEnded(t, http.MethodGet, 1) // the legacy session's event stream closed
+				authLog.WaitEnded(t, http.MethodGet, 1, waitFor) // the legacy session's event stream closed
 			} else {
-				authLog.waitEnded(t, http.MethodDelete, 1)
-				authLog.mu.Lock()
-				deleted := slices.Clone(authLog.deleted)
-				authLog.mu.Unlock()
+				authLog.WaitEnded(t, http.MethodDelete, 1, waitFor)
+				deleted := authLog.Deleted()
 				if len(deleted) != 1 || !slices.Contains(ids, deleted[0]) {
 					t.Errorf("upstream DELETEs for sessions %q, want one of %q", deleted, ids)
 				}
@@ -712,12 +519,12 @@ func TestRemoteFrontParity(t *testing.T) {
 
 // badUpstreams starts the broken servers of the bad-input tests and returns
 // their URLs by case name, with a request log for each.
-func badUpstreams(t *testing.T) (urls map[string]string, logs map[string]*reqLog) {
+func badUpstreams(t *testing.T) (urls map[string]string, logs map[string]*peers.RequestLog) {
 	t.Helper()
-	urls, logs = map[string]string{}, map[string]*reqLog{}
+	urls, logs = map[string]string{}, map[string]*peers.RequestLog{}
 	serve := func(name string, h http.HandlerFunc) {
-		logs[name] = &reqLog{}
-		ts := httptest.NewServer(logs[name].wrap(h))
+		logs[name] = &peers.RequestLog{}
+		ts := httptest.NewServer(logs[name].Wrap(h))
 		t.Cleanup(ts.Close)
 		urls[name] = ts.URL + "/mcp"
 	}
@@ -736,8 +543,8 @@ func badUpstreams(t *testing.T) (urls map[string]string, logs map[string]*reqLog
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"status":"ok","service":"not an MCP server"}`))
 	})
-	tlsLog := &reqLog{}
-	tlsSrv := httptest.NewTLSServer(tlsLog.wrap(http.NotFoundHandler()))
+	tlsLog := &peers.RequestLog{}
+	tlsSrv := httptest.NewTLSServer(tlsLog.Wrap(http.NotFoundHandler()))
 	t.Cleanup(tlsSrv.Close)
 	urls["tls"], logs["tls"] = tlsSrv.URL+"/mcp", tlsLog
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -790,7 +597,7 @@ func TestRemoteBadUpstream(t *testing.T) {
 				t.Run(c.name, func(t *testing.T) {
 					before := 0
 					if l := logs[c.name]; l != nil {
-						before = l.total()
+						before = l.Total()
 					}
 					t0 := time.Now()
 					r := h.do("POST", "/b"+c.name+"/mcp", rpc(1, "initialize", initParams("")))
@@ -805,7 +612,7 @@ func TestRemoteBadUpstream(t *testing.T) {
 						t.Errorf("the error took %s", el)
 					}
 					if c.name == "401" || c.name == "403" {
-						if n := logs[c.name].total() - before; n != 1 {
+						if n := logs[c.name].Total() - before; n != 1 {
 							t.Errorf("the upstream answering %s got %d requests for one initialize, want 1 (no retry loop)", c.name, n)
 						}
 					}
@@ -815,7 +622,7 @@ func TestRemoteBadUpstream(t *testing.T) {
 			// gateway has stopped, each got its one request.
 			h.stop()
 			for _, name := range []string{"401", "403"} {
-				if n := logs[name].total(); n != 1 {
+				if n := logs[name].Total(); n != 1 {
 					t.Errorf("the upstream answering %s got %d requests in all, want 1", name, n)
 				}
 			}
@@ -827,10 +634,10 @@ func TestRemoteBadUpstream(t *testing.T) {
 // with an event stream that ends before the response: "drop" after an
 // event with an id (resumable, but a GET with Last-Event-ID is refused),
 // "drop-noid" with no event id at all. It offers no listen stream.
-func dropUpstream(t *testing.T) (*httptest.Server, *reqLog) {
+func dropUpstream(t *testing.T) (*httptest.Server, *peers.RequestLog) {
 	t.Helper()
-	log := &reqLog{}
-	ts := httptest.NewServer(log.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	log := &peers.RequestLog{}
+	ts := httptest.NewServer(log.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.Method {
 		case http.MethodGet:
 			http.Error(w, "no GET here", http.StatusMethodNotAllowed)
@@ -892,22 +699,20 @@ func TestRemoteStreamableResumption(t *testing.T) {
 		t.Run(f.name, func(t *testing.T) {
 			c := peers.NewRecordingClient("remote-e2e")
 			cs := f.connect(ctx, t, h, "res", c.Client)
-			gets := upLog.count(http.MethodGet)
+			gets := upLog.Count(http.MethodGet)
 			p := &mcp.CallToolParams{Name: "reconnect"}
 			p.SetProgressToken("resume-" + f.name)
 			if got := peers.CallText(ctx, t, cs, p); got != "answered after the stream closed" {
 				t.Errorf("reconnect = %q", got)
 			}
 			c.WaitProgress(t, "resume-"+f.name, 1, waitFor)
-			if upLog.count(http.MethodGet) == gets {
+			if upLog.Count(http.MethodGet) == gets {
 				t.Errorf("no GET reached the upstream: the stream was not resumed")
 			}
-			upLog.mu.Lock()
 			resumed := false
-			for _, hd := range upLog.headers {
+			for _, hd := range upLog.AllHeaders() {
 				resumed = resumed || hd.Get("Last-Event-ID") != ""
 			}
-			upLog.mu.Unlock()
 			if !resumed {
 				t.Errorf("no request carried Last-Event-ID")
 			}
@@ -926,12 +731,12 @@ func TestRemoteStreamableResumption(t *testing.T) {
 			t.Errorf("tools/call %s: %s, want an error saying %q", tc.tool, r, tc.want)
 		}
 	}
-	if n := dropLog.count(http.MethodGet); n > 1+3 {
+	if n := dropLog.Count(http.MethodGet); n > 1+3 {
 		t.Errorf("%d GETs: more resumption attempts than the client's limit", n)
 	}
 }
 
-// restartable serves newFeatureServer over typ on a fixed 127.0.0.1 port;
+// restartable serves peers.NewFeatureServer over typ on a fixed 127.0.0.1 port;
 // kill stops it at once (streams included) and restart serves a fresh one
 // (new sessions, new state) on the same port.
 type restartable struct {
@@ -940,7 +745,7 @@ type restartable struct {
 	addr string
 	mu   sync.Mutex
 	srv  *http.Server
-	log  *reqLog
+	log  *peers.RequestLog
 }
 
 func startRestartable(t *testing.T, typ string) *restartable {
@@ -958,13 +763,13 @@ func startRestartable(t *testing.T, typ string) *restartable {
 func (r *restartable) url() string { return "http://" + r.addr + "/mcp" }
 
 func (r *restartable) serve(ln net.Listener, name string) {
-	srv := newFeatureServer(name)
+	srv := peers.NewFeatureServer(name).Server
 	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	if r.typ == "sse" {
 		h = mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	}
-	log := &reqLog{}
-	hs := &http.Server{Handler: log.wrap(h)}
+	log := &peers.RequestLog{}
+	hs := &http.Server{Handler: log.Wrap(h)}
 	r.mu.Lock()
 	r.srv, r.log = hs, log
 	r.mu.Unlock()
@@ -978,7 +783,7 @@ func (r *restartable) kill() {
 	_ = srv.Close()
 }
 
-func (r *restartable) restart(name string) *reqLog {
+func (r *restartable) restart(name string) *peers.RequestLog {
 	r.t.Helper()
 	ln, err := net.Listen("tcp", r.addr)
 	if err != nil {
@@ -988,30 +793,6 @@ func (r *restartable) restart(name string) *reqLog {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.log
-}
-
-// waitStarted waits until n requests with method have reached the server.
-func (l *reqLog) waitStarted(t *testing.T, method string, n int) {
-	t.Helper()
-	timer := time.NewTimer(waitFor)
-	defer timer.Stop()
-	for {
-		l.mu.Lock()
-		got := l.byVerb[method]
-		if l.signal == nil {
-			l.signal = make(chan struct{})
-		}
-		sig := l.signal
-		l.mu.Unlock()
-		if got >= n {
-			return
-		}
-		select {
-		case <-sig:
-		case <-timer.C:
-			t.Fatalf("%d %s requests within %s, want %d", got, method, waitFor, n)
-		}
-	}
 }
 
 // TestRemoteUpstreamRestart kills a remote upstream and starts a fresh one
@@ -1036,7 +817,7 @@ func TestRemoteUpstreamRestart(t *testing.T) {
 				up.kill()
 				log := up.restart("second")
 				if typ == "sse" {
-					log.waitStarted(t, http.MethodGet, 1) // Switchboard re-dialled the event stream
+					log.WaitStarted(t, http.MethodGet, 1, waitFor) // Switchboard re-dialled the event stream
 				}
 				if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "after"}}); got != "second echo: after" {
 					t.Errorf("echo after the restart = %q", got)

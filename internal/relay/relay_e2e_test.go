@@ -42,167 +42,6 @@ const legacyVersion = "2025-11-25"
 // ---------------------------------------------------------------------------
 // Upstream servers.
 
-// reqLog counts the HTTP requests a test server receives and signals each
-// one as it starts.
-type reqLog struct {
-	mu      sync.Mutex
-	started map[string]int // by method
-	signal  chan struct{}  // closed and replaced on every request
-}
-
-func newReqLog() *reqLog { return &reqLog{started: map[string]int{}, signal: make(chan struct{})} }
-
-func (l *reqLog) wrap(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		l.mu.Lock()
-		l.started[r.Method]++
-		close(l.signal)
-		l.signal = make(chan struct{})
-		l.mu.Unlock()
-		next.ServeHTTP(w, r)
-	})
-}
-
-func (l *reqLog) total() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, c := range l.started {
-		n += c
-	}
-	return n
-}
-
-// waitStarted waits until n requests with method have started.
-func (l *reqLog) waitStarted(t *testing.T, method string, n int) {
-	t.Helper()
-	timer := time.NewTimer(waitFor)
-	defer timer.Stop()
-	for {
-		l.mu.Lock()
-		got, sig := l.started[method], l.signal
-		l.mu.Unlock()
-		if got >= n {
-			return
-		}
-		select {
-		case <-sig:
-		case <-timer.C:
-			t.Fatalf("%d %s requests within %s, want %d", got, method, waitFor, n)
-		}
-	}
-}
-
-// featureServer is a go-sdk server with a tool for each feature that
-// crosses the relay. started and cancelled receive the tag of each "slow"
-// call as it starts and when its context ends early.
-type featureServer struct {
-	*mcp.Server
-	started   chan string
-	cancelled chan string
-}
-
-func newFeatureServer(name string) *featureServer {
-	f := &featureServer{Server: mcp.NewServer(&mcp.Implementation{Name: "feature-" + name, Version: "1.0.0"}, nil),
-		started: make(chan string, 16), cancelled: make(chan string, 16)}
-	s := f.Server
-	text := func(s string) *mcp.CallToolResult {
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
-	}
-	type echoIn struct {
-		Text string `json:"text"`
-	}
-	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "echoes text"},
-		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
-			return text(name + " echo: " + in.Text), nil, nil
-		})
-	type progressIn struct {
-		Steps int `json:"steps"`
-	}
-	mcp.AddTool(s, &mcp.Tool{Name: "progress", Description: "reports progress"},
-		func(ctx context.Context, req *mcp.CallToolRequest, in progressIn) (*mcp.CallToolResult, any, error) {
-			tok := req.Params.GetProgressToken()
-			if tok == nil {
-				return text("no progress token"), nil, nil
-			}
-			for i := 1; i <= in.Steps; i++ {
-				if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
-					ProgressToken: tok, Progress: float64(i), Total: float64(in.Steps)}); err != nil {
-					return nil, nil, err
-				}
-			}
-			return text(fmt.Sprintf("%d steps done", in.Steps)), nil, nil
-		})
-	type promptIn struct {
-		Prompt string `json:"prompt"`
-	}
-	mcp.AddTool(s, &mcp.Tool{Name: "sample", Description: "asks the client's model"},
-		func(ctx context.Context, req *mcp.CallToolRequest, in promptIn) (*mcp.CallToolResult, any, error) {
-			res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 50,
-				Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: in.Prompt}}}})
-			if err != nil {
-				return nil, nil, fmt.Errorf("sampling failed: %w", err)
-			}
-			tc, _ := res.Content.(*mcp.TextContent)
-			if tc == nil {
-				return nil, nil, fmt.Errorf("sampling result has no text: %+v", res)
-			}
-			return text("model said: " + tc.Text), nil, nil
-		})
-	type elicitIn struct {
-		Message string `json:"message"`
-	}
-	mcp.AddTool(s, &mcp.Tool{Name: "elicit", Description: "asks the user"},
-		func(ctx context.Context, req *mcp.CallToolRequest, in elicitIn) (*mcp.CallToolResult, any, error) {
-			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: in.Message, RequestedSchema: map[string]any{
-				"type": "object", "properties": map[string]any{"username": map[string]any{"type": "string"}}}})
-			if err != nil {
-				return nil, nil, fmt.Errorf("elicitation failed: %w", err)
-			}
-			return text(fmt.Sprintf("user said: %s %v", res.Action, res.Content["username"])), nil, nil
-		})
-	type slowIn struct {
-		Tag string `json:"tag"`
-	}
-	mcp.AddTool(s, &mcp.Tool{Name: "slow", Description: "waits until cancelled (at most a minute)"},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in slowIn) (*mcp.CallToolResult, any, error) {
-			f.started <- in.Tag
-			select {
-			case <-time.After(time.Minute):
-				return text("slept"), nil, nil
-			case <-ctx.Done():
-				f.cancelled <- in.Tag
-				return nil, nil, ctx.Err()
-			}
-		})
-	mcp.AddTool(s, &mcp.Tool{Name: "reconnect", Description: "closes its response stream before answering (SEP-1699)"},
-		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
-			if req.Extra == nil || req.Extra.CloseSSEStream == nil {
-				return text("no stream to close"), nil, nil
-			}
-			req.Extra.CloseSSEStream(mcp.CloseSSEStreamArgs{RetryAfter: 10 * time.Millisecond})
-			return text("answered after the stream closed"), nil, nil
-		})
-	type bigIn struct {
-		Bytes int `json:"bytes"`
-	}
-	mcp.AddTool(s, &mcp.Tool{Name: "big", Description: "returns a large text"},
-		func(_ context.Context, _ *mcp.CallToolRequest, in bigIn) (*mcp.CallToolResult, any, error) {
-			return text(strings.Repeat("b", in.Bytes)), nil, nil
-		})
-	s.AddResource(&mcp.Resource{URI: "remote://" + name + "/readme", Name: "readme", MIMEType: "text/plain"},
-		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{
-				{URI: req.Params.URI, MIMEType: "text/plain", Text: "the readme of " + name}}}, nil
-		})
-	s.AddPrompt(&mcp.Prompt{Name: "greet", Description: "a greeting", Arguments: []*mcp.PromptArgument{{Name: "who", Required: true}}},
-		func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{
-				{Role: "user", Content: &mcp.TextContent{Text: "hello " + req.Params.Arguments["who"] + " from " + name}}}}, nil
-		})
-	return f
-}
-
 // sseUpstream is a legacy HTTP+SSE server (go-sdk SSEHandler) on a fixed
 // 127.0.0.1 address that can be killed and started again on the same port.
 type sseUpstream struct {
@@ -210,8 +49,8 @@ type sseUpstream struct {
 	addr string
 	mu   sync.Mutex
 	srv  *http.Server
-	f    *featureServer
-	log  *reqLog
+	f    *peers.FeatureServer
+	log  *peers.RequestLog
 }
 
 func startSSEUpstream(t *testing.T, name string) *sseUpstream {
@@ -230,9 +69,9 @@ func startSSEUpstream(t *testing.T, name string) *sseUpstream {
 func (u *sseUpstream) url() string { return "http://" + u.addr + "/sse" }
 
 func (u *sseUpstream) serve(ln net.Listener, name string) {
-	f := newFeatureServer(name)
-	log := newReqLog()
-	srv := &http.Server{Handler: log.wrap(mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return f.Server }, nil))}
+	f := peers.NewFeatureServer(name)
+	log := &peers.RequestLog{}
+	srv := &http.Server{Handler: log.Wrap(mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return f.Server }, nil))}
 	u.mu.Lock()
 	u.srv, u.f, u.log = srv, f, log
 	u.mu.Unlock()
@@ -258,7 +97,7 @@ func (u *sseUpstream) restart(name string) {
 	u.serve(ln, name)
 }
 
-func (u *sseUpstream) current() (*featureServer, *reqLog) {
+func (u *sseUpstream) current() (*peers.FeatureServer, *peers.RequestLog) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return u.f, u.log
@@ -390,12 +229,12 @@ func initLine(id int) []byte {
 
 // badUpstreams starts the broken servers and returns their URLs by case
 // name, with a request log each.
-func badUpstreams(t *testing.T) (urls map[string]string, logs map[string]*reqLog) {
+func badUpstreams(t *testing.T) (urls map[string]string, logs map[string]*peers.RequestLog) {
 	t.Helper()
-	urls, logs = map[string]string{}, map[string]*reqLog{}
+	urls, logs = map[string]string{}, map[string]*peers.RequestLog{}
 	serve := func(name string, h http.HandlerFunc) {
-		logs[name] = newReqLog()
-		ts := httptest.NewServer(logs[name].wrap(h))
+		logs[name] = &peers.RequestLog{}
+		ts := httptest.NewServer(logs[name].Wrap(h))
 		t.Cleanup(ts.Close)
 		urls[name] = ts.URL + "/mcp"
 	}
@@ -414,8 +253,8 @@ func badUpstreams(t *testing.T) (urls map[string]string, logs map[string]*reqLog
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"status":"ok","service":"not an MCP server"}`))
 	})
-	tlsLog := newReqLog()
-	tlsSrv := httptest.NewTLSServer(tlsLog.wrap(http.NotFoundHandler()))
+	tlsLog := &peers.RequestLog{}
+	tlsSrv := httptest.NewTLSServer(tlsLog.Wrap(http.NotFoundHandler()))
 	t.Cleanup(tlsSrv.Close)
 	urls["tls"], logs["tls"] = tlsSrv.URL+"/mcp", tlsLog
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -489,7 +328,7 @@ func TestRelayBadUpstream(t *testing.T) {
 					done <- nil
 					if l := logs[c.name]; l != nil && (c.name == "401" || c.name == "403") {
 						// auto probes with the initialize itself: still one request.
-						if n := l.total(); n != 1 {
+						if n := l.Total(); n != 1 {
 							t.Errorf("the upstream answering %s got %d requests, want 1 (no retry loop)", c.name, n)
 						}
 					}
@@ -607,7 +446,7 @@ func newRelayClient() *relayClient {
 // addToolNotices adds a tool to f and waits for the client to hear of it
 // (notifications/tools/list_changed, sent outside any request: on the
 // upstream's listen stream).
-func (c *relayClient) addToolNotices(t *testing.T, f *featureServer) {
+func (c *relayClient) addToolNotices(t *testing.T, f *peers.FeatureServer) {
 	t.Helper()
 	f.AddTool(&mcp.Tool{Name: "late", InputSchema: map[string]any{"type": "object"}},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -701,7 +540,7 @@ func everythingRoundTrips(ctx context.Context, t *testing.T, c *relayClient, cs 
 	}
 }
 
-// featureRoundTrips exercises a featureServer(name) through cs.
+// featureRoundTrips exercises a peers.NewFeatureServer(name) through cs.
 func featureRoundTrips(ctx context.Context, t *testing.T, c *relayClient, cs *mcp.ClientSession, name, tag string) {
 	t.Helper()
 	names := toolNames(ctx, t, cs)
@@ -830,7 +669,7 @@ func TestRelayBinary(t *testing.T) {
 					slowDone <- err
 				}()
 				select {
-				case <-f.started:
+				case <-f.Started:
 				case <-time.After(waitFor):
 					t.Fatal("the slow call did not start")
 				}
@@ -839,7 +678,7 @@ func TestRelayBinary(t *testing.T) {
 				}
 				cancelSlow()
 				select {
-				case tag := <-f.cancelled:
+				case tag := <-f.Cancelled:
 					if tag != "s1" {
 						t.Errorf("cancelled %q", tag)
 					}
@@ -853,7 +692,7 @@ func TestRelayBinary(t *testing.T) {
 				up.kill()
 				up.restart("new")
 				_, newLog := up.current()
-				newLog.waitStarted(t, http.MethodGet, 1) // the relay noticed, and re-dialled
+				newLog.WaitStarted(t, http.MethodGet, 1, waitFor) // the relay noticed, and re-dialled
 				if got := callText(ctx, t, cs, "echo", map[string]any{"text": "after"}); got != "new echo: after" {
 					t.Errorf("echo after the restart = %q", got)
 				}
@@ -868,9 +707,9 @@ func TestRelayBinary(t *testing.T) {
 	// with Last-Event-ID.
 	t.Run("streamable-upstream", func(t *testing.T) {
 		t.Parallel()
-		f := newFeatureServer("web")
-		log := newReqLog()
-		ts := httptest.NewServer(log.wrap(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return f.Server },
+		f := peers.NewFeatureServer("web")
+		log := &peers.RequestLog{}
+		ts := httptest.NewServer(log.Wrap(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return f.Server },
 			&mcp.StreamableHTTPOptions{EventStore: mcp.NewMemoryEventStore(nil)})))
 		t.Cleanup(ts.Close)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -1054,7 +893,7 @@ func TestRelayOversizedMessages(t *testing.T) {
 	for _, typ := range []string{"http", "sse"} {
 		t.Run(typ, func(t *testing.T) {
 			t.Parallel()
-			f := newFeatureServer("big")
+			f := peers.NewFeatureServer("big")
 			var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return f.Server }, nil)
 			if typ == "sse" {
 				h = mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return f.Server }, nil)
