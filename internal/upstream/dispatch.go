@@ -117,16 +117,17 @@ func hasMethod(prefix []byte) bool {
 
 // owner finds where a message without a routing key belongs: the one call
 // in flight (the newest of them if they all belong to one member), or the
-// only member when nothing is in flight. ok is false when it cannot be told.
-// mu held.
-func (u *Upstream) owner() (m *Member, c *Call, ok bool) {
+// only member when nothing is in flight; m is nil when that call is a
+// stateless request. When it cannot be told, c and m are nil and why says
+// which case failed (noOwner or severalOwners). mu held.
+func (u *Upstream) owner() (m *Member, c *Call, why ownerProblem) {
 	var newest *Call
 	for _, p := range u.pending {
 		if p.internal {
 			continue
 		}
 		if newest != nil && (p.member == nil || p.member != newest.member) {
-			return nil, nil, false // two owners
+			return nil, nil, severalOwners
 		}
 		if newest == nil || (newest.subscription && !p.subscription) ||
 			(newest.subscription == p.subscription && p.id > newest.id) {
@@ -134,14 +135,42 @@ func (u *Upstream) owner() (m *Member, c *Call, ok bool) {
 		}
 	}
 	if newest != nil {
-		return newest.member, newest, true
+		return newest.member, newest, ownerFound // member nil: a stateless request
 	}
 	if len(u.members) == 1 {
 		for m := range u.members {
-			return m, nil, true
+			return m, nil, ownerFound
 		}
 	}
-	return nil, nil, false
+	return nil, nil, noOwner
+}
+
+// ownerProblem is why owner could not attribute a message.
+type ownerProblem int
+
+const (
+	ownerFound     ownerProblem = iota
+	noOwner                     // nothing in flight, and not exactly one member
+	severalOwners               // calls of different members in flight
+	statelessOwner              // set by serverRequest: the owning call is a stateless request
+)
+
+// refusal is the error a server→client request method gets when owner
+// failed with why.
+func (why ownerProblem) refusal(method string) *jsonrpc.Error {
+	switch why {
+	case noOwner:
+		return jsonrpc.Errorf(jsonrpc.RequestRefused,
+			"switchboard: no session has a call in flight to receive this request; "+
+				"a shared server can send %s only while handling a client's call "+
+				"(or configure this destination with isolation: session)", method)
+	case statelessOwner:
+		return jsonrpc.Errorf(jsonrpc.RequestRefused,
+			"switchboard: the call in flight is a stateless request, which cannot receive %s", method)
+	}
+	return jsonrpc.Errorf(jsonrpc.RequestRefused,
+		"switchboard: cannot tell which client session %s belongs to (several sessions have calls in flight); "+
+			"configure this destination with isolation: session", method)
 }
 
 func (u *Upstream) serverRequest(gen int, msg *jsonrpc.Message) {
@@ -150,15 +179,13 @@ func (u *Upstream) serverRequest(gen int, msg *jsonrpc.Message) {
 		return
 	}
 	u.mu.Lock()
-	m, c, ok := u.owner()
-	if ok && m == nil {
-		ok = false // a stateless request cannot take server→client requests
+	m, c, why := u.owner()
+	if why == ownerFound && m == nil {
+		why = statelessOwner // a stateless request cannot take server→client requests
 	}
 	var refuse *jsonrpc.Error
-	if !ok {
-		refuse = jsonrpc.Errorf(jsonrpc.RequestRefused,
-			"switchboard: cannot tell which client session %s belongs to (several sessions have calls in flight); "+
-				"configure this destination with isolation: session", msg.Method)
+	if why != ownerFound {
+		refuse = why.refusal(msg.Method)
 	} else if need := capabilityFor(msg.Method); need != "" && !m.has(need) {
 		refuse = jsonrpc.Errorf(jsonrpc.MethodNotFound, "the client did not declare the %s capability", need)
 	}
@@ -311,8 +338,8 @@ func (u *Upstream) logMessage(msg *jsonrpc.Message) {
 	level, _ := jsonrpc.StringMember(msg.Params, "level")
 	li := levelIndex(level)
 	u.mu.Lock()
-	m, c, ok := u.owner()
-	if ok && c != nil {
+	m, c, why := u.owner()
+	if why == ownerFound && c != nil {
 		// The message belongs to that call: its session gets it if its
 		// level admits it, and no other session ever does.
 		admit := m == nil || m.level <= li
