@@ -4,6 +4,7 @@
 //	switchboard serve --config FILE [--listen ADDR]
 //	switchboard check --config FILE
 //	switchboard relay --url URL [--transport auto|http|sse] [--header 'Name: value']... [--log FILE] [--debug]
+//	switchboard agentcore [--contract mcp|http|both] [--mcp-listen ADDR] [--http-listen ADDR] [-- argv...]
 //	switchboard version
 package main
 
@@ -31,6 +32,9 @@ const usage = `usage:
   switchboard check --config FILE                   validate a config (every error at once)
   switchboard relay --url URL [--transport auto|http|sse] [--header 'Name: value']... [--log FILE] [--debug]
                                                     a stdio MCP server that forwards to a remote one
+  switchboard agentcore [--contract mcp|http|both] [--mcp-listen ADDR] [--http-listen ADDR] [-- argv...]
+                                                    inside an AgentCore Runtime container: serve a stdio
+                                                    server (argv or MCP_SERVER_CMD) on /mcp and /invocations
   switchboard version                               print the version
 `
 
@@ -55,6 +59,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		return relayCmd(args[1:], os.Stdin, stdout, stderr)
+	case "agentcore":
+		return runAgentCore(args[1:], stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "switchboard", version())
 		return 0

@@ -314,15 +314,31 @@ func (g *Gateway) Run(ctx context.Context, addr string) error {
 // Serve serves on ln until ctx is done, then shuts down: stop accepting,
 // end streams and sessions, stop every process. It returns after all of it.
 func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{Handler: g.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(g.log.Handler(), slog.LevelWarn)}
-	g.log.Info("switchboard listening", "addr", ln.Addr().String(), "destinations", len(g.state().dests))
+	return g.serveAll(ctx, []listener{{ln, g.Handler()}})
+}
+
+// listener is one listening socket and the handler serving it.
+type listener struct {
+	ln net.Listener
+	h  http.Handler
+}
+
+// serveAll is Serve on several listeners at once, each with its own
+// handler over the same gateway; the first one failing stops them all.
+func (g *Gateway) serveAll(ctx context.Context, lns []listener) error {
 	var wg sync.WaitGroup
 	jctx, stopJanitor := context.WithCancel(context.Background())
 	wg.Go(func() { g.sessions.Run(jctx) })
 	wg.Go(func() { g.watch(jctx) })
 	g.startShared(g.state())
-	errc := make(chan error, 1)
-	wg.Go(func() { errc <- srv.Serve(ln) })
+	errc := make(chan error, len(lns))
+	srvs := make([]*http.Server, len(lns))
+	for i, l := range lns {
+		srv := &http.Server{Handler: l.h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(g.log.Handler(), slog.LevelWarn)}
+		srvs[i] = srv
+		g.log.Info("switchboard listening", "addr", l.ln.Addr().String(), "destinations", len(g.state().dests))
+		wg.Go(func() { errc <- srv.Serve(l.ln) })
+	}
 
 	var serveErr error
 	select {
@@ -337,8 +353,10 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	// answer 503), so what Shutdown could still wait for is connections
 	// that never sent a request, which net/http gives 5 s. Cut that short.
 	hctx, hcancel := context.WithTimeout(sctx, time.Second)
-	if srv.Shutdown(hctx) != nil {
-		_ = srv.Close()
+	for _, srv := range srvs {
+		if srv.Shutdown(hctx) != nil {
+			_ = srv.Close()
+		}
 	}
 	hcancel()
 	stopJanitor()
