@@ -154,13 +154,17 @@ type Destination struct {
 	Type string
 
 	// Command is the program and its leading arguments (`command`), stdio
-	// only and required there. The YAML string form is split on white
-	// space and may not contain quotes; use the list form for arguments
-	// with spaces. No shell ever runs it, and shell metacharacters
-	// (; & | ` $ > < ( ) newline) are rejected.
+	// only and required there. No shell ever runs it. The list form is
+	// passed as written (any byte but NUL). The YAML string form is split
+	// on white space and may hold no shell syntax: quotes, | ; && & > <
+	// $( ` a line break, $NAME or a leading ~ is an error showing the list
+	// to write instead (${NAME} is Switchboard's own interpolation and
+	// fine). A JSON "command" is one program, never split.
 	Command []string
 
-	// Args are appended to Command (`args`), stdio only.
+	// Args are appended to Command (`args`), stdio only; passed as written,
+	// so `a|b`, `https://h/?a=1&b=2` and `[sh, -c, "x | y"]` mean what they
+	// say.
 	Args []string
 
 	// Env holds extra environment variables for the process (`env`), stdio

@@ -247,9 +247,10 @@ func (d *decoder) destination(name string, n *yaml.Node, path string) *Destinati
 	return dst
 }
 
-// setCommand decodes a command: a list of strings, or a string split on
-// white space. The string form may not contain quotes, since splitting
-// would not honour them.
+// setCommand decodes a command: a list of strings, taken as written, or a
+// string split on white space. The string form may not contain shell
+// syntax (quotes, pipes, $VAR, ...; see shellProblem), since splitting
+// would not honour it: the error shows the list to write instead.
 func (d *decoder) setCommand(p *[]string, n *yaml.Node, path string) {
 	n = resolve(n)
 	switch {
@@ -257,8 +258,8 @@ func (d *decoder) setCommand(p *[]string, n *yaml.Node, path string) {
 	case n.Kind == yaml.SequenceNode:
 		d.setStrings(p, n, path, scope{})
 	case n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str":
-		if strings.ContainsAny(n.Value, `"'`) {
-			d.errorf(n, path, "quotes are not supported in the string form (no shell parses it); use a list for arguments with spaces")
+		if msg := commandLineError(n.Value, shellProblem(n.Value), nil, yamlCommand); msg != "" {
+			d.errorf(n, path, "%s", msg)
 			return
 		}
 		argv := []string{}

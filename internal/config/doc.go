@@ -86,7 +86,10 @@
 // The URL may also be given as "serverUrl" (Windsurf) or "httpUrl" (Gemini
 // CLI, always Streamable HTTP), and "type" (or "transportType") may be
 // stdio, sse, http, streamable-http or streamableHttp.
-// A JSON "command" is argv[0] as written (it is not split on spaces). A
+// A JSON "command" is argv[0] as written (it is not split on spaces, and
+// one holding shell syntax, or several words whose first is not a path,
+// is an error that shows the "command" and "args" to write); "args" are
+// passed as written, never through a shell. A
 // server without "type" is stdio when it has a command; with a URL it is sse
 // when the URL path ends in "/sse" and streamable_http otherwise. "timeout"
 // is a number of seconds. Servers with "disabled": true or "enabled": false

@@ -30,11 +30,11 @@ destinations:
     urll: https://api.githubcopilot.com/mcp
   tools:
     type: stdio
-    command: npx -y server; rm -rf /
+    command: node "my server.js" --verbose
 `), "switchboard.yaml")
 	fmt.Println(err)
 	// Output:
 	// switchboard.yaml:3: destinations.github: url is required for type streamable_http
 	// switchboard.yaml:5: destinations.github: unknown key "urll"
-	// switchboard.yaml:8: destinations.tools: command contains shell metacharacter ";" (Switchboard never runs a shell)
+	// switchboard.yaml:8: destinations.tools.command: quotes are not supported in a command written as one string (no shell parses it); write it as command: [node, "my server.js", --verbose]
 }

@@ -110,12 +110,14 @@ func (d *decoder) importServer(name string, n *yaml.Node, path string) (dst *Des
 	dst = &Destination{Name: name, LegacySSE: true}
 	secret := scope{secrets: d.secrets[name], record: true}
 	var typ, command string
+	var commandNode *yaml.Node
 	var httpURL bool
 	enabled, disabled := true, false
 	d.each(n, path, func(key string, v *yaml.Node, kpath string) {
 		switch key {
 		case "command":
 			d.setString(&command, v, kpath, scope{})
+			commandNode = v
 		case "args":
 			d.setStrings(&dst.Args, v, kpath, scope{})
 		case "env":
@@ -149,6 +151,9 @@ func (d *decoder) importServer(name string, n *yaml.Node, path string) (dst *Des
 		}
 	})
 	if command != "" {
+		if msg := importCommandError(resolve(commandNode).Value, dst.Args); msg != "" {
+			d.errorf(commandNode, join(path, "command"), "%s", msg)
+		}
 		dst.Command = []string{command}
 	}
 	switch strings.ToLower(typ) {

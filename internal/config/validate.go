@@ -20,10 +20,6 @@ var nameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 // reserved names are route segments of the gateway itself.
 var reserved = []string{"mcp", "sse", "healthz", "metrics"}
 
-// shellMeta are the bytes a shell would interpret. Commands are run without
-// a shell, so they can only be mistakes (or injection attempts).
-const shellMeta = ";&|`$><()\n\r"
-
 // validate reports every invalid value of c. Names of destinations may
 // equal names of namespaces or groups (they are served on different
 // routes); a group may not share a namespace's name.
@@ -171,11 +167,14 @@ func (d *decoder) validateStdio(dst *Destination, p string) {
 	})
 }
 
-// checkArgv reports the first shell metacharacter in argv.
+// checkArgv reports an argument holding a NUL byte, which no program
+// argument can carry. Any other byte is legal: no shell ever parses argv
+// (the one-string command form is checked for shell syntax as it is
+// decoded, see shellProblem).
 func (d *decoder) checkArgv(argv []string, p, field string) {
-	for _, a := range argv {
-		if m := shellMetachar(a); m != "" {
-			d.errorAt(p+"."+field, p, "%s contains shell metacharacter %q (Switchboard never runs a shell)", field, m)
+	for i, a := range argv {
+		if strings.IndexByte(a, 0) >= 0 {
+			d.errorAt(index(p+"."+field, i), p, "%s[%d] contains a NUL byte, which no program argument can hold", field, i)
 			return
 		}
 	}
@@ -194,18 +193,6 @@ func (d *decoder) notValid(p, typ string, fields []field) {
 			d.errorAt(p+"."+f.name, p, "%s is not valid for type %s", f.name, typ)
 		}
 	}
-}
-
-// shellMetachar returns the first shell metacharacter in s, or "".
-func shellMetachar(s string) string {
-	i := strings.IndexAny(s, shellMeta)
-	switch {
-	case i < 0:
-		return ""
-	case strings.HasPrefix(s[i:], "$("):
-		return "$("
-	}
-	return s[i : i+1]
 }
 
 func (d *decoder) validateHTTP(dst *Destination, p string) {
