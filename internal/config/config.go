@@ -15,6 +15,13 @@ const (
 	TypeSSE            = "sse"
 )
 
+// Formats of a configuration file (Config.Format).
+const (
+	FormatNative  = ""        // Switchboard's schema, mithril-proxy's destinations.yml included
+	FormatClient  = "client"  // a client's {"mcpServers": ...} or {"servers": {...}}
+	FormatMCProxy = "mcproxy" // MCProxy's mcproxy.json: {"servers": [...]}
+)
+
 // Isolation modes of a stdio destination.
 const (
 	IsolationShared  = "shared"  // one process serves every client session
@@ -103,6 +110,11 @@ type Config struct {
 	// Names lists the keys of Destinations in file order, for
 	// deterministic iteration.
 	Names []string
+
+	// Format is the kind of file the configuration was read from:
+	// FormatNative (""), FormatClient or FormatMCProxy. The gateway answers
+	// /health in the shape of the project whose file it was.
+	Format string
 
 	// substituted holds values substituted for ${VAR} references in url,
 	// headers and env values; see SecretValues.

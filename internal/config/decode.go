@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math"
 	"net/textproto"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -38,6 +40,12 @@ func (l loader) parse(data []byte, filename string) (*Config, error) {
 	}
 
 	dir := filepath.Dir(filename)
+	if isFlatDestinations(root) {
+		// mithril-proxy's destinations.yml may leave out "destinations:".
+		root = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: root.Line, Content: []*yaml.Node{
+			{Kind: yaml.ScalarNode, Tag: "!!str", Value: "destinations", Line: root.Line}, root,
+		}}
+	}
 	if isJS && isClientConfig(root) {
 		d.imported = true
 		d.decodeImport(root, c, dir, l.readFile)
@@ -216,6 +224,12 @@ func (d *decoder) add(c *Config, section, name, path string, v *yaml.Node) {
 func (d *decoder) destination(name string, n *yaml.Node, path string) *Destination {
 	dst := &Destination{Name: name, LegacySSE: true}
 	secret := scope{secrets: d.secrets[name], record: true}
+	if r := resolve(n); r != nil && r.Kind == yaml.ScalarNode && r.ShortTag() == "!!str" {
+		// mithril-proxy's flat form, name: url: a legacy SSE server.
+		d.setString(&dst.URL, r, path, secret)
+		dst.Type, dst.URL = TypeSSE, flatSSEURL(dst.URL)
+		return dst
+	}
 	d.each(n, path, func(key string, v *yaml.Node, path string) {
 		switch key {
 		case "type":
@@ -245,6 +259,41 @@ func (d *decoder) destination(name string, n *yaml.Node, path string) *Destinati
 		}
 	})
 	return dst
+}
+
+// isFlatDestinations reports whether root is a mapping of names to http(s)
+// URLs and nothing else: mithril-proxy's destinations.yml without the
+// "destinations:" key. No key of the native schema takes a URL.
+func isFlatDestinations(root *yaml.Node) bool {
+	root = resolve(root)
+	if root == nil || root.Kind != yaml.MappingNode || len(root.Content) == 0 {
+		return false
+	}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i], resolve(root.Content[i+1])
+		if k.Kind != yaml.ScalarNode || k.ShortTag() == "!!merge" || v == nil || v.Kind != yaml.ScalarNode || v.ShortTag() != "!!str" {
+			return false
+		}
+		if l := strings.ToLower(v.Value); !strings.HasPrefix(l, "http://") && !strings.HasPrefix(l, "https://") {
+			return false
+		}
+	}
+	return true
+}
+
+// flatSSEURL turns the URL of a flat destination into the SSE endpoint, as
+// mithril-proxy did: its URL is a base to which "/sse" is appended, unless
+// its path already ends in "/sse". A trailing slash is dropped first.
+func flatSSEURL(u string) string {
+	base, rest := u, ""
+	if i := strings.IndexAny(u, "?#"); i >= 0 {
+		base, rest = u[:i], u[i:]
+	}
+	base = strings.TrimRight(base, "/")
+	if !strings.HasSuffix(base, "/sse") {
+		base += "/sse"
+	}
+	return base + rest
 }
 
 // setCommand decodes a command: a list of strings, taken as written, or a
@@ -338,8 +387,23 @@ func (d *decoder) attachSecrets(c *Config) {
 	}
 }
 
-// applyEnv applies the environment overrides.
+// applyEnv applies the environment overrides, which take precedence over
+// the file. The names are mithril-proxy's.
 func (d *decoder) applyEnv(c *Config) {
+	if v, ok := d.lookupEnv("LOG_FILE"); ok && v != "" {
+		if abs, err := filepath.Abs(v); err == nil {
+			v = abs // relative to the working directory, not the config file
+		}
+		c.Log.File = v
+	}
+	if v, ok := d.lookupEnv("STDIO_RESPONSE_TIMEOUT_SECS"); ok && v != "" {
+		secs, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || secs < 0 || secs > float64(1<<63-1)/float64(time.Second) || math.IsNaN(secs) {
+			*d.errs = append(*d.errs, &posError{path: "STDIO_RESPONSE_TIMEOUT_SECS", msg: "invalid value " + strconv.Quote(v) + ": want a number of seconds (0 disables the timeout)"})
+		} else {
+			c.Timeout = time.Duration(secs * float64(time.Second))
+		}
+	}
 	if v, ok := d.lookupEnv("MAX_STDIO_CONNECTIONS"); ok && v != "" {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil || n <= 0 {

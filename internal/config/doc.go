@@ -13,8 +13,9 @@
 //     Code's mcp.json); if its top-level object has an "mcpServers" or
 //     "servers" member it is imported as a client configuration (see
 //     below), otherwise it is read with the native schema like YAML.
-//  2. Read the secrets file (secrets_file, else secrets.yml or secrets.yaml
-//     beside the configuration file) into per-destination maps.
+//  2. Read the secrets file (the environment variable SECRETS_CONFIG, else
+//     secrets_file, else secrets.yml or secrets.yaml beside the
+//     configuration file) into per-destination maps.
 //  3. Decode strictly, starting from the defaults: every key in the file
 //     overwrites the default it names; a key set to null (`timeout:` with no
 //     value) keeps the default. Unknown keys, duplicate keys and values of
@@ -22,9 +23,11 @@
 //     which are ignored so they can hold YAML anchors (as in Compose files).
 //     ${VAR} references are expanded in every scalar value as it is
 //     decoded (see Interpolation).
-//  4. Attach secrets to destinations and apply the environment overrides
-//     MAX_STDIO_CONNECTIONS (replaces max_sessions) and AUDIT_LOG_BODIES
-//     (1 or true turns audit.log_bodies on).
+//  4. Attach secrets to destinations and apply the environment overrides,
+//     which win over the file: MAX_STDIO_CONNECTIONS (replaces
+//     max_sessions), AUDIT_LOG_BODIES (1 or true turns audit.log_bodies
+//     on), LOG_FILE (replaces log.file) and STDIO_RESPONSE_TIMEOUT_SECS (a
+//     number of seconds, replaces timeout), as mithril-proxy read them.
 //  5. Fill the defaults that depend on other fields (stdio isolation) and
 //     resolve relative paths (cwd, audit.path, log.file) against the
 //     directory of the configuration file.
@@ -69,6 +72,14 @@
 // Every name must be a configured destination, every key a valid environment
 // variable name and every value a string. The entries end up in
 // Destination.Secrets, whose type prints its values as "[REDACTED]".
+//
+// # mithril-proxy's destinations.yml
+//
+// Its files load as they are. A destination may be written as just a URL,
+// `name: https://host/base`, which is an sse destination whose endpoint is
+// the URL plus "/sse" (as mithril-proxy used it; a URL already ending in
+// /sse is kept). A file holding only such name: URL pairs, without the
+// "destinations:" key, is read as the destinations.
 //
 // # Client configuration import
 //

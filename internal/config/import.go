@@ -64,6 +64,7 @@ func (d *decoder) decodeImport(root *yaml.Node, c *Config, dir string, readFile 
 		// Anything else belongs to the client that owns the file.
 	})
 	d.loadSecrets(c, dir, readFile)
+	c.Format = FormatClient
 	for _, s := range sections {
 		switch {
 		case s.key == "namespaces" || s.key == "groups":
@@ -71,6 +72,7 @@ func (d *decoder) decodeImport(root *yaml.Node, c *Config, dir string, readFile 
 				d.add(c, s.key, name, path, v)
 			})
 		case resolve(s.v).Kind == yaml.SequenceNode: // MCProxy
+			c.Format = FormatMCProxy
 			d.items(s.v, s.path, func(_ int, v *yaml.Node, ipath string) {
 				n := findKey(v, "name")
 				if n == nil || n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" || n.Value == "" {

@@ -81,10 +81,20 @@ func (s Secrets) MarshalYAML() (any, error) { return s.redacted(), nil }
 // one beside the configuration file, into d.secrets, and sets c.SecretsFile
 // to the path read. readFile reads a file; dir is the configuration file's
 // directory.
+//
+// The environment variable SECRETS_CONFIG, when set, names the file
+// instead (relative to the working directory), overriding secrets_file.
 func (d *decoder) loadSecrets(c *Config, dir string, readFile func(string) ([]byte, error)) {
 	names, explicit := []string{c.SecretsFile}, c.SecretsFile != ""
 	if !explicit {
 		names = []string{"secrets.yml", "secrets.yaml"}
+	}
+	errPath, errLine := "secrets_file", d.line("secrets_file")
+	if v, ok := d.lookupEnv("SECRETS_CONFIG"); ok && v != "" {
+		if abs, err := filepath.Abs(v); err == nil {
+			v = abs
+		}
+		names, explicit, errPath, errLine = []string{v}, true, "SECRETS_CONFIG", 0
 	}
 	c.SecretsFile = ""
 	for _, name := range names {
@@ -97,7 +107,7 @@ func (d *decoder) loadSecrets(c *Config, dir string, readFile func(string) ([]by
 			if !explicit && errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
-			*d.errs = append(*d.errs, &posError{file: d.file, line: d.line("secrets_file"), path: "secrets_file", msg: err.Error(), err: err})
+			*d.errs = append(*d.errs, &posError{file: d.file, line: errLine, path: errPath, msg: err.Error(), err: err})
 			return
 		}
 		c.SecretsFile = p
