@@ -194,6 +194,7 @@ func (g *Gateway) legacyFront(cfg *config.Config, name string, d *destination, d
 func (g *Gateway) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", g.healthz)
+	mux.HandleFunc("GET /health", g.health) // the seeds' liveness probe (health.go); HEAD too, others 405
 	mux.HandleFunc("/{dest}/{endpoint}", func(w http.ResponseWriter, r *http.Request) {
 		h := g.state().fronts[r.PathValue("dest")+"/"+r.PathValue("endpoint")]
 		if h == nil {
@@ -211,7 +212,7 @@ func (g *Gateway) Handler() http.Handler {
 // (for a stream, when it closes).
 func (g *Gateway) audited(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/healthz" {
+		if r.URL.Path == "/healthz" || r.URL.Path == "/health" {
 			next.ServeHTTP(w, r)
 			return
 		}
