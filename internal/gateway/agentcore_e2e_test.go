@@ -339,3 +339,46 @@ func TestAgentCoreConformance(t *testing.T) {
 		})
 	}
 }
+
+// TestAgentCoreInputRequired: a 2026-07-28 go-sdk client through the
+// HTTP-protocol contract, over the everything-server: its input_required
+// (multi round-trip) results reach the client, whose handlers answer and
+// whose retry completes the call; the legacy era's sampling request rides on
+// the SSE answer of /invocations.
+func TestAgentCoreInputRequired(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the everything-server; skipped with -short")
+	}
+	bin := peers.EverythingServer(t)
+	a := startAgentCore(t, []string{bin}, 0)
+	for _, version := range []string{"", "2025-11-25"} {
+		t.Run(cmpOr(version, "latest"), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			c := peers.NewRecordingClient("agentcore-mrtr")
+			cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: a.httpBase + "/invocations", MaxRetries: -1},
+				&mcp.ClientSessionOptions{ProtocolVersion: version})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			pv := cs.InitializeResult().ProtocolVersion
+			t.Logf("protocol %s", pv)
+			if pv >= "2026-07-28" {
+				if got, want := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "test_input_required_result_sampling"}),
+					"Sampling response: sampled(What is the capital of France?)"; got != want {
+					t.Errorf("test_input_required_result_sampling = %q, want %q", got, want)
+				}
+				return
+			}
+			if version == "" {
+				t.Fatalf("the SDK's latest negotiated %s, want 2026-07-28 or later", pv)
+			}
+			prompt := "what is 2+2"
+			if got, want := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "test_sampling",
+				Arguments: map[string]any{"prompt": prompt}}), "LLM response: sampled("+prompt+")"; got != want {
+				t.Errorf("test_sampling = %q, want %q", got, want)
+			}
+		})
+	}
+}
