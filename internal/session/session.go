@@ -58,8 +58,28 @@ type Session struct {
 	mu       sync.Mutex
 	backend  Backend   // guarded by mu; set once by SetBackend
 	endErr   error     // guarded by mu
-	lastSeen time.Time // guarded by mu
-	busy     int       // guarded by mu: requests in flight plus open streams
+	lastSeen time.Time     // guarded by mu
+	busy     int           // guarded by mu: requests in flight plus open streams
+	idle     time.Duration // guarded by mu: SetIdle's own idle timeout; zero means the table's
+	created  time.Time
+}
+
+// SetIdle gives the session an idle timeout shorter than the table's (a
+// session that owns a child process is reaped sooner); zero or a value not
+// below the table's Idle leaves the table's.
+func (s *Session) SetIdle(d time.Duration) {
+	s.mu.Lock()
+	s.idle = d
+	s.mu.Unlock()
+}
+
+// evictable reports whether the session may be ended to make room: it is
+// set up (has a backend), has nothing in flight and no open stream. It
+// returns when it was last used. Called with s.mu unheld.
+func (s *Session) evictable() (lastSeen time.Time, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastSeen, s.busy == 0 && s.backend != nil
 }
 
 // SetBackend attaches the backend; a session is usable after it.
@@ -138,8 +158,13 @@ func (s *Session) Acquire() (release func()) {
 	}
 }
 
-// ErrTooMany is returned by Table.New when a destination is at its cap.
+// ErrTooMany is returned by Table.New when a destination is at its cap and
+// every one of its sessions is busy.
 var ErrTooMany = errors.New("too many sessions")
+
+// ErrEvicted is the end error of a session evicted to make room for a new
+// one.
+var ErrEvicted = errors.New("session evicted: the destination was at its session cap and this session was the least recently used idle one")
 
 // Table holds the live sessions of all destinations.
 type Table struct {
@@ -152,6 +177,10 @@ type Table struct {
 	QueueLimit int
 	// OnDrop, if set, is called when a listen queue overflows.
 	OnDrop func(s *Session)
+	// OnEvict, if set, is called (outside the table's lock) after New
+	// ended s to make room: age is how long s lived, idle how long it had
+	// nothing in flight.
+	OnEvict func(s *Session, age, idle time.Duration)
 
 	mu     sync.Mutex
 	byID   map[string]*Session // guarded by mu
@@ -165,25 +194,55 @@ func (t *Table) SetLimits(max int, idle time.Duration) {
 	t.mu.Unlock()
 }
 
-// New creates a session for dest, or returns ErrTooMany.
+// New creates a session for dest. At the cap it first evicts the least
+// recently used session of dest that is evictable (set up, nothing in
+// flight, no open stream; see OnEvict); it returns ErrTooMany only when
+// every session of dest is busy or still being set up.
 func (t *Table) New(dest string) (*Session, error) {
 	id := newUUID()
 	ql := t.QueueLimit
 	if ql == 0 {
 		ql = 1024
 	}
-	s := &Session{ID: id, Dest: dest, listen: jsonrpc.NewQueue(ql), ended: make(chan struct{}), table: t, lastSeen: time.Now()}
+	now := time.Now()
+	s := &Session{ID: id, Dest: dest, listen: jsonrpc.NewQueue(ql), ended: make(chan struct{}), table: t, lastSeen: now, created: now}
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	if t.byID == nil {
 		t.byID = map[string]*Session{}
 		t.byDest = map[string]int{}
 	}
+	var victim *Session
+	var victimSeen time.Time
 	if t.Max > 0 && t.byDest[dest] >= t.Max {
-		return nil, fmt.Errorf("%w: destination %s has %d sessions (the cap)", ErrTooMany, dest, t.Max)
+		for _, o := range t.byID {
+			if o.Dest != dest {
+				continue
+			}
+			if seen, ok := o.evictable(); ok && (victim == nil || seen.Before(victimSeen)) {
+				victim, victimSeen = o, seen
+			}
+		}
+		if victim == nil {
+			max := t.Max
+			t.mu.Unlock()
+			return nil, fmt.Errorf("%w: destination %s has %d sessions (the cap), each with a request in flight or a stream open", ErrTooMany, dest, max)
+		}
+		// Take the victim's place now, under the lock, so that concurrent
+		// New calls cannot overshoot the cap; End's remove then finds it
+		// gone.
+		delete(t.byID, victim.ID)
+		t.byDest[dest]--
 	}
 	t.byID[id] = s
 	t.byDest[dest]++
+	onEvict := t.OnEvict
+	t.mu.Unlock()
+	if victim != nil {
+		victim.End(ErrEvicted)
+		if onEvict != nil {
+			onEvict(victim, now.Sub(victim.created), now.Sub(victimSeen))
+		}
+	}
 	return s, nil
 }
 
@@ -233,13 +292,14 @@ func (t *Table) Expire(now time.Time) int {
 	t.mu.Lock()
 	idleFor := t.Idle
 	t.mu.Unlock()
-	if idleFor <= 0 {
-		return 0
-	}
 	n := 0
 	for _, s := range t.All() {
 		s.mu.Lock()
-		idle := s.busy == 0 && now.Sub(s.lastSeen) > idleFor
+		limit := idleFor
+		if s.idle > 0 && (limit <= 0 || s.idle < limit) {
+			limit = s.idle
+		}
+		idle := limit > 0 && s.busy == 0 && now.Sub(s.lastSeen) > limit
 		s.mu.Unlock()
 		if idle {
 			s.End(errors.New("session expired"))
@@ -249,16 +309,11 @@ func (t *Table) Expire(now time.Time) int {
 	return n
 }
 
-// Run expires idle sessions until ctx is done.
+// Run expires idle sessions until ctx is done. It checks every half of the
+// shortest idle timeout in use (the table's or a session's), at most every
+// minute.
 func (t *Table) Run(ctx context.Context) {
-	t.mu.Lock()
-	idle := t.Idle
-	t.mu.Unlock()
-	every := time.Minute
-	if idle > 0 {
-		every = min(idle/2, time.Minute)
-	}
-	tick := time.NewTicker(every)
+	tick := time.NewTicker(t.checkEvery())
 	defer tick.Stop()
 	for {
 		select {
@@ -266,8 +321,28 @@ func (t *Table) Run(ctx context.Context) {
 			return
 		case now := <-tick.C:
 			t.Expire(now)
+			tick.Reset(t.checkEvery())
 		}
 	}
+}
+
+// checkEvery is Run's interval for the current limits and sessions.
+func (t *Table) checkEvery() time.Duration {
+	every := time.Minute
+	t.mu.Lock()
+	idle := t.Idle
+	t.mu.Unlock()
+	if idle > 0 {
+		every = min(every, idle/2)
+	}
+	for _, s := range t.All() {
+		s.mu.Lock()
+		if s.idle > 0 {
+			every = min(every, s.idle/2)
+		}
+		s.mu.Unlock()
+	}
+	return max(every, time.Millisecond)
 }
 
 // EndAll ends every session (shutdown).

@@ -477,3 +477,135 @@ func TestAcquire(t *testing.T) {
 		}
 	})
 }
+
+// TestEvictAtCap: at the cap New ends the least recently used idle session
+// (and reports it), never a busy or not yet set up one; ErrTooMany only when
+// none is evictable.
+func TestEvictAtCap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		type evicted struct {
+			s         *Session
+			age, idle time.Duration
+		}
+		var got []evicted
+		tbl := &Table{Max: 3, OnEvict: func(s *Session, age, idle time.Duration) {
+			got = append(got, evicted{s, age, idle})
+		}}
+		var ss []*Session
+		var backends []*fakeBackend
+		for range 3 {
+			s, err := tbl.New("a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := &fakeBackend{}
+			s.SetBackend(b)
+			ss = append(ss, s)
+			backends = append(backends, b)
+			time.Sleep(time.Second) // fake clock: distinct last-use times
+		}
+		// ss[0] is the oldest but busy (a stream open); ss[1] was used
+		// last of all; so ss[2] is the least recently used idle one.
+		release0 := ss[0].Acquire()
+		ss[1].Acquire()()
+		time.Sleep(time.Second)
+		other, err := tbl.New("b") // another destination does not count
+		if err != nil {
+			t.Fatal(err)
+		}
+		other.SetBackend(&fakeBackend{})
+		n, err := tbl.New("a")
+		if err != nil {
+			t.Fatalf("New at the cap with idle sessions: %v", err)
+		}
+		if len(got) != 1 || got[0].s != ss[2] {
+			t.Fatalf("evicted %v, want the least recently used idle session", got)
+		}
+		if got[0].age != 2*time.Second || got[0].idle != 2*time.Second {
+			t.Errorf("evicted age %v idle %v, want 2s and 2s", got[0].age, got[0].idle)
+		}
+		select {
+		case <-ss[2].Ended():
+		default:
+			t.Fatal("evicted session not ended")
+		}
+		if tbl.Get(ss[2].ID) != nil || tbl.Count("a") != 3 || tbl.Get(other.ID) != other {
+			t.Fatalf("after eviction: Get=%v Count=%d", tbl.Get(ss[2].ID), tbl.Count("a"))
+		}
+		synctest.Wait()
+		if backends[2].count() != 1 {
+			t.Errorf("evicted session's backend left %d times, want 1", backends[2].count())
+		}
+		// n is not set up yet: not evictable. ss[1] is idle: evicted next.
+		if _, err := tbl.New("a"); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 2 || got[1].s != ss[1] {
+			t.Fatalf("second eviction took %v, want ss[1]", got[len(got)-1].s)
+		}
+		// Now: ss[0] busy, n and the last one not set up: 503.
+		if _, err := tbl.New("a"); !errors.Is(err, ErrTooMany) {
+			t.Fatalf("New with every session busy: %v, want ErrTooMany", err)
+		}
+		n.SetBackend(&fakeBackend{})
+		release := n.Acquire() // busy: a call in flight
+		if _, err := tbl.New("a"); !errors.Is(err, ErrTooMany) {
+			t.Fatalf("New with every session busy: %v, want ErrTooMany", err)
+		}
+		release0()
+		time.Sleep(time.Second)
+		release()
+		if _, err := tbl.New("a"); err != nil {
+			t.Fatalf("New after the calls ended: %v", err)
+		}
+		if len(got) != 3 || got[2].s != ss[0] {
+			t.Fatalf("third eviction took %v, want ss[0], released before n", got[2].s.ID)
+		}
+	})
+}
+
+// TestEvictConcurrent: concurrent New calls at the cap never overshoot it.
+func TestEvictConcurrent(t *testing.T) {
+	tbl := &Table{Max: 5}
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := tbl.New("a")
+			if err == nil {
+				s.SetBackend(&fakeBackend{})
+			}
+		}()
+	}
+	wg.Wait()
+	if n := tbl.Count("a"); n != 5 || len(tbl.All()) != 5 {
+		t.Fatalf("Count = %d, All = %d; want 5", n, len(tbl.All()))
+	}
+}
+
+// TestSessionIdle: a session's own shorter idle timeout ends it sooner, and
+// Run checks often enough for it.
+func TestSessionIdle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tbl := &Table{Idle: time.Hour}
+		short, _ := tbl.New("a")
+		short.SetIdle(time.Minute)
+		long, _ := tbl.New("a")
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		go tbl.Run(ctx)
+		time.Sleep(2 * time.Minute)
+		synctest.Wait()
+		select {
+		case <-short.Ended():
+		default:
+			t.Fatal("session with a 1m idle timeout alive after 2m")
+		}
+		select {
+		case <-long.Ended():
+			t.Fatal("session with the table's 1h idle timeout ended after 2m")
+		default:
+		}
+	})
+}
