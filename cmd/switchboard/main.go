@@ -36,6 +36,14 @@ const usage = `usage:
                                                     inside an AgentCore Runtime container: serve a stdio
                                                     server (argv or MCP_SERVER_CMD) on /mcp and /invocations
   switchboard version                               print the version
+
+environment (a flag wins over its variable, a variable over the config file):
+  DESTINATIONS_CONFIG=FILE          the config file when --config is not given
+  SECRETS_CONFIG=FILE               the secrets file (instead of secrets_file / secrets.yml beside the config)
+  LOG_FILE=FILE                     the log file (log.file); --log logs to stderr instead
+  STDIO_RESPONSE_TIMEOUT_SECS=N     per-request timeout in seconds (timeout); 0 disables it
+  MAX_STDIO_CONNECTIONS=N           sessions per destination (max_sessions)
+  AUDIT_LOG_BODIES=1                log request and response bodies in the audit log (audit.log_bodies)
 `
 
 func main() {
@@ -121,7 +129,10 @@ func serve(args []string, stderr io.Writer) int {
 		defer pprof.StopCPUProfile()
 	}
 	if *cfgPath == "" {
-		fmt.Fprintln(stderr, "switchboard serve: --config is required")
+		*cfgPath = os.Getenv("DESTINATIONS_CONFIG") // mithril-proxy's variable; the flag wins
+	}
+	if *cfgPath == "" {
+		fmt.Fprintln(stderr, "switchboard serve: --config is required (or set DESTINATIONS_CONFIG)")
 		return 2
 	}
 	cfg, err := config.Load(*cfgPath)
@@ -208,7 +219,10 @@ func check(args []string, stdout, stderr io.Writer) int {
 		*cfgPath = fs.Arg(0)
 	}
 	if *cfgPath == "" {
-		fmt.Fprintln(stderr, "switchboard check: --config is required")
+		*cfgPath = os.Getenv("DESTINATIONS_CONFIG")
+	}
+	if *cfgPath == "" {
+		fmt.Fprintln(stderr, "switchboard check: --config is required (or set DESTINATIONS_CONFIG)")
 		return 2
 	}
 	cfg, err := config.Load(*cfgPath)
