@@ -57,6 +57,13 @@ type Config struct {
 	// (`session_idle_timeout`). Default 30m; "0s" disables expiry.
 	SessionIdleTimeout time.Duration
 
+	// SessionChildIdleTimeout closes sooner a client session that owns a
+	// child process (a stdio destination with `isolation: session`, also
+	// through an aggregated endpoint) once it is idle that long
+	// (`session_child_idle_timeout`). Default 5m; "0s" means
+	// SessionIdleTimeout applies to them too.
+	SessionChildIdleTimeout time.Duration
+
 	// MaxBodyBytes caps client request bodies (`max_body_bytes`, an integer
 	// or a size like "16MiB"); larger bodies get 413. Default 16 MiB;
 	// always > 0.
@@ -280,24 +287,27 @@ const (
 	DefaultListen             = "127.0.0.1:8080"
 	DefaultTimeout            = 30 * time.Second
 	DefaultSessionIdleTimeout = 30 * time.Minute
-	DefaultMaxBodyBytes       = 16 << 20
-	DefaultMaxMessageBytes    = 16 << 20
-	DefaultMaxSessions        = 10
-	DefaultKeepAlive          = 15 * time.Second
-	DefaultLogLevel           = "info"
+	// DefaultSessionChildIdleTimeout is SessionChildIdleTimeout's default.
+	DefaultSessionChildIdleTimeout = 5 * time.Minute
+	DefaultMaxBodyBytes            = 16 << 20
+	DefaultMaxMessageBytes         = 16 << 20
+	DefaultMaxSessions             = 10
+	DefaultKeepAlive               = 15 * time.Second
+	DefaultLogLevel                = "info"
 )
 
 // defaultConfig returns a Config holding every default that does not depend
 // on other fields. Decoding overwrites it with what the file sets.
 func defaultConfig() *Config {
 	return &Config{
-		Listen:             DefaultListen,
-		Timeout:            DefaultTimeout,
-		SessionIdleTimeout: DefaultSessionIdleTimeout,
-		MaxBodyBytes:       DefaultMaxBodyBytes,
-		MaxMessageBytes:    DefaultMaxMessageBytes,
-		MaxSessions:        DefaultMaxSessions,
-		KeepAlive:          DefaultKeepAlive,
+		Listen:                  DefaultListen,
+		Timeout:                 DefaultTimeout,
+		SessionIdleTimeout:      DefaultSessionIdleTimeout,
+		SessionChildIdleTimeout: DefaultSessionChildIdleTimeout,
+		MaxBodyBytes:            DefaultMaxBodyBytes,
+		MaxMessageBytes:         DefaultMaxMessageBytes,
+		MaxSessions:             DefaultMaxSessions,
+		KeepAlive:               DefaultKeepAlive,
 		Restart: Restart{
 			// MaxAttempts defaults to len(Delays) once Delays is decoded.
 			Delays: []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second},

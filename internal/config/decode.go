@@ -144,6 +144,8 @@ func (d *decoder) decodeNative(root *yaml.Node, c *Config, dir string, readFile 
 			d.setDuration(&c.Timeout, v, path)
 		case "session_idle_timeout":
 			d.setDuration(&c.SessionIdleTimeout, v, path)
+		case "session_child_idle_timeout":
+			d.setDuration(&c.SessionChildIdleTimeout, v, path)
 		case "max_body_bytes":
 			d.setSize(&c.MaxBodyBytes, v, path)
 		case "max_message_bytes":

@@ -51,6 +51,7 @@ func (d *decoder) validateGlobal(c *Config) {
 	}{
 		{"timeout", c.Timeout},
 		{"session_idle_timeout", c.SessionIdleTimeout},
+		{"session_child_idle_timeout", c.SessionChildIdleTimeout},
 		{"keep_alive", c.KeepAlive},
 	} {
 		if f.v < 0 {
