@@ -46,11 +46,14 @@ type Config struct {
 	// resolved against the configuration file's directory. When empty,
 	// secrets.yml and then secrets.yaml beside the configuration file are
 	// tried and a missing file is fine; a named file that is missing is an
-	// error. After loading it holds the path that was read, or "" if none.
+	// error. The environment variable SECRETS_CONFIG, when set, names the
+	// file instead (relative to the working directory). After loading it
+	// holds the path that was read, or "" if none.
 	SecretsFile string
 
 	// Timeout bounds each request forwarded upstream (`timeout`, e.g. "30s").
-	// Default 30s; 0 disables the bound.
+	// Default 30s; 0 disables the bound. The environment variable
+	// STDIO_RESPONSE_TIMEOUT_SECS (seconds) replaces it when set.
 	Timeout time.Duration
 
 	// SessionIdleTimeout closes a client session idle that long
@@ -159,7 +162,8 @@ type Log struct {
 	Level string
 
 	// File is the log file (`file`), relative to the configuration file's
-	// directory. Default "": standard error.
+	// directory. Default "": standard error. The environment variable
+	// LOG_FILE (relative to the working directory) replaces it when set.
 	File string
 }
 
