@@ -138,7 +138,12 @@ func (d *decoder) validateDestination(dst *Destination, p string) {
 		if d.imported {
 			d.errorAt(p, p, "needs a command or a url")
 		} else {
-			d.errorAt(p, p, "type is required: stdio, streamable_http or sse")
+			hint := ""
+			if dst.URL != "" && dst.Command == nil {
+				// mithril-proxy took such an entry as sse at url + /sse.
+				hint = "; as in mithril-proxy, write the destination as just its URL (name: https://host/base) for an sse server at that URL plus /sse"
+			}
+			d.errorAt(p, p, "type is required: stdio, streamable_http or sse%s", hint)
 		}
 	default:
 		d.errorAt(p+".type", p, "unknown type %q: want stdio, streamable_http or sse", dst.Type)
