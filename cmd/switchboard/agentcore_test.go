@@ -86,25 +86,27 @@ func TestBinaryAgentCore(t *testing.T) {
 			t.Logf("switchboard output:\n%s", logs.String())
 		}
 	})
-	addrs := make(chan string, 2)
+	addrs := make(chan [2]string, 2)
 	go func() {
-		re := regexp.MustCompile(`msg="switchboard listening" addr=(\S+)`)
+		re := regexp.MustCompile(`msg="switchboard listening" addr=(\S+) .*serving="agentcore (\w+) contract"`)
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
 			logs.Write([]byte(sc.Text() + "\n"))
 			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				addrs <- m[1]
+				addrs <- [2]string{m[2], m[1]}
 			}
 		}
 	}()
-	var mcpAddr, httpAddr string
-	for i, p := range []*string{&mcpAddr, &httpAddr} {
+	byContract := map[string]string{}
+	for len(byContract) < 2 {
 		select {
-		case *p = <-addrs:
+		case a := <-addrs:
+			byContract[a[0]] = a[1]
 		case <-time.After(30 * time.Second):
-			t.Fatalf("listener %d not announced", i)
+			t.Fatalf("listeners announced: %v, want the mcp and http contracts", byContract)
 		}
 	}
+	mcpAddr, httpAddr := byContract["mcp"], byContract["http"]
 	client := &http.Client{Timeout: 20 * time.Second}
 	resp, err := client.Get("http://" + httpAddr + "/ping")
 	if err != nil {

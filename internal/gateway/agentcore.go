@@ -97,10 +97,10 @@ func (g *Gateway) ServeAgentCore(ctx context.Context, mcpLn, httpLn net.Listener
 		MaxBindings: 10 * g.static.MaxSessions})
 	var lns []listener
 	if mcpLn != nil {
-		lns = append(lns, listener{mcpLn, front.MCP()})
+		lns = append(lns, listener{ln: mcpLn, h: front.MCP(), name: "agentcore mcp contract"})
 	}
 	if httpLn != nil {
-		lns = append(lns, listener{httpLn, front.HTTP()})
+		lns = append(lns, listener{ln: httpLn, h: front.HTTP(), name: "agentcore http contract"})
 	}
 	if len(lns) == 0 {
 		return errors.New("gateway: ServeAgentCore needs a listener")

@@ -315,13 +315,15 @@ func (g *Gateway) Run(ctx context.Context, addr string) error {
 // Serve serves on ln until ctx is done, then shuts down: stop accepting,
 // end streams and sessions, stop every process. It returns after all of it.
 func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
-	return g.serveAll(ctx, []listener{{ln, g.Handler()}})
+	return g.serveAll(ctx, []listener{{ln: ln, h: g.Handler()}})
 }
 
-// listener is one listening socket and the handler serving it.
+// listener is one listening socket and the handler serving it; name, when
+// set, is logged with the address.
 type listener struct {
-	ln net.Listener
-	h  http.Handler
+	ln   net.Listener
+	h    http.Handler
+	name string
 }
 
 // serveAll is Serve on several listeners at once, each with its own
@@ -337,7 +339,11 @@ func (g *Gateway) serveAll(ctx context.Context, lns []listener) error {
 	for i, l := range lns {
 		srv := &http.Server{Handler: l.h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(g.log.Handler(), slog.LevelWarn)}
 		srvs[i] = srv
-		g.log.Info("switchboard listening", "addr", l.ln.Addr().String(), "destinations", len(g.state().dests))
+		attrs := []any{"addr", l.ln.Addr().String(), "destinations", len(g.state().dests)}
+		if l.name != "" {
+			attrs = append(attrs, "serving", l.name)
+		}
+		g.log.Info("switchboard listening", attrs...)
 		wg.Go(func() { errc <- srv.Serve(l.ln) })
 	}
 
