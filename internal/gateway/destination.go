@@ -36,6 +36,9 @@ type destination struct {
 	newUp  func(dial upstream.Dialer, shared bool, era upstream.Era) *upstream.Upstream
 
 	shared *upstream.Upstream // nil unless stdio with isolation shared
+	// childIdle is the idle timeout of a session that owns a process
+	// (session_child_idle_timeout); zero leaves the table's.
+	childIdle time.Duration
 	modern *upstream.Upstream // nil for legacy sse destinations
 	// toolHeaders caches the x-mcp-header bindings of modern's tools
 	// (see paramHeaders).
@@ -50,7 +53,8 @@ type destination struct {
 }
 
 func newDestination(cfg *config.Destination, global *config.Config, log *slog.Logger) *destination {
-	d := &destination{name: cfg.Name, cfg: cfg, private: map[*upstream.Upstream]struct{}{}}
+	d := &destination{name: cfg.Name, cfg: cfg, private: map[*upstream.Upstream]struct{}{},
+		childIdle: global.SessionChildIdleTimeout}
 	dlog := log.With("destination", cfg.Name)
 	maxMsg := int(global.MaxMessageBytes)
 	switch cfg.Type {
@@ -161,8 +165,19 @@ func (d *destination) Join(ctx context.Context, down upstream.Downstream, init *
 		}
 		return nil, nil, err
 	}
+	if owned != nil && d.cfg.Type == config.TypeStdio && d.childIdle > 0 {
+		// The session owns a process: reap it sooner when idle. An
+		// aggregated session's member slot passes this on to its session.
+		if s, ok := down.(idleSetter); ok {
+			s.SetIdle(d.childIdle)
+		}
+	}
 	return &memberBackend{Member: m, d: d, owned: owned}, res, nil
 }
+
+// idleSetter is a downstream whose idle timeout can be shortened
+// (*session.Session, an aggregated session's member slot).
+type idleSetter interface{ SetIdle(time.Duration) }
 
 // Stateless sends a 2026-07-28 request.
 func (d *destination) Stateless(ctx context.Context, req *jsonrpc.Message) (session.Call, error) {

@@ -114,6 +114,12 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g.sessions = &session.Table{Max: cfg.MaxSessions, Idle: cfg.SessionIdleTimeout,
 		OnDrop: func(s *session.Session) {
 			g.log.Warn("listen stream queue full; message dropped", "destination", s.Dest, "session", s.ID)
+		},
+		// The id in full would let a log reader take over a live session;
+		// its first group tells sessions apart.
+		OnEvict: func(s *session.Session, age, idle time.Duration) {
+			g.log.Info("session cap reached: evicted the least recently used idle session",
+				"destination", s.Dest, "session", s.ID[:8]+"…", "age", age.Round(time.Second), "idle", idle.Round(time.Second))
 		}}
 	st, _ := g.build(cfg, nil)
 	g.cur.Store(st)

@@ -1240,7 +1240,9 @@ func TestStdioExitDuringPendingPost503(t *testing.T) {
 	})
 }
 
-// The connection cap (default 10): the 11th session gets 503.
+// The connection cap (default 10): the 11th session gets 503 while the 10
+// are busy (each has its GET stream open; idle ones would be evicted, see
+// TestSessionCapEvictsAbandoned).
 func TestStdioSessionCap11th503(t *testing.T) {
 	if os.Getenv("MAX_STDIO_CONNECTIONS") != "" {
 		t.Skip("MAX_STDIO_CONNECTIONS is set in the environment")
@@ -1250,6 +1252,7 @@ func TestStdioSessionCap11th503(t *testing.T) {
 	var ss []*sess
 	for i := 0; i < 10; i++ {
 		ss = append(ss, h.initialize("d", ""))
+		ss[i].listen()
 	}
 	r := h.do("POST", "/d/mcp", rpc(1, "initialize", initParams("")))
 	e := expectRPCError(t, r, 503, -32000)
@@ -1262,7 +1265,7 @@ func TestStdioSessionCap11th503(t *testing.T) {
 	if r := ss[3].delete(); r.status != 204 {
 		t.Fatal(r)
 	}
-	h.initialize("d", "")
+	h.initialize("d", "").listen()
 	expectRPCError(t, h.do("POST", "/d/mcp", rpc(1, "initialize", initParams(""))), 503, -32000)
 }
 
@@ -1271,7 +1274,7 @@ func TestStdioSessionCapIsolatedProcesses(t *testing.T) {
 	t.Parallel()
 	h := start(t, fastRestart+"max_sessions: 3\n", dest{name: "d", mode: "plain", isolation: "session"})
 	for i := 0; i < 3; i++ {
-		h.initialize("d", "")
+		h.initialize("d", "").listen() // busy: not evictable
 	}
 	expectRPCError(t, h.do("POST", "/d/mcp", rpc(1, "initialize", initParams(""))), 503, -32000)
 	if p := h.procs(); len(p) != 3 {
@@ -1283,8 +1286,8 @@ func TestStdioSessionCapIsolatedProcesses(t *testing.T) {
 func TestStdioSessionCapEnv(t *testing.T) {
 	t.Setenv("MAX_STDIO_CONNECTIONS", "2")
 	h := start(t, fastRestart+"max_sessions: 50\n", dest{name: "d", mode: "plain"})
-	h.initialize("d", "")
-	h.initialize("d", "")
+	h.initialize("d", "").listen() // busy: not evictable
+	h.initialize("d", "").listen()
 	expectRPCError(t, h.do("POST", "/d/mcp", rpc(1, "initialize", initParams(""))), 503, -32000)
 }
 

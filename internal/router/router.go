@@ -352,6 +352,14 @@ type memberDown struct {
 	m *member
 }
 
+// SetIdle passes a server's shorter idle timeout (a session that owns a
+// process) on to the client session, when it takes one.
+func (d *memberDown) SetIdle(idle time.Duration) {
+	if s, ok := d.a.down.(interface{ SetIdle(time.Duration) }); ok {
+		s.SetIdle(idle)
+	}
+}
+
 func (d *memberDown) Deliver(msg *jsonrpc.Message) {
 	a, m := d.a, d.m
 	switch msg.Method {

@@ -1,0 +1,147 @@
+package gateway_test
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// rawSession is a client session opened by raw HTTP on any Streamable HTTP
+// path (a destination's /{d}/mcp or an aggregated /mcp, /mcp/{ns}).
+type rawSession struct {
+	h    *harness
+	path string
+	id   string
+}
+
+// initAt opens a session on path the way the TypeScript SDK does
+// (initialize, notifications/initialized); it returns the answer on failure.
+func (h *harness) initAt(path string) (*rawSession, *resp) {
+	h.t.Helper()
+	r := h.do("POST", path, rpc(0, "initialize", initParams("")))
+	if r.status != 200 {
+		return nil, r
+	}
+	id := r.header.Get("Mcp-Session-Id")
+	if n := h.do("POST", path, rpc(nil, "notifications/initialized", nil), "Mcp-Session-Id", id); n.status != http.StatusAccepted {
+		h.t.Fatalf("notifications/initialized on %s: %s", path, n)
+	}
+	return &rawSession{h: h, path: path, id: id}, nil
+}
+
+// echo calls the test server's echo tool (named as the path exposes it)
+// and checks the answer.
+func (s *rawSession) echo(tool, text string) {
+	s.h.t.Helper()
+	r := s.h.do("POST", s.path, rpc(7, "tools/call", toolParams(tool, map[string]any{"text": text}, nil)), "Mcp-Session-Id", s.id)
+	if r.status != 200 {
+		s.h.t.Fatalf("echo on %s: %s", s.path, r)
+	}
+	if out := parseTool(s.h.t, r.last(s.h.t)); out.Text != text {
+		s.h.t.Fatalf("echo on %s: %q, want %q", s.path, out.Text, text)
+	}
+}
+
+// Clients that never DELETE (the TypeScript SDK's close(), inspector,
+// mcp-remote) must not lock the next ones out: at the cap, the least
+// recently used idle session is evicted (and logged without its full id);
+// the evicted id then answers 404. With isolation: session its process
+// goes too. Same on an aggregated endpoint.
+func TestSessionCapEvictsAbandoned(t *testing.T) {
+	for _, tc := range []struct {
+		name, path, tool, isolation string
+	}{
+		{"destination", "/d/mcp", "echo", ""},
+		{"destination isolated", "/d/mcp", "echo", "session"},
+		{"aggregated", "/mcp", "d__echo", ""},
+		{"namespace isolated", "/mcp/ns", "d__echo", "session"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := startAgg(t, "max_sessions: 10\n", "namespaces:\n  ns:\n    servers: [d]\n    tool_prefix: always\n",
+				dest{name: "d", mode: "plain", isolation: tc.isolation})
+			var first *rawSession
+			for i := range 11 {
+				s, r := h.initAt(tc.path)
+				if s == nil {
+					t.Fatalf("client %d: initialize: %s", i+1, r)
+				}
+				s.echo(tc.tool, fmt.Sprint("client ", i+1))
+				if i == 0 {
+					first = s
+				}
+				// Disconnect without DELETE.
+			}
+			s, r := h.initAt(tc.path)
+			if s == nil {
+				t.Fatalf("12th client: initialize: %s", r)
+			}
+			s.echo(tc.tool, "twelfth")
+			rec := h.logs.wait(t, slog.LevelInfo, "session cap reached: evicted the least recently used idle session", "session="+first.id[:8])
+			if want := "session=" + first.id; strings.Contains(rec.Attrs, want) {
+				t.Errorf("eviction log carries the full session id: %s", rec.Attrs)
+			}
+			// The first client was the least recently used: gone.
+			if r := h.do("POST", tc.path, rpc(1, "tools/list", nil), "Mcp-Session-Id", first.id); r.status != http.StatusNotFound {
+				t.Errorf("evicted session: %s, want 404", r)
+			}
+			if tc.isolation == "session" {
+				// 10 sessions, one process each (the evicted ones' ended).
+				deadline := time.Now().Add(waitFor)
+				for len(h.procs()) > 10 && time.Now().Before(deadline) {
+					time.Sleep(20 * time.Millisecond)
+				}
+				if n := len(h.procs()); n > 10 {
+					t.Errorf("%d per-session processes for 10 sessions", n)
+				}
+			}
+		})
+	}
+}
+
+// When every session is busy (a call in flight or a GET stream open), the
+// next client gets 503; once one of them is idle again, it is evicted.
+func TestSessionCapAllBusy(t *testing.T) {
+	h := start(t, "max_sessions: 10\n", dest{name: "d", mode: "plain"})
+	var calls, streams []*stream
+	var ss []*sess
+	for i := range 10 {
+		s := h.initialize("d", "")
+		ss = append(ss, s)
+		if i%2 == 0 {
+			calls = append(calls, s.waitStarted(1, fmt.Sprint("k", i)))
+		} else {
+			streams = append(streams, s.listen())
+		}
+	}
+	expectRPCError(t, h.do("POST", "/d/mcp", rpc(1, "initialize", initParams(""))), 503, 0)
+	// One GET stream closes: its session is idle, so the next client gets in.
+	streams[0].close()
+	deadline := time.Now().Add(waitFor)
+	var s *sess
+	for {
+		var err error
+		if s, err = h.tryInitialize("d", ""); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("initialize after a stream closed: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond) // the stream's release is asynchronous to close
+	}
+	if r := ss[1].call("tools/list", nil); r.status != http.StatusNotFound {
+		t.Errorf("the session whose stream closed: %s, want 404 (evicted)", r)
+	}
+	// The busy ones were not touched: release the calls.
+	for i, c := range calls {
+		s.tool("release", map[string]any{"key": fmt.Sprint("k", 2*i)})
+		if m := c.next(); m.Result == nil {
+			t.Errorf("call %d: %s, want its result", i, describe(m))
+		}
+	}
+	for _, st := range streams[1:] {
+		st.close()
+	}
+}
