@@ -141,6 +141,16 @@ type Restart struct {
 	// MaxAttempts is the number of restarts tried before the destination is
 	// marked failed (`max_attempts`). Default len(Delays); 0 never restarts.
 	MaxAttempts int
+
+	// RetryAfter is how long a failed destination refuses new work before
+	// the next request (or a config reload) starts it again (`retry_after`).
+	// Each retry that fails doubles it, up to RetryMax. Default 30s; always
+	// > 0.
+	RetryAfter time.Duration
+
+	// RetryMax caps the doubled RetryAfter (`retry_max`). Default 10m;
+	// raised to RetryAfter when smaller.
+	RetryMax time.Duration
 }
 
 // Audit configures the audit log of MCP traffic.
@@ -291,6 +301,9 @@ const (
 	DefaultListen             = "127.0.0.1:8080"
 	DefaultTimeout            = 30 * time.Second
 	DefaultSessionIdleTimeout = 30 * time.Minute
+	// DefaultRetryAfter and DefaultRetryMax are Restart's defaults.
+	DefaultRetryAfter = 30 * time.Second
+	DefaultRetryMax   = 10 * time.Minute
 	// DefaultSessionChildIdleTimeout is SessionChildIdleTimeout's default.
 	DefaultSessionChildIdleTimeout = 5 * time.Minute
 	DefaultMaxBodyBytes            = 16 << 20
@@ -314,7 +327,9 @@ func defaultConfig() *Config {
 		KeepAlive:               DefaultKeepAlive,
 		Restart: Restart{
 			// MaxAttempts defaults to len(Delays) once Delays is decoded.
-			Delays: []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second},
+			Delays:     []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second},
+			RetryAfter: DefaultRetryAfter,
+			RetryMax:   DefaultRetryMax,
 		},
 		Log:          Log{Level: DefaultLogLevel},
 		Destinations: map[string]*Destination{},

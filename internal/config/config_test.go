@@ -82,6 +82,7 @@ var expectedErrors = []struct {
 	{"negative_dest_timeout.bad.yaml", `:5: destinations.github: timeout must not be negative`},
 	{"negative_keep_alive.bad.yaml", `keep_alive: must not be negative`},
 	{"negative_child_idle.bad.yaml", `session_child_idle_timeout: must not be negative`},
+	{"restart_retry_zero.bad.yaml", `restart.retry_after: must be positive`},
 	{"size_zero.bad.yaml", `max_body_bytes: must be positive`},
 	{"negative_message_size.bad.yaml", `max_message_bytes: must be positive`},
 	{"max_sessions_zero.bad.yaml", `max_sessions: must be positive`},
@@ -203,7 +204,7 @@ func TestFullConfig(t *testing.T) {
 		KeepAlive:               20 * time.Second,
 		AllowedOrigins:          []string{"https://app.example.com", "http://localhost:5173"},
 		AllowedHosts:            []string{"gateway.internal", "[::1]"},
-		Restart:                 Restart{Delays: []time.Duration{250 * time.Millisecond, time.Second}, MaxAttempts: 5},
+		Restart:                 Restart{Delays: []time.Duration{250 * time.Millisecond, time.Second}, MaxAttempts: 5, RetryAfter: 5 * time.Second, RetryMax: time.Minute},
 		Audit:                   Audit{Path: filepath.Join("testdata", "audit.jsonl"), LogBodies: true},
 		Log:                     Log{Level: "debug", File: "/var/log/switchboard.log"},
 		Destinations: map[string]*Destination{

@@ -165,6 +165,10 @@ func (d *decoder) decodeNative(root *yaml.Node, c *Config, dir string, readFile 
 					d.setDurations(&c.Restart.Delays, v, path)
 				case "max_attempts":
 					d.setInt(&c.Restart.MaxAttempts, v, path)
+				case "retry_after":
+					d.setDuration(&c.Restart.RetryAfter, v, path)
+				case "retry_max":
+					d.setDuration(&c.Restart.RetryMax, v, path)
 				default:
 					d.unknown(path, key)
 				}
@@ -430,6 +434,7 @@ func (d *decoder) finish(c *Config, dir string) {
 	if !d.has("restart.max_attempts") {
 		c.Restart.MaxAttempts = len(c.Restart.Delays)
 	}
+	c.Restart.RetryMax = max(c.Restart.RetryMax, c.Restart.RetryAfter)
 	abs := func(p *string) {
 		if *p != "" && !filepath.IsAbs(*p) {
 			*p = filepath.Join(dir, *p)

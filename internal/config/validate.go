@@ -78,6 +78,12 @@ func (d *decoder) validateGlobal(c *Config) {
 	if c.Restart.MaxAttempts < 0 {
 		d.errorAt("restart.max_attempts", "restart.max_attempts", "must not be negative")
 	}
+	if c.Restart.RetryAfter <= 0 {
+		d.errorAt("restart.retry_after", "restart.retry_after", "must be positive")
+	}
+	if c.Restart.RetryMax < 0 {
+		d.errorAt("restart.retry_max", "restart.retry_max", "must not be negative")
+	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:

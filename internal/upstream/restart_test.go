@@ -575,3 +575,76 @@ func TestPermanentError(t *testing.T) {
 		t.Errorf("Permanent(%v) = %v", base, p)
 	}
 }
+
+// TestRetryFailedBackoff: each retry that fails again doubles the cool-down
+// (capped by RetryFailedMax), NextRetry tells when; a retry that reaches
+// Ready resets it; Retry (a reload) starts a Failed upstream at once.
+func TestRetryFailedBackoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Options{Shared: true, RetryFailedAfter: 10 * time.Second, RetryFailedMax: 25 * time.Second})
+		failing := true
+		var mu sync.Mutex
+		h.srv.mu.Lock()
+		h.srv.dialErr = func(int) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if failing {
+				return errors.New("connection refused")
+			}
+			return nil
+		}
+		h.srv.mu.Unlock()
+		join := func() error {
+			_, _, err := h.u.Join(h.ctx, &fakeDown{}, initMsg(`1`, serverVersion, ""))
+			return err
+		}
+		if err := join(); !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("first Join: %v", err)
+		}
+		wantState(t, h.u, Failed)
+		// Cool-downs: 10 s, 20 s, then capped at 25 s.
+		for i, wait := range []time.Duration{10 * time.Second, 20 * time.Second, 25 * time.Second, 25 * time.Second} {
+			failedAt := time.Now()
+			if got := h.u.NextRetry(); !got.Equal(failedAt.Add(wait)) {
+				t.Fatalf("retry %d: NextRetry in %v, want %v", i, got.Sub(failedAt), wait)
+			}
+			dials := len(h.srv.dialTimes())
+			time.Sleep(wait - time.Millisecond)
+			if err := join(); !errors.Is(err, ErrUnavailable) || len(h.srv.dialTimes()) != dials {
+				t.Fatalf("retry %d: Join within the cool-down: %v, %d dials (had %d)", i, err, len(h.srv.dialTimes()), dials)
+			}
+			time.Sleep(time.Millisecond)
+			if err := join(); !errors.Is(err, ErrUnavailable) || len(h.srv.dialTimes()) != dials+1 {
+				t.Fatalf("retry %d: Join after the cool-down: %v, %d dials (had %d)", i, err, len(h.srv.dialTimes()), dials)
+			}
+		}
+		// A reload retries at once, and still fails: the backoff goes on.
+		if !h.u.Retry() {
+			t.Fatal("Retry of a Failed upstream returned false")
+		}
+		synctest.Wait()
+		wantState(t, h.u, Failed)
+		if got := h.u.NextRetry().Sub(time.Now()); got != 25*time.Second {
+			t.Fatalf("after a failed Retry: next in %v, want 25s", got)
+		}
+		// The server works again: Retry brings it back, Ready resets the backoff.
+		mu.Lock()
+		failing = false
+		mu.Unlock()
+		h.u.Retry()
+		synctest.Wait()
+		wantState(t, h.u, Ready)
+		if !h.u.NextRetry().IsZero() || h.u.Retry() {
+			t.Fatal("a Ready upstream has a next retry, or was retried")
+		}
+		if err := join(); err != nil {
+			t.Fatalf("Join once recovered: %v", err)
+		}
+		h.srv.conn(t).end(errors.New("crashed"))
+		synctest.Wait()
+		wantState(t, h.u, Failed)
+		if got := h.u.NextRetry().Sub(time.Now()); got != 10*time.Second {
+			t.Fatalf("after Ready then Failed: next in %v, want 10s (reset)", got)
+		}
+	})
+}

@@ -102,8 +102,14 @@ type Options struct {
 	// lived this long. Zero means 10 s.
 	StableAfter time.Duration
 	// RetryFailedAfter is how long a Failed upstream refuses new work before
-	// the next use starts it again. Zero means 30 s.
+	// the next use starts it again. Each consecutive retry that ends Failed
+	// again doubles the wait, up to RetryFailedMax; reaching Ready resets
+	// it. Zero means 30 s.
 	RetryFailedAfter time.Duration
+	// RetryFailedMax caps the doubled RetryFailedAfter. Zero (or a value
+	// below RetryFailedAfter) means 10 minutes or RetryFailedAfter,
+	// whichever is larger.
+	RetryFailedMax time.Duration
 	// HandshakeTimeout bounds the initialize exchange. Zero means 30 s.
 	HandshakeTimeout time.Duration
 	// QueueLimit bounds the messages queued for one call or member before
@@ -174,6 +180,8 @@ type Upstream struct {
 	attempts  int
 	wasReady  bool            // some connection reached Ready
 	failedAt  time.Time       // when the Upstream last became Failed
+	retryAt   time.Time       // when a Failed Upstream may start again
+	failures  int             // Failed phases since the last Ready (the backoff exponent)
 	redial    *time.Timer     // the pending restart, if any
 	initReq   json.RawMessage // the initialize params sent to the server
 	initRes   json.RawMessage // the server's InitializeResult
@@ -206,6 +214,10 @@ func New(opts Options) *Upstream {
 	if opts.RetryFailedAfter == 0 {
 		opts.RetryFailedAfter = 30 * time.Second
 	}
+	if opts.RetryFailedMax == 0 {
+		opts.RetryFailedMax = 10 * time.Minute
+	}
+	opts.RetryFailedMax = max(opts.RetryFailedMax, opts.RetryFailedAfter)
 	if opts.HandshakeTimeout == 0 {
 		opts.HandshakeTimeout = 30 * time.Second
 	}
@@ -276,7 +288,7 @@ func (u *Upstream) ensure(ctx context.Context, params json.RawMessage) error {
 			}
 			u.mu.Lock()
 		case Failed:
-			if time.Since(u.failedAt) >= u.opts.RetryFailedAfter {
+			if !time.Now().Before(u.retryAt) {
 				// Give a failed server another chance, now and then.
 				u.attempts = 0
 				u.setState(Idle)
@@ -290,6 +302,33 @@ func (u *Upstream) ensure(ctx context.Context, params json.RawMessage) error {
 			return ErrClosed
 		}
 	}
+}
+
+// NextRetry returns when a Failed Upstream will accept work again (the
+// next use then starts it); the zero time when it is not Failed.
+func (u *Upstream) NextRetry() time.Time {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.state != Failed {
+		return time.Time{}
+	}
+	return u.retryAt
+}
+
+// Retry makes a Failed Upstream start again now, in the background, with
+// its restart attempts renewed (a config reload); a no-op in any other
+// state. It reports whether it retried.
+func (u *Upstream) Retry() bool {
+	u.mu.Lock()
+	failed := u.state == Failed
+	if failed {
+		u.retryAt = time.Time{}
+	}
+	u.mu.Unlock()
+	if failed {
+		go func() { _ = u.ensure(context.Background(), nil) }()
+	}
+	return failed
 }
 
 // Start starts an idle Upstream in the background (a no-op otherwise), so
@@ -354,6 +393,7 @@ func (u *Upstream) connect(gen int) {
 	if u.gen == gen && u.conn == conn && u.state != Closed {
 		u.lastErr = nil
 		u.wasReady = true
+		u.failures = 0
 		u.setState(Ready)
 		close(u.ready)
 	}
@@ -514,6 +554,12 @@ func (u *Upstream) failed(gen int, err error) {
 		u.setState(Restarting)
 	} else {
 		u.failedAt = time.Now()
+		wait := u.opts.RetryFailedAfter
+		for i := 0; i < u.failures && wait < u.opts.RetryFailedMax; i++ {
+			wait *= 2
+		}
+		u.retryAt = u.failedAt.Add(min(wait, u.opts.RetryFailedMax))
+		u.failures++
 		u.setState(Failed)
 		if u.ready != nil {
 			select {
