@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/config"
@@ -36,9 +37,10 @@ type destination struct {
 	newUp  func(dial upstream.Dialer, shared bool, era upstream.Era) *upstream.Upstream
 
 	shared *upstream.Upstream // nil unless stdio with isolation shared
-	// childIdle is the idle timeout of a session that owns a process
-	// (session_child_idle_timeout); zero leaves the table's.
-	childIdle time.Duration
+	// childIdle is the idle timeout, in nanoseconds, of a session that
+	// owns a process (session_child_idle_timeout); zero leaves the
+	// table's. A reload updates it in place.
+	childIdle atomic.Int64
 	modern *upstream.Upstream // nil for legacy sse destinations
 	// toolHeaders caches the x-mcp-header bindings of modern's tools
 	// (see paramHeaders).
@@ -53,8 +55,8 @@ type destination struct {
 }
 
 func newDestination(cfg *config.Destination, global *config.Config, log *slog.Logger) *destination {
-	d := &destination{name: cfg.Name, cfg: cfg, private: map[*upstream.Upstream]struct{}{},
-		childIdle: global.SessionChildIdleTimeout}
+	d := &destination{name: cfg.Name, cfg: cfg, private: map[*upstream.Upstream]struct{}{}}
+	d.childIdle.Store(int64(global.SessionChildIdleTimeout))
 	dlog := log.With("destination", cfg.Name)
 	maxMsg := int(global.MaxMessageBytes)
 	switch cfg.Type {
@@ -95,6 +97,7 @@ func newDestination(cfg *config.Destination, global *config.Config, log *slog.Lo
 		return upstream.New(upstream.Options{
 			Name: cfg.Name, Dial: dial, Shared: shared, Era: era,
 			RestartDelays: delays, HandshakeTimeout: timeout, Logger: log,
+			RetryFailedAfter: global.Restart.RetryAfter, RetryFailedMax: global.Restart.RetryMax,
 		})
 	}
 	if cfg.Type == config.TypeStdio && cfg.Isolation != config.IsolationSession {
@@ -165,11 +168,11 @@ func (d *destination) Join(ctx context.Context, down upstream.Downstream, init *
 		}
 		return nil, nil, err
 	}
-	if owned != nil && d.cfg.Type == config.TypeStdio && d.childIdle > 0 {
+	if idle := time.Duration(d.childIdle.Load()); owned != nil && d.cfg.Type == config.TypeStdio && idle > 0 {
 		// The session owns a process: reap it sooner when idle. An
 		// aggregated session's member slot passes this on to its session.
 		if s, ok := down.(idleSetter); ok {
-			s.SetIdle(d.childIdle)
+			s.SetIdle(idle)
 		}
 	}
 	return &memberBackend{Member: m, d: d, owned: owned}, res, nil
@@ -233,6 +236,27 @@ func (d *destination) Close(ctx context.Context) {
 	}
 	wg.Wait()
 	d.releasing.Wait() // an up.Close that lost the race to release's returned at once
+}
+
+// retry starts the destination's failed upstreams again now (a reload);
+// it reports whether there was one.
+func (d *destination) retry() bool {
+	retried := false
+	for _, up := range []*upstream.Upstream{d.shared, d.modern} {
+		if up != nil && up.Retry() {
+			retried = true
+		}
+	}
+	return retried
+}
+
+// nextRetry is when a failed destination accepts work again (the zero time
+// unless failed).
+func (d *destination) nextRetry() time.Time {
+	if d.shared != nil {
+		return d.shared.NextRetry()
+	}
+	return time.Time{}
 }
 
 // State summarises the destination for /healthz.

@@ -277,6 +277,9 @@ func (g *Gateway) healthz(w http.ResponseWriter, r *http.Request) {
 		State    string `json:"state"`
 		Error    string `json:"error,omitempty"`
 		Sessions int    `json:"sessions"`
+		// NextRetry is when a failed destination accepts work again
+		// (RFC 3339); a request or a reload then starts it.
+		NextRetry string `json:"next_retry,omitempty"`
 	}
 	cur := g.state()
 	g.reloadMu.Lock()
@@ -299,6 +302,9 @@ func (g *Gateway) healthz(w http.ResponseWriter, r *http.Request) {
 			Error: g.redactor.String(msg), Sessions: g.sessions.Count(n)})
 		if st == "failed" {
 			out.Status = "degraded"
+			if at := cur.dests[n].nextRetry(); !at.IsZero() {
+				out.Destinations[len(out.Destinations)-1].NextRetry = at.UTC().Format(time.RFC3339Nano)
+			}
 		}
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -50,6 +50,7 @@ func (g *Gateway) build(cfg *config.Config, prev *state) (*state, []*destination
 	for _, name := range cfg.Names {
 		if prev != nil {
 			if old := prev.dests[name]; old != nil && sameDestination(prev.cfg, cfg, name) {
+				old.childIdle.Store(int64(cfg.SessionChildIdleTimeout))
 				st.dests[name] = old
 				continue
 			}
@@ -129,6 +130,11 @@ func (g *Gateway) Reload(cfg *config.Config) {
 		slices.Sort(l)
 	}
 	g.log.Info("config reloaded", "added", added, "changed", changed, "removed", removed, "unchanged", len(kept))
+	for _, name := range kept {
+		if st.dests[name].retry() {
+			g.log.Info("config reloaded: retrying a failed destination", "destination", name)
+		}
+	}
 	for _, d := range stale {
 		g.retiring.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

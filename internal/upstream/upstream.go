@@ -590,7 +590,10 @@ func (u *Upstream) failed(gen int, err error) {
 		u.mu.Unlock()
 		return
 	}
-	u.log.Error("upstream failed; restarts exhausted", "err", err)
+	u.mu.Lock()
+	retryIn := u.retryAt.Sub(u.failedAt)
+	u.mu.Unlock()
+	u.log.Error("upstream failed; restarts exhausted", "err", err, "retry_in", retryIn)
 	for _, m := range members {
 		m.d.End(fmt.Errorf("%w: %s failed: %v", ErrUnavailable, u.opts.Name, err))
 	}
