@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -37,11 +39,11 @@ type destination struct {
 	newUp  func(dial upstream.Dialer, shared bool, era upstream.Era) *upstream.Upstream
 
 	shared *upstream.Upstream // nil unless stdio with isolation shared
+	modern *upstream.Upstream // nil for legacy sse destinations
 	// childIdle is the idle timeout, in nanoseconds, of a session that
 	// owns a process (session_child_idle_timeout); zero leaves the
 	// table's. A reload updates it in place.
 	childIdle atomic.Int64
-	modern *upstream.Upstream // nil for legacy sse destinations
 	// toolHeaders caches the x-mcp-header bindings of modern's tools
 	// (see paramHeaders).
 	toolHeaders toolHeaders
@@ -49,6 +51,11 @@ type destination struct {
 	mu      sync.Mutex
 	private map[*upstream.Upstream]struct{} // guarded by mu: per-session upstreams
 	closed  bool                            // guarded by mu
+
+	probeMu  sync.Mutex
+	probedAt time.Time // guarded by probeMu: when probeErr was found
+	probeErr error     // guarded by probeMu: the last remote probe's result
+
 	// releasing counts release calls closing a private upstream; Close
 	// waits for them (Add only under mu while !closed).
 	releasing sync.WaitGroup
@@ -259,15 +266,77 @@ func (d *destination) nextRetry() time.Time {
 	return time.Time{}
 }
 
-// State summarises the destination for /healthz.
-func (d *destination) State() (string, string) {
+// usage counts the destination's upstream sessions: members are the client
+// sessions it serves, directly or through an aggregated endpoint; children
+// the per-session processes running (isolation: session).
+func (d *destination) usage() (members, children int) {
+	if d.shared != nil {
+		return d.shared.Members(), 0
+	}
+	d.mu.Lock()
+	n := len(d.private)
+	d.mu.Unlock()
+	if d.cfg.Type == config.TypeStdio {
+		return n, n
+	}
+	return n, 0
+}
+
+// probeTimeout bounds /healthz's connection attempt to a remote server.
+const probeTimeout = 2 * time.Second
+
+// probeEvery is how long a remote probe's result is reused.
+const probeEvery = 5 * time.Second
+
+// probe reports whether the remote server's host accepts a TCP connection
+// (a cached answer, at most probeEvery old): the connections to it are made
+// per session, on demand, so nothing else tells whether it is up.
+func (d *destination) probe(ctx context.Context) error {
+	d.probeMu.Lock()
+	defer d.probeMu.Unlock()
+	if !d.probedAt.IsZero() && time.Since(d.probedAt) < probeEvery {
+		return d.probeErr
+	}
+	u, err := url.Parse(d.cfg.URL)
+	if err != nil {
+		return err
+	}
+	port := u.Port()
+	if port == "" {
+		port = "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	var dl net.Dialer
+	c, err := dl.DialContext(ctx, "tcp", net.JoinHostPort(u.Hostname(), port))
+	if err == nil {
+		_ = c.Close()
+	} else {
+		err = fmt.Errorf("%s unreachable: %w", u.Host, err)
+	}
+	d.probeErr, d.probedAt = err, time.Now()
+	return err
+}
+
+// State summarises the destination for /healthz: "ready", "unreachable" (a
+// remote host that refuses connections), or the shared upstream's state.
+func (d *destination) State(ctx context.Context) (string, string) {
 	up := d.shared
 	if up == nil {
 		// Per-session connections start on demand; a stdio command that
-		// cannot be found would fail every one of them.
-		if d.cfg.Type == config.TypeStdio {
+		// cannot be found would fail every one of them, and so would a
+		// remote host that refuses.
+		switch d.cfg.Type {
+		case config.TypeStdio:
 			if err := commandMissing(d.cfg); err != nil {
 				return upstream.Failed.String(), err.Error()
+			}
+		case config.TypeStreamableHTTP, config.TypeSSE:
+			if err := d.probe(ctx); err != nil {
+				return "unreachable", err.Error()
 			}
 		}
 		return "ready", ""

@@ -199,8 +199,8 @@ func (g *Gateway) legacyFront(cfg *config.Config, name string, d *destination, d
 // Handler returns the gateway's HTTP handler: guard, audit, routes.
 func (g *Gateway) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz", g.healthz)
-	mux.HandleFunc("GET /health", g.health) // the seeds' liveness probe (health.go); HEAD too, others 405
+	mux.HandleFunc("GET /healthz", g.healthz) // HEAD too; other methods 405 with Allow
+	mux.HandleFunc("GET /health", g.health)   // the seeds' liveness probe (health.go); HEAD too, others 405
 	mux.HandleFunc("/{dest}/{endpoint}", func(w http.ResponseWriter, r *http.Request) {
 		h := g.state().fronts[r.PathValue("dest")+"/"+r.PathValue("endpoint")]
 		if h == nil {
@@ -276,7 +276,12 @@ func (g *Gateway) healthz(w http.ResponseWriter, r *http.Request) {
 		Type     string `json:"type"`
 		State    string `json:"state"`
 		Error    string `json:"error,omitempty"`
-		Sessions int    `json:"sessions"`
+		Sessions int    `json:"sessions"` // client sessions of /{name}/…
+		// Members counts the client sessions the destination serves,
+		// directly or through aggregated endpoints; Children its
+		// per-session processes (isolation: session).
+		Members  int `json:"members"`
+		Children int `json:"children"`
 		// NextRetry is when a failed destination accepts work again
 		// (RFC 3339); a request or a reload then starts it.
 		NextRetry string `json:"next_retry,omitempty"`
@@ -296,15 +301,24 @@ func (g *Gateway) healthz(w http.ResponseWriter, r *http.Request) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	for _, n := range names {
-		st, msg := cur.dests[n].State()
-		out.Destinations = append(out.Destinations, dest{Name: n, Type: cur.cfg.Destinations[n].Type, State: st,
-			Error: g.redactor.String(msg), Sessions: g.sessions.Count(n)})
-		if st == "failed" {
-			out.Status = "degraded"
-			if at := cur.dests[n].nextRetry(); !at.IsZero() {
-				out.Destinations[len(out.Destinations)-1].NextRetry = at.UTC().Format(time.RFC3339Nano)
+	out.Destinations = make([]dest, len(names))
+	var wg sync.WaitGroup // remote probes may take a while: all at once
+	for i, n := range names {
+		wg.Go(func() {
+			d := cur.dests[n]
+			st, msg := d.State(r.Context())
+			members, children := d.usage()
+			out.Destinations[i] = dest{Name: n, Type: cur.cfg.Destinations[n].Type, State: st,
+				Error: g.redactor.String(msg), Sessions: g.sessions.Count(n), Members: members, Children: children}
+			if at := d.nextRetry(); st == "failed" && !at.IsZero() {
+				out.Destinations[i].NextRetry = at.UTC().Format(time.RFC3339Nano)
 			}
+		})
+	}
+	wg.Wait()
+	for _, d := range out.Destinations {
+		if d.State == "failed" || d.State == "unreachable" {
+			out.Status = "degraded"
 		}
 	}
 	w.Header().Set("Content-Type", "application/json")

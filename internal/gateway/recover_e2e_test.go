@@ -15,7 +15,8 @@ import (
 // healthzDest is one destination of /healthz.
 type healthzDest struct {
 	Name, Type, State, Error string
-	Sessions                 int
+	Sessions, Members        int
+	Children                 int
 	NextRetry                string `json:"next_retry"`
 }
 
