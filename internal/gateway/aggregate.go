@@ -177,6 +177,7 @@ func (g *Gateway) ServeStdio(ctx context.Context, view string, in io.Reader, out
 		return fmt.Errorf("gateway: no namespace or group named %q", view)
 	}
 	g.log.Info("switchboard serving on stdio", "view", view, "servers", len(rt.View().Servers))
+	g.stdioView.Store(&view)
 	// The config is watched here too: the router is updated in place, and
 	// the stdio client gets list_changed when what it sees changes.
 	wctx, stopWatch := context.WithCancel(context.Background())

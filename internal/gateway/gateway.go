@@ -48,6 +48,10 @@ type Gateway struct {
 
 	// cur is what requests see: replaced whole by a reload (reload.go).
 	cur atomic.Pointer[state]
+	// stdioView is the view ServeStdio serves (set before it starts
+	// anything): startShared starts only that view's servers. Nil when
+	// serving HTTP.
+	stdioView atomic.Pointer[string]
 	// watchSum is the checksum of the config files as New loaded them, the
 	// watcher's baseline; read-only after New.
 	watchSum string

@@ -1,12 +1,22 @@
 package gateway_test
 
 import (
+	"bufio"
+	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/config"
+	"github.com/switchboard-mcp/switchboard/internal/gateway"
 )
 
 // /healthz answers GET and HEAD; anything else gets 405 with Allow.
@@ -94,5 +104,68 @@ func TestHealthzCountsAggregatedChildren(t *testing.T) {
 	}
 	if s := got["s"]; s.Sessions != 0 || s.Members != 1 || s.Children != 0 {
 		t.Errorf("s (shared, in /mcp only): sessions %d members %d children %d, want 0, 1, 0", s.Sessions, s.Members, s.Children)
+	}
+}
+
+// `serve --stdio` starts only the servers its view can reach, and a reload
+// does not start the others either.
+func TestServeStdioStartsOnlyItsView(t *testing.T) {
+	t.Parallel()
+	tag := newTag(t)
+	which := func(n string) map[string]string { return map[string]string{"SB_WHICH": tag + "/" + n} }
+	yml := configYAML(t, tag, "namespaces:\n  ns:\n    servers: [a]\n",
+		dest{name: "a", mode: "plain", env: which("a")}, dest{name: "b", mode: "plain", env: which("b")})
+	path := filepath.Join(t.TempDir(), "switchboard.yaml")
+	cfg, err := config.Parse([]byte(yml), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := newLogStore()
+	g, err := gateway.New(cfg, gateway.Options{Logger: slog.New(&logHandler{store: logs}), AuditWriter: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	served := make(chan error, 1)
+	go func() { served <- g.ServeStdio(context.Background(), "ns", inR, outW); outW.Close() }()
+	defer func() {
+		inW.Close()
+		go io.Copy(io.Discard, outR)
+		if err := <-served; err != nil {
+			t.Errorf("ServeStdio: %v", err)
+		}
+		waitGone(t, 5*time.Second, procsWithEnv(envServerTag+"="+tag)...)
+	}()
+	out := bufio.NewReader(outR)
+	send := func(b []byte) wireMsg {
+		t.Helper()
+		if _, err := inW.Write(append(b, '\n')); err != nil {
+			t.Fatal(err)
+		}
+		line, err := out.ReadBytes('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m wireMsg
+		if err := json.Unmarshal(line, &m); err != nil || m.Result == nil {
+			t.Fatalf("answer %s: %v", line, err)
+		}
+		return m
+	}
+	send(rpc(1, "initialize", initParams("")))
+	if _, err := inW.Write(append(rpc(nil, "notifications/initialized", nil), '\n')); err != nil {
+		t.Fatal(err)
+	}
+	if out := parseTool(t, send(rpc(2, "tools/call", toolParams("a__echo", map[string]any{"text": "hi"}, nil)))); out.Text != "hi" {
+		t.Fatalf("echo: %q", out.Text)
+	}
+	if n := len(procsWithEnv("SB_WHICH=" + tag + "/a")); n == 0 {
+		t.Fatal("the view's server is not running")
+	}
+	g.Reload(cfg)
+	send(rpc(3, "tools/list", nil))
+	if p := procsWithEnv("SB_WHICH=" + tag + "/b"); len(p) != 0 {
+		t.Fatalf("a server outside the view was started: pids %v", p)
 	}
 }

@@ -170,8 +170,21 @@ func (g *Gateway) ReloadFile() error {
 
 // startShared starts the shared processes of st that are idle, so a broken
 // server shows as failed in /healthz at once and the first client does not
-// wait for it to start.
+// wait for it to start. Under ServeStdio only the servers of its view start:
+// no client can reach the others.
 func (g *Gateway) startShared(st *state) {
+	if view := g.stdioView.Load(); view != nil {
+		rt := st.views.routers[*view]
+		if rt == nil {
+			return
+		}
+		for _, s := range rt.View().Servers {
+			if d := st.dests[s.Name()]; d != nil {
+				d.start()
+			}
+		}
+		return
+	}
 	for _, d := range st.dests {
 		d.start()
 	}
