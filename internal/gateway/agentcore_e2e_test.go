@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -380,5 +381,82 @@ func TestAgentCoreInputRequired(t *testing.T) {
 				t.Errorf("test_sampling = %q, want %q", got, want)
 			}
 		})
+	}
+}
+
+// runtimeSessionTransport adds the AgentCore runtime-session header, as
+// the platform's callers do.
+type runtimeSessionTransport struct {
+	id   string
+	base http.RoundTripper
+}
+
+func (t runtimeSessionTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set(peers.AgentCoreSessionHeader, t.id)
+	return t.base.RoundTrip(r)
+}
+
+// TestAgentCoreBehindEmulator puts the HTTP-protocol contract behind the
+// AgentCore emulator (backend URL mode), which has no listen stream and
+// passes only the runtime-session header and Mcp-Session-Id: the go-sdk
+// client's tools, progress and 16 overlapping calls get through, and /ping
+// says HealthyBusy while they are in flight.
+func TestAgentCoreBehindEmulator(t *testing.T) {
+	a := startAgentCore(t, nil, 0)
+	emu := peers.NewAgentCore(t, peers.AgentCoreOptions{BackendURL: a.httpBase + "/invocations"})
+	arn := "arn:aws:bedrock-agentcore:us-east-1:123456789012:runtime/agentcore_e2e-AbCdEf1234"
+	endpoint := emu.URL + "/runtimes/" + url.PathEscape(arn) + "/invocations?qualifier=DEFAULT"
+	rid := "agentcore-e2e-runtime-session-0000000001"
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	pl := &progressLog{byToken: map[string][]float64{}, arrived: make(chan string, 64)}
+	hc := &http.Client{Transport: runtimeSessionTransport{id: rid, base: http.DefaultTransport}}
+	cs, err := newAgentCoreClient(pl).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc, MaxRetries: -1},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatalf("connect through the emulator: %v", err)
+	}
+	defer cs.Close()
+	if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "via emulator"}}); got != "via emulator" {
+		t.Errorf("echo = %q", got)
+	}
+	if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "ask", Arguments: map[string]any{"text": "2+2"}}); got != "answer:sampled(question: 2+2)" {
+		t.Errorf("sampling round trip through the emulator: ask = %q", got)
+	}
+	const n = 16
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			p := &mcp.CallToolParams{Name: "wait", Arguments: map[string]any{"key": "emu"}}
+			p.SetProgressToken(fmt.Sprintf("e-%d", i))
+			_, err := cs.CallTool(ctx, p)
+			errs <- err
+		}()
+	}
+	for range n {
+		select {
+		case <-pl.arrived:
+		case <-ctx.Done():
+			t.Fatalf("not all %d calls were in flight at once: %v", n, pl.byToken)
+		}
+	}
+	if st, _ := a.ping(); st != "HealthyBusy" {
+		t.Errorf("/ping with %d calls in flight = %s, want HealthyBusy", n, st)
+	}
+	peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "release", Arguments: map[string]any{"key": "emu"}})
+	for range n {
+		if err := <-errs; err != nil {
+			t.Errorf("wait: %v", err)
+		}
+	}
+	for _, c := range emu.Calls() {
+		if c.Session != rid || c.ARN != arn || c.Qualifier != "DEFAULT" {
+			t.Errorf("the emulator saw session %q, ARN %q, qualifier %q", c.Session, c.ARN, c.Qualifier)
+			break
+		}
+	}
+	if got := emu.Count("tools/call"); got != n+3 {
+		t.Errorf("the emulator forwarded %d tools/call, want %d", got, n+3)
 	}
 }
