@@ -71,6 +71,7 @@ func (s *Session) SetIdle(d time.Duration) {
 	s.mu.Lock()
 	s.idle = d
 	s.mu.Unlock()
+	s.table.kickRun()
 }
 
 // evictable reports whether the session may be ended to make room: it is
@@ -185,6 +186,25 @@ type Table struct {
 	mu     sync.Mutex
 	byID   map[string]*Session // guarded by mu
 	byDest map[string]int      // guarded by mu
+	kick   chan struct{}       // guarded by mu (made once): Run recomputes its interval
+}
+
+// kicked returns the channel that tells Run to recompute its interval.
+func (t *Table) kicked() chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.kick == nil {
+		t.kick = make(chan struct{}, 1)
+	}
+	return t.kick
+}
+
+// kickRun tells Run that a shorter idle timeout may be in use.
+func (t *Table) kickRun() {
+	select {
+	case t.kicked() <- struct{}{}:
+	default:
+	}
 }
 
 // SetLimits changes Max and Idle (a config reload); live sessions stay.
@@ -192,6 +212,7 @@ func (t *Table) SetLimits(max int, idle time.Duration) {
 	t.mu.Lock()
 	t.Max, t.Idle = max, idle
 	t.mu.Unlock()
+	t.kickRun()
 }
 
 // New creates a session for dest. At the cap it first evicts the least
@@ -313,7 +334,9 @@ func (t *Table) Expire(now time.Time) int {
 // shortest idle timeout in use (the table's or a session's), at most every
 // minute.
 func (t *Table) Run(ctx context.Context) {
-	tick := time.NewTicker(t.checkEvery())
+	kick := t.kicked()
+	every := t.checkEvery()
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
 		select {
@@ -321,7 +344,11 @@ func (t *Table) Run(ctx context.Context) {
 			return
 		case now := <-tick.C:
 			t.Expire(now)
-			tick.Reset(t.checkEvery())
+		case <-kick:
+		}
+		if e := t.checkEvery(); e != every {
+			every = e
+			tick.Reset(every)
 		}
 	}
 }

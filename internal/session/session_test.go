@@ -589,18 +589,19 @@ func TestEvictConcurrent(t *testing.T) {
 func TestSessionIdle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tbl := &Table{Idle: time.Hour}
-		short, _ := tbl.New("a")
-		short.SetIdle(time.Minute)
-		long, _ := tbl.New("a")
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
-		go tbl.Run(ctx)
-		time.Sleep(2 * time.Minute)
+		go tbl.Run(ctx) // checks every minute for now
+		synctest.Wait()
+		short, _ := tbl.New("a")
+		short.SetIdle(10 * time.Second) // Run now checks every 5 s
+		long, _ := tbl.New("a")
+		time.Sleep(16 * time.Second)
 		synctest.Wait()
 		select {
 		case <-short.Ended():
 		default:
-			t.Fatal("session with a 1m idle timeout alive after 2m")
+			t.Fatal("session with a 10s idle timeout alive after 16s")
 		}
 		select {
 		case <-long.Ended():
