@@ -145,3 +145,40 @@ func TestSessionCapAllBusy(t *testing.T) {
 		st.close()
 	}
 }
+
+// A session that owns a process (isolation: session), directly or through
+// an aggregated endpoint, ends after session_child_idle_timeout, and its
+// process with it; a session of a shared server keeps the longer timeout.
+func TestSessionChildIdleTimeout(t *testing.T) {
+	t.Parallel()
+	h := startAgg(t, "session_child_idle_timeout: 300ms\n", "namespaces:\n  ns:\n    servers: [d]\n",
+		dest{name: "d", mode: "plain", isolation: "session"}, dest{name: "s", mode: "plain"})
+	direct := h.initialize("d", "")
+	pid := direct.tool("pid", nil).PID
+	agg, r := h.initAt("/mcp/ns")
+	if agg == nil {
+		t.Fatalf("initialize /mcp/ns: %s", r)
+	}
+	shared := h.initialize("s", "")
+	pids := procsWithEnv(envServerTag + "=" + h.tag)
+	if len(pids) < 3 { // d twice, s once (plus the modern-era children, if started)
+		t.Fatalf("%d processes, want at least 3", len(pids))
+	}
+	waitGone(t, waitFor, pid)
+	for _, s := range []*rawSession{{h, "/d/mcp", direct.id}, agg} {
+		deadline := time.Now().Add(waitFor)
+		for {
+			r := h.do("POST", s.path, rpc(1, "tools/list", nil), "Mcp-Session-Id", s.id)
+			if r.status == http.StatusNotFound {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("session on %s still answers after its idle timeout: %s", s.path, r)
+			}
+			time.Sleep(50 * time.Millisecond) // the expiry runs on its own clock
+		}
+	}
+	if r := shared.call("tools/list", nil); r.status != 200 {
+		t.Fatalf("shared-server session after 300ms idle: %s, want it alive", r)
+	}
+}
