@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -458,5 +460,105 @@ func TestAgentCoreBehindEmulator(t *testing.T) {
 	}
 	if got := emu.Count("tools/call"); got != n+3 {
 		t.Errorf("the emulator forwarded %d tools/call, want %d", got, n+3)
+	}
+}
+
+// TestAgentCoreThroughRelay: the go-sdk client starts `switchboard relay`
+// (stdio), which reaches the HTTP-protocol contract through the AgentCore
+// emulator: tools, progress, sampling and 16 overlapping calls, /ping
+// HealthyBusy while they are in flight. The relay addresses the emulator
+// with --url and the runtime-session header given by --header, and, once
+// the relay has it, with --agentcore-arn (SigV4 with static test
+// credentials, the endpoint from AWS_ENDPOINT_URL_BEDROCK_AGENTCORE).
+func TestAgentCoreThroughRelay(t *testing.T) {
+	bin := buildSwitchboard(t)
+	a := startAgentCore(t, nil, 0)
+	emu := peers.NewAgentCore(t, peers.AgentCoreOptions{BackendURL: a.httpBase + "/invocations"})
+	arn := "arn:aws:bedrock-agentcore:us-east-1:123456789012:runtime/agentcore_relay-AbCdEf1234"
+	rid := "agentcore-relay-runtime-session-000000001"
+	help, _ := exec.Command(bin, "relay", "-h").CombinedOutput()
+	for _, mode := range []string{"url", "agentcore-arn"} {
+		t.Run(mode, func(t *testing.T) {
+			cmd := exec.Command(bin, "relay", "--transport", "http",
+				"--url", emu.URL+"/runtimes/"+url.PathEscape(arn)+"/invocations?qualifier=DEFAULT",
+				"--header", peers.AgentCoreSessionHeader+": "+rid)
+			if mode == "agentcore-arn" {
+				if !bytes.Contains(help, []byte("agentcore-arn")) {
+					t.Skip("switchboard relay has no --agentcore-arn yet")
+				}
+				cmd = exec.Command(bin, "relay", "--agentcore-arn", arn)
+				cmd.Env = append(os.Environ(), "AWS_ENDPOINT_URL_BEDROCK_AGENTCORE="+emu.URL, "AWS_REGION=us-east-1",
+					"AWS_ACCESS_KEY_ID=AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
+					"AWS_PROFILE=", "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null", "RUNTIME_SESSION_MODE=session")
+			}
+			before := len(emu.Calls())
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			pl := &progressLog{byToken: map[string][]float64{}, arrived: make(chan string, 64)}
+			cs, err := newAgentCoreClient(pl).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+			if err != nil {
+				t.Fatalf("connect through the relay: %v", err)
+			}
+			defer cs.Close()
+			if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "via relay"}}); got != "via relay" {
+				t.Errorf("echo = %q", got)
+			}
+			p := &mcp.CallToolParams{Name: "progress", Arguments: map[string]any{"n": 2}}
+			p.SetProgressToken("p-relay")
+			peers.CallText(ctx, t, cs, p)
+			for range 2 {
+				select {
+				case <-pl.arrived:
+				case <-ctx.Done():
+					t.Fatalf("progress through the relay: %v", pl.byToken)
+				}
+			}
+			if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "ask", Arguments: map[string]any{"text": "3+3"}}); got != "answer:sampled(question: 3+3)" {
+				t.Errorf("sampling round trip through the relay: ask = %q", got)
+			}
+			const n = 16
+			key := "relay-" + mode
+			errs := make(chan error, n)
+			for i := range n {
+				go func() {
+					p := &mcp.CallToolParams{Name: "wait", Arguments: map[string]any{"key": key}}
+					p.SetProgressToken(fmt.Sprintf("r-%d", i))
+					_, err := cs.CallTool(ctx, p)
+					errs <- err
+				}()
+			}
+			for range n {
+				select {
+				case <-pl.arrived:
+				case <-ctx.Done():
+					t.Fatalf("not all %d calls were in flight at once: %v", n, pl.byToken)
+				}
+			}
+			if st, _ := a.ping(); st != "HealthyBusy" {
+				t.Errorf("/ping with %d calls in flight = %s, want HealthyBusy", n, st)
+			}
+			peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "release", Arguments: map[string]any{"key": key}})
+			for range n {
+				if err := <-errs; err != nil {
+					t.Errorf("wait: %v", err)
+				}
+			}
+			var calls []peers.AgentCoreCall
+			for _, c := range emu.Calls()[before:] {
+				if c.Status == http.StatusMethodNotAllowed && c.Method == "" {
+					continue // the relay's GET listen stream: AgentCore has none
+				}
+				calls = append(calls, c)
+			}
+			for _, c := range calls {
+				if c.Status != 0 || c.ARN != arn || len(c.Session) < 33 {
+					t.Errorf("the emulator saw status %d, ARN %q, session %q", c.Status, c.ARN, c.Session)
+					break
+				}
+			}
+			if len(calls) < n+4 {
+				t.Errorf("the emulator saw %d invocations, want at least %d", len(calls), n+4)
+			}
+		})
 	}
 }
