@@ -56,8 +56,8 @@ type Session struct {
 	table  *Table
 
 	mu       sync.Mutex
-	backend  Backend   // guarded by mu; set once by SetBackend
-	endErr   error     // guarded by mu
+	backend  Backend       // guarded by mu; set once by SetBackend
+	endErr   error         // guarded by mu
 	lastSeen time.Time     // guarded by mu
 	busy     int           // guarded by mu: requests in flight plus open streams
 	idle     time.Duration // guarded by mu: SetIdle's own idle timeout; zero means the table's
