@@ -264,13 +264,13 @@ func (a *AgentCore) serve(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case isInit:
 			r.Header.Del("Mcp-Session-Id")
-			rec := &statusWriter{ResponseWriter: w}
-			c.h.ServeHTTP(rec, r)
-			if rec.status == 0 || rec.status == http.StatusOK {
+			// The container is ready once it answers 200, before the
+			// client can see the answer and send on.
+			c.h.ServeHTTP(&statusWriter{ResponseWriter: w, ok: func() {
 				a.mu.Lock()
 				c.initialized = true
 				a.mu.Unlock()
-			}
+			}}, r)
 		case !ready && msg.ID == nil:
 			w.WriteHeader(http.StatusAccepted) // a notification the fresh child drops
 		case !ready:
@@ -288,17 +288,27 @@ func (a *AgentCore) record(c AgentCoreCall) {
 	a.mu.Unlock()
 }
 
-// statusWriter notes the status a handler wrote and passes Flush on.
+// statusWriter calls ok when a handler writes status 200, and passes
+// Flush on.
 type statusWriter struct {
 	http.ResponseWriter
-	status int
+	ok    func()
+	wrote bool
 }
 
 func (s *statusWriter) WriteHeader(code int) {
-	if s.status == 0 {
-		s.status = code
+	if !s.wrote && code == http.StatusOK {
+		s.ok()
 	}
+	s.wrote = true
 	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(b []byte) (int, error) {
+	if !s.wrote {
+		s.WriteHeader(http.StatusOK)
+	}
+	return s.ResponseWriter.Write(b)
 }
 
 func (s *statusWriter) Flush() {

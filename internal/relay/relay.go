@@ -52,12 +52,16 @@ type Options struct {
 	// Zero means 10 s.
 	DrainTimeout time.Duration
 	Logger       *slog.Logger // never stdout; nil discards
+	// Dial, when set, dials the upstream instead of URL and Transport (an
+	// AgentCore runtime, say); Name then names it in errors and logs.
+	Dial upstream.Dialer
+	Name string
 }
 
 // Run relays between in/out and the remote server until in ends (EOF) or
 // ctx is done. It returns nil on EOF.
 func Run(ctx context.Context, opts Options, in io.Reader, out io.Writer) error {
-	if opts.URL == "" {
+	if opts.URL == "" && opts.Dial == nil {
 		return errors.New("relay: --url is required")
 	}
 	if opts.ReconnectDelay == 0 {
@@ -375,6 +379,9 @@ func (r *relay) modernUpstream() (*upstream.Upstream, error) {
 // name is the upstream's name in errors and logs: scheme and host only,
 // since user info, path and query may carry secrets (sse.Origin).
 func (r *relay) name() string {
+	if r.opts.Dial != nil && r.opts.Name != "" {
+		return r.opts.Name
+	}
 	u, err := url.Parse(r.opts.URL)
 	if err != nil {
 		return "upstream"
@@ -383,6 +390,9 @@ func (r *relay) name() string {
 }
 
 func (r *relay) httpDialer() upstream.Dialer {
+	if r.opts.Dial != nil {
+		return r.opts.Dial
+	}
 	return func(ctx context.Context, deliver func([]byte), oversize func([]byte)) (upstream.Conn, error) {
 		c, err := streamable.Dial(ctx, streamable.ClientOptions{URL: r.opts.URL, Header: r.opts.Header, MaxMessage: r.opts.MaxMessage, Logger: r.log}, deliver, oversize)
 		if err != nil {
@@ -405,6 +415,9 @@ func (r *relay) sseDialer() upstream.Dialer {
 // dialer picks the transport: as configured, or by probing with the
 // client's own initialize (auto).
 func (r *relay) dialer(init *jsonrpc.Message) (upstream.Dialer, error) {
+	if r.opts.Dial != nil {
+		return r.opts.Dial, nil
+	}
 	switch r.opts.Transport {
 	case "http":
 		return r.httpDialer(), nil
