@@ -35,7 +35,8 @@ type AgentCore struct {
 
 // AgentCoreConfig synthesizes the config `switchboard agentcore` runs: one
 // stdio destination with isolation shared (one child, concurrent calls),
-// restarts supervised with the default policy, and allowed_hosts "*": the
+// every other setting at its default (restarts supervised with the default
+// policy), and allowed_hosts "*": the
 // runtime binds 0.0.0.0 inside a container, and behind AgentCore the Host
 // header is the platform's, never loopback. Browser Origins stay limited to
 // loopback ones. The legacy HTTP+SSE transport is off.
@@ -63,25 +64,16 @@ func AgentCoreConfig(a AgentCore) (*config.Config, error) {
 	if maxSessions <= 0 {
 		maxSessions = 1000
 	}
-	d := &config.Destination{Name: AgentCoreServer, Type: config.TypeStdio, Command: a.Command, Cwd: a.Cwd,
-		Env: a.Env, Isolation: config.IsolationShared}
-	delays := []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second}
-	return &config.Config{
-		Listen:             "0.0.0.0:8000",
-		Timeout:            timeout,
-		SessionIdleTimeout: config.DefaultSessionIdleTimeout,
-		MaxBodyBytes:       config.DefaultMaxBodyBytes,
-		MaxMessageBytes:    config.DefaultMaxMessageBytes,
-		MaxSessions:        maxSessions,
-		KeepAlive:          config.DefaultKeepAlive,
-		AllowedHosts:       []string{"*"},
-		Restart:            config.Restart{Delays: delays, MaxAttempts: len(delays)},
-		Log:                config.Log{Level: level},
-		Destinations:       map[string]*config.Destination{AgentCoreServer: d},
-		Namespaces:         map[string]*config.Namespace{},
-		Groups:             map[string]*config.Group{},
-		Names:              []string{AgentCoreServer},
-	}, nil
+	cfg := config.Default()
+	cfg.Listen = "0.0.0.0:8000"
+	cfg.Timeout = timeout
+	cfg.MaxSessions = maxSessions
+	cfg.AllowedHosts = []string{"*"}
+	cfg.Log.Level = level
+	cfg.Destinations[AgentCoreServer] = &config.Destination{Name: AgentCoreServer, Type: config.TypeStdio,
+		Command: a.Command, Cwd: a.Cwd, Env: a.Env, Isolation: config.IsolationShared}
+	cfg.Names = []string{AgentCoreServer}
+	return cfg, nil
 }
 
 // ServeAgentCore serves the AgentCore contracts until ctx is done: the
