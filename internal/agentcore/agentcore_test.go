@@ -244,3 +244,56 @@ func TestRelayAgentCoreSessionModes(t *testing.T) {
 		})
 	}
 }
+
+// A container restart (the emulator's child replaced, so it answers -32602
+// until initialized) is replayed transparently, every time, and the client
+// is told; a genuine -32602 from a healthy server comes back unchanged.
+func TestRelayAgentCoreContainerRestart(t *testing.T) {
+	emu := peers.NewAgentCore(t, peers.AgentCoreOptions{Verify: verify})
+	t.Setenv("AWS_ENDPOINT_URL_BEDROCK_AGENTCORE", emu.URL)
+	c, cs := startRelay(t, agentcore.Options{ARN: testARN, Signer: &stubSigner{}})
+	if err := cs.SetLoggingLevel(context.Background(), &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+		t.Fatal(err)
+	}
+	call(t, cs, "echo", map[string]any{"text": "before"})
+	for i := 1; i <= 2; i++ {
+		if n := emu.Restart(); n != 1 {
+			t.Fatalf("restart %d replaced %d containers, want 1", i, n)
+		}
+		if got := call(t, cs, "echo", map[string]any{"text": "after"}); got != "agentcore echo: after" {
+			t.Errorf("echo after restart %d = %q", i, got)
+		}
+		if got := call(t, cs, "sample", map[string]any{"prompt": "p"}); got != "model said: sampled" {
+			t.Errorf("sample after restart %d = %q", i, got)
+		}
+		if n := emu.Count("initialize"); n != 1+i {
+			t.Errorf("initialize sent %d times after restart %d, want %d", n, i, 1+i)
+		}
+		if n := emu.Count("logging/setLevel"); n != 1+i {
+			t.Errorf("logging/setLevel sent %d times after restart %d, want %d (restored)", n, i, 1+i)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(c.logged()) < 2 && time.Now().Before(deadline) {
+		call(t, cs, "echo", map[string]any{"text": "wait"}) // the notice travels ahead of later answers
+	}
+	logs := c.logged()
+	if len(logs) != 2 || !strings.HasPrefix(logs[0], "switchboard: ") || !strings.Contains(logs[0], "replayed the handshake") {
+		t.Errorf("client log messages = %q, want two replay notices", logs)
+	}
+
+	// A genuine invalid-params error: one probe, no replay, answer unchanged.
+	inits, pings := emu.Count("initialize"), emu.Count("ping")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "no-such-tool"})
+	if err == nil || !strings.Contains(err.Error(), "no-such-tool") {
+		t.Errorf("bad params: err = %v, want the server's invalid-params error", err)
+	}
+	if n := emu.Count("initialize"); n != inits {
+		t.Errorf("a genuine -32602 caused a replay (%d initializes, want %d)", n, inits)
+	}
+	if n := emu.Count("ping") - pings; n != 1 {
+		t.Errorf("%d probes for one genuine -32602 (unknown tool), want 1", n)
+	}
+}

@@ -112,6 +112,8 @@ type ClientConn struct {
 	reinit    *reinitTask        // the re-initialization in progress
 	inflight  map[string]*flight // requests awaiting their response, by id
 	refused   bool               // the server answered initialize with 401 or 403
+	epoch     uint64             // counts re-initializations; see post.epoch
+	replays   []time.Time        // when the handshake was replayed after an error answer (last minute)
 }
 
 // post is one message to send.
@@ -128,6 +130,10 @@ type post struct {
 	cancel string // the request a legacy notifications/cancelled names
 
 	staleRetried bool // sent again after a kept-alive connection turned out closed
+
+	sid      string // the session id the request carried
+	epoch    uint64 // the connection's epoch when the request was built
+	replayed bool   // sent again after a handshake replay (see handshakeLost)
 }
 
 func (p *post) release() { p.once.Do(func() { close(p.sent) }) }
@@ -455,6 +461,7 @@ func (c *ClientConn) newPost(p *post) (req *http.Request, sid string, err error)
 		c.mu.Lock()
 		var version string
 		sid, version = c.sessionID, c.version
+		p.sid, p.epoch = sid, c.epoch
 		c.mu.Unlock()
 		if sid != "" {
 			req.Header.Set(HeaderSessionID, sid)
@@ -501,6 +508,9 @@ func (c *ClientConn) readJSON(p *post, body io.Reader) {
 			c.failPost(p, fmt.Sprintf("upstream response is not MCP (%s)", rpcReason(err)))
 			return
 		}
+		if len(msgs) == 1 && c.isAnswer(p, m) && c.replayHandshake(p, m) {
+			return
+		}
 		if c.isAnswer(p, m) {
 			answered = true
 			c.learnTools(p, m)
@@ -532,6 +542,10 @@ func (c *ClientConn) readStream(p *post, body io.ReadCloser) {
 			c.oversize(prefix)
 		})
 		err := c.readEvents(mr, func(raw []byte, m *jsonrpc.Message) bool {
+			if c.isAnswer(p, m) && c.replayHandshake(p, m) {
+				answered = true // by the retry, already delivered
+				return true
+			}
 			if c.isAnswer(p, m) {
 				answered = true
 				c.learnTools(p, m)
@@ -735,6 +749,9 @@ func (c *ClientConn) recover(lost string) error {
 		}
 		return err
 	}
+	c.mu.Lock()
+	c.epoch++
+	c.mu.Unlock()
 	c.log.Info("upstream session re-established")
 	select {
 	case c.kick <- struct{}{}:
