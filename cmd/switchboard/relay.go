@@ -33,13 +33,18 @@ func runRelay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	logFile := fs.String("log", "", "log file (default: stderr; never stdout)")
 	debug := fs.Bool("debug", false, "log debug detail")
 	reconnect := fs.Duration("reconnect", 5*time.Second, "wait before re-dialling a dropped connection")
+	ac := addAgentCoreFlags(fs)
 	var headers headerFlags
 	fs.Var(&headers, "header", "upstream header 'Name: value' (repeatable; ${VAR} is expanded from the environment)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *url == "" {
-		fmt.Fprintln(stderr, "switchboard relay: --url is required")
+	if *url != "" && *ac.arn != "" {
+		fmt.Fprintln(stderr, "switchboard relay: give --url or --agentcore-arn, not both")
+		return 2
+	}
+	if *url == "" && *ac.arn == "" {
+		fmt.Fprintln(stderr, "switchboard relay: --url is required (or --agentcore-arn)")
 		return 2
 	}
 	var logW io.Writer = stderr
@@ -53,7 +58,7 @@ func runRelay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		logW = f
 	}
 	level := slog.LevelWarn
-	if *debug {
+	if *debug || os.Getenv("MCP_PROXY_DEBUG") == "1" {
 		level = slog.LevelDebug
 	}
 	hdr := http.Header{}
@@ -74,7 +79,16 @@ func runRelay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	log := slog.New(audit.RedactingHandler(slog.NewTextHandler(logW, &slog.HandlerOptions{Level: level}), red))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	err := relay.Run(ctx, relay.Options{URL: *url, Transport: *transport, Header: hdr, ReconnectDelay: *reconnect, Logger: log}, stdin, stdout)
+	opts := relay.Options{URL: *url, Transport: *transport, Header: hdr, ReconnectDelay: *reconnect, Logger: log}
+	if *ac.arn != "" {
+		dial, name, err := agentCoreDialer(ctx, ac, log)
+		if err != nil {
+			fmt.Fprintf(stderr, "switchboard relay: %v\n", err)
+			return 2
+		}
+		opts.Dial, opts.Name = dial, name
+	}
+	err := relay.Run(ctx, opts, stdin, stdout)
 	if err != nil {
 		log.Error("relay failed", "err", err)
 		fmt.Fprintf(stderr, "switchboard relay: %v\n", err)
