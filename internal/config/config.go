@@ -13,6 +13,14 @@ const (
 	TypeStdio          = "stdio"
 	TypeStreamableHTTP = "streamable_http"
 	TypeSSE            = "sse"
+	TypeAgentCore      = "agentcore"
+)
+
+// AgentCore runtime session modes (Destination.SessionMode).
+const (
+	SessionModeSession  = "session"
+	SessionModeIdentity = "identity"
+	SessionModeRequest  = "request"
 )
 
 // Formats of a configuration file (Config.Format).
@@ -183,7 +191,8 @@ type Destination struct {
 	// and is none of the reserved route names (mcp, sse, healthz, metrics).
 	Name string
 
-	// Type is TypeStdio, TypeStreamableHTTP or TypeSSE (`type`). Required.
+	// Type is TypeStdio, TypeStreamableHTTP, TypeSSE or TypeAgentCore
+	// (`type`). Required.
 	Type string
 
 	// Command is the program and its leading arguments (`command`), stdio
@@ -232,6 +241,23 @@ type Destination struct {
 	// (`forward_headers`, e.g. Authorization), HTTP types only;
 	// canonicalised.
 	ForwardHeaders []string
+
+	// ARN is the Bedrock AgentCore runtime (`arn`), agentcore only and
+	// required there:
+	// arn:aws[-partition]:bedrock-agentcore:REGION:ACCOUNT:runtime/NAME.
+	// Requests go to the region's endpoint unless the environment sets
+	// AWS_ENDPOINT_URL_BEDROCK_AGENTCORE or AWS_ENDPOINT_URL.
+	ARN string
+
+	// Qualifier is the runtime endpoint invoked (`qualifier`), agentcore
+	// only. Default "": DEFAULT.
+	Qualifier string
+
+	// SessionMode chooses the AgentCore runtime session id (`session_mode`),
+	// agentcore only: SessionModeSession (one per client session, the
+	// default), SessionModeIdentity (one per AWS caller identity) or
+	// SessionModeRequest (a new one per request: stateless servers only).
+	SessionMode string
 
 	// Timeout overrides Config.Timeout for this destination (`timeout`).
 	// Default 0: use Config.Timeout.

@@ -50,7 +50,7 @@ var expectedErrors = []struct {
 	{"bad_reference.bad.yaml", `invalid reference ${input:token}`},
 	{"unterminated_reference.bad.yaml", `:4: destinations.github.url: unterminated "${"`},
 	{"command_quotes.bad.yaml", `:4: destinations.files.command: quotes are not supported in a command written as one string (no shell parses it); write it as command: [node, "my server.js"]`},
-	{"type_missing.bad.yaml", `:2: destinations.github: type is required: stdio, streamable_http or sse; as in mithril-proxy, write the destination as just its URL (name: https://host/base) for an sse server at that URL plus /sse`},
+	{"type_missing.bad.yaml", `:2: destinations.github: type is required: stdio, streamable_http, sse or agentcore; as in mithril-proxy, write the destination as just its URL (name: https://host/base) for an sse server at that URL plus /sse`},
 	{"type_unknown.bad.yaml", `:3: destinations.github: unknown type "websocket"`},
 	{"stdio_no_command.bad.yaml", `destinations.context7: command is required for type stdio`},
 	{"shell_meta.bad.yaml", `:4: destinations.foo.command: ";" needs a shell, and Switchboard never runs one (it runs a program with a list of arguments); write the program and its arguments as a list, or to run a shell on purpose: command: [sh, -c, "npx -y server; rm -rf /"]`},
@@ -75,6 +75,12 @@ var expectedErrors = []struct {
 	{"cwd_on_http.bad.yaml", `destinations.legacy: cwd is not valid for type streamable_http`},
 	{"isolation.bad.yaml", `destinations.context7: unknown isolation "per-client": want shared or session`},
 	{"isolation_on_http.bad.yaml", `destinations.github: isolation is not valid for type streamable_http`},
+	{"agentcore_no_arn.bad.yaml", `:2: destinations.runtime: arn is required for type agentcore`},
+	{"agentcore_arn.bad.yaml", `:4: destinations.runtime: arn "arn:aws:lambda:us-west-2:123456789012:function/f" is not an AgentCore runtime ARN`},
+	{"agentcore_session_mode.bad.yaml", `:5: destinations.runtime: unknown session_mode "sticky": want session, identity or request`},
+	{"agentcore_qualifier.bad.yaml", `:5: destinations.runtime: qualifier "a/b"`},
+	{"agentcore_url.bad.yaml", `:5: destinations.runtime: url is not valid for type agentcore`},
+	{"arn_on_http.bad.yaml", `:5: destinations.github: arn is not valid for type streamable_http`},
 	{"name_invalid.bad.yaml", `:2: destinations.git hub: invalid name`},
 	{"name_too_long.bad.yaml", `invalid name: want 1 to 64 letters`},
 	{"name_reserved.bad.yaml", `destinations.metrics: name "metrics" is reserved`},
@@ -235,6 +241,11 @@ func TestFullConfig(t *testing.T) {
 				Args:      []string{"/srv/data"},
 				Isolation: IsolationShared,
 			},
+			"runtime": {
+				Name: "runtime", Type: TypeAgentCore, LegacySSE: true,
+				ARN:       "arn:aws:bedrock-agentcore:us-west-2:123456789012:runtime/mcp_server-AbC123",
+				Qualifier: "prod", SessionMode: SessionModeIdentity, Timeout: 90 * time.Second,
+			},
 		},
 		Namespaces: map[string]*Namespace{
 			"dev": {
@@ -247,7 +258,7 @@ func TestFullConfig(t *testing.T) {
 		Groups: map[string]*Group{
 			"everything": {Name: "everything", Namespaces: []string{"dev", "docs", "home"}, Forced: []string{"home"}},
 		},
-		Names:       []string{"github", "legacy", "context7", "files"},
+		Names:       []string{"github", "legacy", "context7", "files", "runtime"},
 		substituted: []string{"ghp_secret_from_file", "legacy-env-key"},
 	}
 	assertEqual(t, c, want)

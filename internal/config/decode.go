@@ -260,6 +260,12 @@ func (d *decoder) destination(name string, n *yaml.Node, path string) *Destinati
 			d.setStrings(&dst.ForwardHeaders, v, path, scope{})
 		case "timeout":
 			d.setDuration(&dst.Timeout, v, path)
+		case "arn":
+			d.setString(&dst.ARN, v, path, scope{})
+		case "qualifier":
+			d.setString(&dst.Qualifier, v, path, scope{})
+		case "session_mode":
+			d.setString(&dst.SessionMode, v, path, scope{})
 		default:
 			d.unknown(path, key)
 		}

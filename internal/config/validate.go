@@ -137,6 +137,8 @@ func (d *decoder) validateDestination(dst *Destination, p string) {
 		d.validateStdio(dst, p)
 	case TypeStreamableHTTP, TypeSSE:
 		d.validateHTTP(dst, p)
+	case TypeAgentCore:
+		d.validateAgentCore(dst, p)
 	case "":
 		if d.failed[p+".type"] {
 			break
@@ -149,11 +151,50 @@ func (d *decoder) validateDestination(dst *Destination, p string) {
 				// mithril-proxy took such an entry as sse at url + /sse.
 				hint = "; as in mithril-proxy, write the destination as just its URL (name: https://host/base) for an sse server at that URL plus /sse"
 			}
-			d.errorAt(p, p, "type is required: stdio, streamable_http or sse%s", hint)
+			d.errorAt(p, p, "type is required: stdio, streamable_http, sse or agentcore%s", hint)
 		}
 	default:
-		d.errorAt(p+".type", p, "unknown type %q: want stdio, streamable_http or sse", dst.Type)
+		d.errorAt(p+".type", p, "unknown type %q: want stdio, streamable_http, sse or agentcore", dst.Type)
 	}
+	if dst.Type != TypeAgentCore {
+		d.notValid(p, dst.Type, []field{
+			{"arn", dst.ARN != ""},
+			{"qualifier", dst.Qualifier != ""},
+			{"session_mode", dst.SessionMode != ""},
+		})
+	}
+}
+
+// runtimeARN is an AgentCore runtime ARN.
+var runtimeARN = regexp.MustCompile(`^arn:aws(-[a-z]+)*:bedrock-agentcore:[a-z]{2}(-[a-z]+)+-[0-9]+:[0-9]{12}:runtime/[A-Za-z][A-Za-z0-9_-]{0,99}$`)
+
+func (d *decoder) validateAgentCore(dst *Destination, p string) {
+	switch {
+	case dst.ARN == "":
+		if !d.failed[p+".arn"] {
+			d.errorAt(p, p, "arn is required for type agentcore")
+		}
+	case !runtimeARN.MatchString(dst.ARN):
+		d.errorAt(p+".arn", p, "arn %q is not an AgentCore runtime ARN: want arn:aws:bedrock-agentcore:REGION:ACCOUNT:runtime/NAME", dst.ARN)
+	}
+	if strings.ContainsAny(dst.Qualifier, "/?#&= \t\r\n") {
+		d.errorAt(p+".qualifier", p, "qualifier %q: want an endpoint name (letters, digits, _ and -)", dst.Qualifier)
+	}
+	switch dst.SessionMode {
+	case "", SessionModeSession, SessionModeIdentity, SessionModeRequest:
+	default:
+		d.errorAt(p+".session_mode", p, "unknown session_mode %q: want session, identity or request", dst.SessionMode)
+	}
+	d.notValid(p, dst.Type, []field{
+		{"url", dst.URL != ""},
+		{"command", dst.Command != nil},
+		{"args", dst.Args != nil},
+		{"env", dst.Env != nil},
+		{"cwd", dst.Cwd != ""},
+		{"isolation", dst.Isolation != ""},
+		{"headers", dst.Headers != nil},
+		{"forward_headers", dst.ForwardHeaders != nil},
+	})
 }
 
 func (d *decoder) validateStdio(dst *Destination, p string) {
