@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
@@ -43,27 +42,10 @@ func addAgentCoreFlags(fs *flag.FlagSet) agentCoreFlags {
 	}
 }
 
-// agentCoreSigner builds the SigV4 signer of AgentCore calls (service
-// bedrock-agentcore) and the caller-identity lookup of the identity session
-// mode, from the standard AWS credential chain. It is set by the SigV4
-// wiring (package sigv4); nil means this build cannot sign.
-var agentCoreSigner func(ctx context.Context, region, roleARN, roleSession string, log *slog.Logger) (agentcore.Signer, func(context.Context) (string, string, string, error), error)
-
 // agentCoreDialer resolves the runtime named by the flags.
 func agentCoreDialer(ctx context.Context, f agentCoreFlags, log *slog.Logger) (upstream.Dialer, string, error) {
-	region, err := agentcore.ParseARN(*f.arn)
-	if err != nil {
-		return nil, "", err
-	}
-	if agentCoreSigner == nil {
-		return nil, "", fmt.Errorf("--agentcore-arn needs SigV4 signing, which this build lacks")
-	}
-	signer, identity, err := agentCoreSigner(ctx, region, *f.roleARN, *f.roleSession, log)
-	if err != nil {
-		return nil, "", err
-	}
-	rt, err := agentcore.New(ctx, agentcore.Options{ARN: *f.arn, Qualifier: *f.qualifier, SessionMode: *f.mode,
-		Signer: signer, Identity: identity, Logger: log})
+	rt, err := agentcore.Resolve(ctx, agentcore.Options{ARN: *f.arn, Qualifier: *f.qualifier, SessionMode: *f.mode, Logger: log},
+		*f.roleARN, *f.roleSession)
 	if err != nil {
 		return nil, "", err
 	}

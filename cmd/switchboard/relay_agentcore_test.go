@@ -2,7 +2,7 @@ package main
 
 // In-process tests of `switchboard relay --agentcore-arn`: the seed's
 // environment, flags over environment, usage errors. SigV4 is stubbed (see
-// agentCoreSigner); internal/agentcore tests the protocol in depth.
+// agentcore.NewSigner); internal/agentcore tests the protocol in depth.
 
 import (
 	"bytes"
@@ -42,14 +42,14 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // the relay asked for.
 func stubAgentCoreSigner(t *testing.T, got *[]string) {
 	t.Helper()
-	prev := agentCoreSigner
-	agentCoreSigner = func(_ context.Context, region, role, session string, _ *slog.Logger) (agentcore.Signer, func(context.Context) (string, string, string, error), error) {
+	prev := agentcore.NewSigner
+	agentcore.NewSigner = func(_ context.Context, region, role, session string, _ *slog.Logger) (agentcore.Signer, agentcore.IdentityFunc, error) {
 		*got = []string{region, role, session}
 		return markSigner{}, func(context.Context) (string, string, string, error) {
 			return "123456789012", "AROAEXAMPLE:s", "arn:aws:sts::123456789012:assumed-role/r/s", nil
 		}, nil
 	}
-	t.Cleanup(func() { agentCoreSigner = prev })
+	t.Cleanup(func() { agentcore.NewSigner = prev })
 }
 
 func TestRelayAgentCoreEnv(t *testing.T) {

@@ -63,6 +63,38 @@ type Signer interface {
 	Transport(base http.RoundTripper) http.RoundTripper
 }
 
+// IdentityFunc returns the AWS caller identity (sts:GetCallerIdentity).
+type IdentityFunc func(ctx context.Context) (account, userID, arn string, err error)
+
+// NewSigner builds the SigV4 signer of AgentCore calls (service
+// bedrock-agentcore, region, optionally through an assumed role) and the
+// caller-identity lookup of the identity mode (base credentials), from the
+// standard AWS credential chain. The SigV4 wiring (package sigv4) sets it;
+// nil means this build cannot sign, and New then fails when Options.Signer
+// is nil too. Tests replace it with a stub.
+var NewSigner func(ctx context.Context, region, roleARN, roleSessionName string, log *slog.Logger) (Signer, IdentityFunc, error)
+
+// Resolve is New with the signer and identity from NewSigner: what the
+// relay and the gateway use.
+func Resolve(ctx context.Context, opts Options, roleARN, roleSessionName string) (*Runtime, error) {
+	region, err := ParseARN(opts.ARN)
+	if err != nil {
+		return nil, err
+	}
+	if NewSigner == nil {
+		return nil, errors.New("agentcore: SigV4 signing is not available in this build")
+	}
+	if roleSessionName == "" {
+		roleSessionName = "mcpAgentCoreProxy"
+	}
+	signer, identity, err := NewSigner(ctx, region, roleARN, roleSessionName, opts.Logger)
+	if err != nil {
+		return nil, err
+	}
+	opts.Signer, opts.Identity = signer, identity
+	return New(ctx, opts)
+}
+
 // Options configure a Runtime. Zero values are documented per field.
 type Options struct {
 	ARN       string // the runtime's ARN; required
@@ -78,7 +110,7 @@ type Options struct {
 	Signer Signer
 	// Identity returns the caller's identity (sts:GetCallerIdentity on the
 	// base credentials); required for the identity mode only.
-	Identity func(ctx context.Context) (account, userID, arn string, err error)
+	Identity IdentityFunc
 	// ConnectTimeout bounds TCP connect and TLS handshake. Zero means
 	// AGENTCORE_CONNECT_TIMEOUT seconds, else 10 s.
 	ConnectTimeout time.Duration
