@@ -29,6 +29,7 @@ import (
 //	stdio, isolation shared   one process for every legacy session (shared)
 //	stdio, isolation session  one process per session (private)
 //	streamable_http, sse      one upstream session per client session (private)
+//	agentcore                 likewise, each an AgentCore runtime session
 //
 // 2026-07-28 requests go to modern, a separate stateless connection, so one
 // process never has to mix protocol eras.
@@ -94,6 +95,8 @@ func newDestination(cfg *config.Destination, global *config.Config, log *slog.Lo
 				return dialSSE(ctx, cfg.URL, hdr, maxMsg, dlog, deliver, oversize)
 			}
 		}
+	case config.TypeAgentCore:
+		d.dialer = (&agentCoreTarget{cfg: cfg, maxMsg: maxMsg, log: dlog}).dialer
 	}
 	delays := restartDelays(global.Restart)
 	timeout := cfg.Timeout

@@ -1,0 +1,151 @@
+package gateway_test
+
+// End-to-end tests of type agentcore destinations: the go-sdk client
+// through the gateway to the AgentCore emulator (internal/peers), SigV4
+// stubbed through agentcore.NewSigner until package sigv4 lands.
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/switchboard-mcp/switchboard/internal/agentcore"
+	"github.com/switchboard-mcp/switchboard/internal/peers"
+)
+
+const gatewayTestARN = "arn:aws:bedrock-agentcore:us-east-1:123456789012:runtime/gw_runtime-Q1w2E3"
+
+type markSigner struct{}
+
+func (markSigner) Transport(base http.RoundTripper) http.RoundTripper {
+	return markRT{base}
+}
+
+type markRT struct{ next http.RoundTripper }
+
+func (m markRT) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("X-Test-Signature", "ok")
+	return m.next.RoundTrip(r)
+}
+
+func startAgentCoreDest(t *testing.T, mode string) (*peers.AgentCore, *harness) {
+	t.Helper()
+	emu := peers.NewAgentCore(t, peers.AgentCoreOptions{Verify: func(r *http.Request, _ []byte) error {
+		if r.Header.Get("X-Test-Signature") != "ok" {
+			return errors.New("unsigned")
+		}
+		return nil
+	}})
+	t.Setenv("AWS_ENDPOINT_URL_BEDROCK_AGENTCORE", emu.URL)
+	prev := agentcore.NewSigner
+	agentcore.NewSigner = func(context.Context, string, string, string, *slog.Logger) (agentcore.Signer, agentcore.IdentityFunc, error) {
+		return markSigner{}, func(context.Context) (string, string, string, error) {
+			return "123456789012", "AIDAGW", "arn:aws:iam::123456789012:user/gw", nil
+		}, nil
+	}
+	t.Cleanup(func() { agentcore.NewSigner = prev })
+	yml := "  runtime:\n    type: agentcore\n    arn: " + gatewayTestARN + "\n    qualifier: live\n    session_mode: " + mode + "\n"
+	return emu, startAgg(t, "", yml)
+}
+
+type logClient struct {
+	*mcp.Client
+	mu   sync.Mutex
+	logs []string
+}
+
+func newLogClient() *logClient {
+	c := &logClient{}
+	c.Client = mcp.NewClient(&mcp.Implementation{Name: "gw-agentcore", Version: "1"}, &mcp.ClientOptions{
+		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			return &mcp.CreateMessageResult{Role: "assistant", Model: "m", Content: &mcp.TextContent{Text: "sampled"}}, nil
+		},
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"username": "bob"}}, nil
+		},
+		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+			c.mu.Lock()
+			s, _ := req.Params.Data.(string)
+			c.logs = append(c.logs, req.Params.Logger+": "+s)
+			c.mu.Unlock()
+		},
+	})
+	return c
+}
+
+func (c *logClient) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.logs)
+}
+
+func agentCoreCall(ctx context.Context, t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) string {
+	t.Helper()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return peers.Text(res)
+}
+
+// TestAgentCoreDestination: tools, sampling and elicitation through both
+// legacy fronts; one runtime session per client session; container
+// restarts replayed transparently, twice, the client told each time.
+func TestAgentCoreDestination(t *testing.T) {
+	skipRemoteShort(t)
+	emu, h := startAgentCoreDest(t, agentcore.ModeSession)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, f := range remoteFronts[:2] {
+		t.Run(f.name, func(t *testing.T) {
+			c := newLogClient()
+			cs := f.connect(ctx, t, h, "runtime", c.Client)
+			if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+				t.Fatal(err)
+			}
+			if got := agentCoreCall(ctx, t, cs, "echo", map[string]any{"text": "gw"}); got != "agentcore echo: gw" {
+				t.Errorf("echo = %q", got)
+			}
+			if got := agentCoreCall(ctx, t, cs, "sample", map[string]any{"prompt": "p"}); got != "model said: sampled" {
+				t.Errorf("sample = %q", got)
+			}
+			if got := agentCoreCall(ctx, t, cs, "elicit", map[string]any{"message": "m"}); got != "user said: accept bob" {
+				t.Errorf("elicit = %q", got)
+			}
+			for i := 1; i <= 2; i++ {
+				emu.Restart()
+				if got := agentCoreCall(ctx, t, cs, "echo", map[string]any{"text": "back"}); got != "agentcore echo: back" {
+					t.Errorf("echo after restart %d = %q", i, got)
+				}
+			}
+			for c.count() < 2 && ctx.Err() == nil {
+				agentCoreCall(ctx, t, cs, "echo", map[string]any{"text": "wait"})
+			}
+			if n := c.count(); n != 2 {
+				t.Errorf("%d replay notices, want 2", n)
+			}
+		})
+	}
+	sessions := emu.Sessions()
+	if len(sessions) < 2 {
+		t.Errorf("runtime sessions %q: want one per client session", sessions)
+	}
+	for _, s := range sessions {
+		if !strings.HasPrefix(s, "session-") || len(s) != 44 {
+			t.Errorf("runtime session %q: want session-<uuid>", s)
+		}
+	}
+	for _, c := range emu.Calls() {
+		if c.Status != 0 || c.ARN != gatewayTestARN || c.Qualifier != "live" {
+			t.Errorf("invocation %+v", c)
+		}
+	}
+}
