@@ -104,6 +104,12 @@ func (c *client) logged() []string {
 // startRelay runs relay.Run over an AgentCore runtime and connects a
 // go-sdk client to it.
 func startRelay(t *testing.T, opts agentcore.Options) (*client, *mcp.ClientSession) {
+	return startRelayVersion(t, opts, "2025-11-25")
+}
+
+// startRelayVersion is startRelay with the protocol version the client
+// asks for ("" is the go-sdk's latest).
+func startRelayVersion(t *testing.T, opts agentcore.Options, version string) (*client, *mcp.ClientSession) {
 	t.Helper()
 	ctx := context.Background()
 	rt, err := agentcore.New(ctx, opts)
@@ -118,7 +124,9 @@ func startRelay(t *testing.T, opts agentcore.Options) (*client, *mcp.ClientSessi
 		outW.Close()
 	}()
 	c := newClient()
-	cs, err := c.Connect(ctx, &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
+	// A 2025-11-25 session: the stateful path, where sampling and
+	// elicitation are server→client requests and restarts lose handshakes.
+	cs, err := c.Connect(ctx, &mcp.IOTransport{Reader: outR, Writer: inW}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,5 +303,24 @@ func TestRelayAgentCoreContainerRestart(t *testing.T) {
 	}
 	if n := emu.Count("ping") - pings; n != 1 {
 		t.Errorf("%d probes for one genuine -32602 (unknown tool), want 1", n)
+	}
+}
+
+// TestRelayAgentCoreModern: a 2026-07-28 client's sessionless requests go
+// through the relay and AgentCore too.
+func TestRelayAgentCoreModern(t *testing.T) {
+	emu := peers.NewAgentCore(t, peers.AgentCoreOptions{Verify: verify})
+	t.Setenv("AWS_ENDPOINT_URL_BEDROCK_AGENTCORE", emu.URL)
+	_, cs := startRelayVersion(t, agentcore.Options{ARN: testARN, Signer: &stubSigner{}}, "")
+	if v := cs.InitializeResult().ProtocolVersion; v < "2026" {
+		t.Skipf("negotiated %s", v)
+	}
+	if got := call(t, cs, "echo", map[string]any{"text": "m"}); got != "agentcore echo: m" {
+		t.Errorf("echo = %q", got)
+	}
+	for _, c := range emu.Calls() {
+		if c.Header.Get("Mcp-Protocol-Version") < "2026" || c.McpSession != "" || c.Status != 0 {
+			t.Errorf("invocation %+v: want a sessionless 2026-07-28 request", c)
+		}
 	}
 }

@@ -65,7 +65,9 @@ type AgentCoreCall struct {
 // recycled: the new child has had no handshake, so every request but
 // initialize is answered (HTTP 200, JSON) with -32602 "Invalid request
 // parameters", the error a stdio server behind a stateful bridge gives
-// before initialize; notifications are accepted and dropped. Its methods
+// before initialize; notifications are accepted and dropped. A sessionless
+// 2026-07-28 request (Mcp-Protocol-Version 2026-…, no Mcp-Session-Id) is
+// served by a stateless handler instead. Its methods
 // are safe for concurrent use; the server is closed by t.Cleanup.
 type AgentCore struct {
 	URL string // the endpoint: http://127.0.0.1:port, no path
@@ -78,6 +80,7 @@ type AgentCore struct {
 	calls      []AgentCoreCall       // guarded by mu
 	containers map[string]*container // guarded by mu; by runtime session
 	expire     int                   // guarded by mu: requests still to answer ExpiredTokenException
+	modern     http.Handler          // guarded by mu: serves sessionless 2026-07-28 requests
 }
 
 // container is one runtime session's microVM: a stateful handler and
@@ -251,6 +254,17 @@ func (a *AgentCore) serve(w http.ResponseWriter, r *http.Request) {
 	case a.stateless != nil:
 		r.Header.Del("Mcp-Session-Id")
 		a.stateless.ServeHTTP(w, r)
+	case r.Header.Get("Mcp-Session-Id") == "" && r.Header.Get("Mcp-Protocol-Version") >= "2026":
+		// A sessionless (2026-07-28) request needs no handshake: the
+		// container's server answers it statelessly.
+		a.mu.Lock()
+		if a.modern == nil {
+			s := a.opts.NewServer()
+			a.modern = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true})
+		}
+		h := a.modern
+		a.mu.Unlock()
+		h.ServeHTTP(w, r)
 	default:
 		a.mu.Lock()
 		c := a.containers[call.Session]
