@@ -109,7 +109,7 @@ func startRelay(t *testing.T, opts agentcore.Options) (*client, *mcp.ClientSessi
 
 // startRelayVersion is startRelay with the protocol version the client
 // asks for ("" is the go-sdk's latest).
-func startRelayVersion(t *testing.T, opts agentcore.Options, version string) (*client, *mcp.ClientSession) {
+func startRelayVersion(t testing.TB, opts agentcore.Options, version string) (*client, *mcp.ClientSession) {
 	t.Helper()
 	ctx := context.Background()
 	rt, err := agentcore.New(ctx, opts)
