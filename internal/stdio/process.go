@@ -12,7 +12,11 @@
 //     node, a Python venv's interpreter) is ever orphaned; on Linux the child
 //     also gets SIGKILL if Switchboard itself dies (Pdeathsig);
 //   - stdout lines that are not JSON-RPC objects and stderr lines are handed
-//     to the logger, never to a client.
+//     to the logger, never to a client, within a budget (LineLimit): a flood
+//     is counted, not logged; a stderr line of any length is read in bounded
+//     pieces and logged clipped, and later lines still get through;
+//   - the last stderr lines are kept, so a child that dies says why
+//     (ExitError).
 package stdio
 
 import (
@@ -79,6 +83,13 @@ type Spec struct {
 	// after SIGTERM, before escalating. Zero means 2 s.
 	GracePeriod time.Duration
 	Logger      *slog.Logger // stderr lines and skipped stdout lines; nil discards
+	// Lines is the log budget of the stderr and skipped stdout lines; share
+	// one between the processes of a destination. Nil means a budget of
+	// this process's own with the defaults (NewLineLimit(0, 0)).
+	Lines *LineLimit
+	// Redact removes secrets from the stderr lines an ExitError carries and
+	// from the lines logged (before they are clipped). Nil leaves them as is.
+	Redact func(string) string
 }
 
 // Process is a running child. Its methods are safe for concurrent use.
@@ -87,6 +98,8 @@ type Process struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
 	log   *slog.Logger
+	lines *LineLimit
+	tail  tail // the last stderr lines
 
 	wmu  sync.Mutex // wmu serialises writes to stdin, so lines never interleave
 	wbuf []byte     // guarded by wmu
@@ -138,7 +151,11 @@ func Start(spec Spec, onLine func([]byte), onOversize func(prefix []byte)) (*Pro
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("stdio: start %q: %w", spec.Argv[0], err)
 	}
-	p := &Process{spec: spec, cmd: cmd, stdin: stdin, log: log, done: make(chan struct{})}
+	lines := spec.Lines
+	if lines == nil {
+		lines = NewLineLimit(0, 0)
+	}
+	p := &Process{spec: spec, cmd: cmd, stdin: stdin, log: log, lines: lines, done: make(chan struct{})}
 	var readers sync.WaitGroup
 	readers.Add(2)
 	go func() { defer readers.Done(); p.readStdout(stdout, onLine, onOversize) }()
@@ -172,6 +189,12 @@ func (p *Process) reap(readers *sync.WaitGroup, stdout, stderr io.Closer) {
 	if err == nil && !state.Success() {
 		err = &exec.ExitError{ProcessState: state}
 	}
+	if err != nil {
+		if tl := p.tail.lines(p.spec.Redact); len(tl) > 0 {
+			err = &ExitError{Err: err, Stderr: tl}
+		}
+	}
+	p.lines.flush() // the count of what was suppressed, before the exit is reported
 	p.waitErr = err
 	close(p.done)
 }
@@ -182,7 +205,9 @@ func (p *Process) Pid() int { return p.cmd.Process.Pid }
 // Done is closed when the child has exited.
 func (p *Process) Done() <-chan struct{} { return p.done }
 
-// Err returns how the child exited; valid after Done is closed.
+// Err returns how the child exited; valid after Done is closed. It is nil
+// for exit status 0; otherwise, if the child wrote to stderr, an
+// *ExitError carrying its last lines.
 func (p *Process) Err() error { return p.waitErr }
 
 // ErrExited is returned by Write after the child has exited.
@@ -274,23 +299,52 @@ func (p *Process) line(line []byte, onLine func([]byte)) {
 		return // blank lines are common (npx) and harmless
 	}
 	if line[0] != '{' {
-		p.log.Warn("non-JSON-RPC line on stdout skipped", "line", clip(line))
+		if p.lines.allow(p.log) {
+			p.log.Warn("non-JSON-RPC line on stdout skipped", "line", p.clip(line))
+		}
 		return
 	}
 	onLine(line)
 }
 
+// readStderr logs stderr lines within the budget and keeps the last ones
+// for ExitError. A line longer than the read buffer is taken as its first
+// 64 KiB (clipped further when logged); the rest is read and dropped, and
+// the lines after it are read as usual.
 func (p *Process) readStderr(r io.Reader) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 4096), 64<<10)
-	for sc.Scan() {
-		if line := bytes.TrimSpace(sc.Bytes()); len(line) > 0 {
-			p.log.Warn("stderr", "line", clip(line))
+	br := bufio.NewReaderSize(r, 64<<10)
+	skipping := false // inside the dropped rest of a long line
+	for {
+		frag, err := br.ReadSlice('\n')
+		if len(frag) > 0 && !skipping {
+			if line := bytes.TrimSpace(frag); len(line) > 0 {
+				p.tail.add(line)
+				if p.lines.allow(p.log) {
+					if err == bufio.ErrBufferFull {
+						p.log.Warn("stderr", "line", p.clip(line), "truncated", true)
+					} else {
+						p.log.Warn("stderr", "line", p.clip(line))
+					}
+				}
+			}
+		}
+		switch {
+		case err == bufio.ErrBufferFull:
+			skipping = true
+		case err != nil:
+			return
+		default:
+			skipping = false
 		}
 	}
-	// A line longer than the scanner buffer ends the scan: drain the rest so
-	// the child never blocks on a full stderr pipe.
-	_, _ = io.Copy(io.Discard, r)
+}
+
+// clip redacts b (Spec.Redact) and then cuts it to 512 bytes for the log.
+func (p *Process) clip(b []byte) string {
+	if p.spec.Redact == nil {
+		return clip(b)
+	}
+	return clipString(p.spec.Redact(string(b)), 512)
 }
 
 func clip(b []byte) string {

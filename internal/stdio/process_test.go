@@ -45,6 +45,7 @@ const (
 	longLen     = 1 << 20         // the 1 MiB line
 	hugeLen     = 300 << 10       // an oversize line longer than the 64 KiB read buffer
 	bigLen      = 2 * oversizeMax // an oversize line shorter than the read buffer
+	floodLines  = 2 << 20         // 4 MiB of 2-byte lines
 )
 
 // child runs one child behaviour and returns its exit code.
@@ -125,6 +126,59 @@ func child(mode string) int {
 			signal.Ignore(syscall.SIGTERM)
 			time.Sleep(time.Hour)
 		}
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		return 0
+	case "flood": // floodLines 2-byte lines on stdout and on stderr, echoing stdin meanwhile
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			chunk := []byte(strings.Repeat("x\n", 2048))
+			for range floodLines / 2048 {
+				mu.Lock()
+				out.Write(chunk)
+				mu.Unlock()
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			w := bufio.NewWriter(os.Stderr)
+			chunk := []byte(strings.Repeat("e\n", 2048))
+			for range floodLines / 2048 {
+				w.Write(chunk)
+			}
+			w.Flush()
+		}()
+		go func() {
+			wg.Wait()
+			mu.Lock()
+			out.WriteString("{\"flooded\":true}\n")
+			out.Flush()
+			mu.Unlock()
+		}()
+		sc := bufio.NewScanner(os.Stdin)
+		for sc.Scan() {
+			mu.Lock()
+			out.Write(sc.Bytes())
+			out.WriteByte('\n')
+			out.Flush()
+			mu.Unlock()
+		}
+		mu.Lock() // the last flush before exit
+		return 0
+	case "fatal": // a server that cannot start: a reason on stderr, exit 3
+		fmt.Fprintln(os.Stderr, "starting up")
+		fmt.Fprintln(os.Stderr, "using key "+os.Getenv("STDIO_TEST_SECRET"))
+		fmt.Fprintln(os.Stderr, "fatal: no API key set")
+		return 3
+	case "longerr": // one stderr line longer than any buffer, then a short one
+		w := bufio.NewWriter(os.Stderr)
+		w.WriteString(strings.Repeat("L", 100<<10) + "\n")
+		w.WriteString("after\n")
+		w.Flush()
+		out.WriteString("{\"done\":true}\n")
+		out.Flush()
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		return 0
 	case "middle": // run a no-read child through Start, report its pid, wait to be killed

@@ -1,0 +1,214 @@
+//go:build unix
+
+package stdio
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// countHandler counts what a Process logs: lines of child output, and the
+// lines the summaries say were suppressed.
+type countHandler struct {
+	mu         sync.Mutex
+	records    int
+	lines      map[string]int // logged child lines by content
+	suppressed int64
+	truncated  int
+}
+
+func newCount() *countHandler { return &countHandler{lines: map[string]int{}} }
+
+func (h *countHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *countHandler) WithAttrs([]slog.Attr) slog.Handler      { return h }
+func (h *countHandler) WithGroup(string) slog.Handler           { return h }
+func (h *countHandler) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.records++
+	r.Attrs(func(a slog.Attr) bool {
+		switch a.Key {
+		case "line":
+			h.lines[a.Value.String()]++
+		case "suppressed":
+			h.suppressed += a.Value.Int64()
+		case "truncated":
+			h.truncated++
+		}
+		return true
+	})
+	return nil
+}
+
+func (h *countHandler) snapshot() (records int, lines map[string]int, suppressed int64, truncated int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	m := map[string]int{}
+	for k, v := range h.lines {
+		m[k] = v
+	}
+	return h.records, m, h.suppressed, h.truncated
+}
+
+// A child writing 4 MiB of 2-byte lines on stdout and 4 MiB on stderr
+// produces under 1,000 log records, every line is accounted for (logged or
+// counted as suppressed), and a call made during the flood is answered.
+func TestOutputFloodIsRateLimited(t *testing.T) {
+	t.Parallel()
+	h := newCount()
+	r := &rec{ch: make(chan []byte, 4)}
+	s := spec(t, "flood")
+	s.Logger = slog.New(h)
+	p := start(t, s, r)
+	if err := p.Write([]byte(`{"id":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	sawAnswer, sawFlooded := false, false
+	deadline := time.After(2 * time.Minute)
+	for !sawAnswer || !sawFlooded {
+		select {
+		case b := <-r.ch:
+			switch string(b) {
+			case `{"id":1}`:
+				sawAnswer = true
+			case `{"flooded":true}`:
+				sawFlooded = true
+			}
+		case <-deadline:
+			t.Fatalf("after 2m: answer %v, flood finished %v", sawAnswer, sawFlooded)
+		}
+	}
+	if err := p.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	records, lines, suppressed, _ := h.snapshot()
+	if records >= 1000 {
+		t.Errorf("%d log records for a flood of %d lines; want under 1000", records, 2*floodLines)
+	}
+	logged := int64(lines["x"] + lines["e"])
+	if logged+suppressed != 2*floodLines {
+		t.Errorf("logged %d + suppressed %d = %d lines, want %d (every line logged or counted)",
+			logged, suppressed, logged+suppressed, 2*floodLines)
+	}
+	if lines["x"] == 0 || lines["e"] == 0 {
+		t.Errorf("logged %d stdout and %d stderr lines; want some of each before the budget ran out", lines["x"], lines["e"])
+	}
+}
+
+// A stderr line longer than the read buffer is logged clipped and does not
+// silence the lines after it.
+func TestLongStderrLine(t *testing.T) {
+	t.Parallel()
+	h := newCount()
+	r := &rec{ch: make(chan []byte, 1)}
+	s := spec(t, "longerr")
+	s.Logger = slog.New(h)
+	p := start(t, s, r)
+	next(t, r) // {"done":true}: stderr was written before it
+	if err := p.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	_, lines, _, truncated := h.snapshot()
+	if lines["after"] != 1 {
+		t.Errorf("\"after\" logged %d times, want 1; lines: %d", lines["after"], len(lines))
+	}
+	if truncated != 1 {
+		t.Errorf("%d records marked truncated, want 1", truncated)
+	}
+	for l := range lines {
+		if len(l) > 600 {
+			t.Errorf("a logged line of %d bytes; want it clipped", len(l))
+		}
+	}
+}
+
+// A child that dies at start says why: its error carries the last stderr
+// lines, redacted, and still unwraps to the *exec.ExitError.
+func TestExitErrorCarriesStderr(t *testing.T) {
+	t.Parallel()
+	const secret = "sk-test-0123456789"
+	s := spec(t, "fatal", "STDIO_TEST_SECRET="+secret)
+	s.Redact = func(v string) string { return strings.ReplaceAll(v, secret, "[REDACTED]") }
+	p := start(t, s, &rec{})
+	waitDone(t, p, 5*time.Second)
+	err := p.Err()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Fatalf("Err = %v, want exit status 3", err)
+	}
+	var xe *ExitError
+	if !errors.As(err, &xe) {
+		t.Fatalf("Err = %T, want *ExitError", err)
+	}
+	msg := err.Error()
+	for _, want := range []string{"exit status 3", "fatal: no API key set", "using key [REDACTED]"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("Err = %q, want it to contain %q", msg, want)
+		}
+	}
+	if strings.Contains(msg, secret) {
+		t.Errorf("Err = %q leaks the secret", msg)
+	}
+	b, _ := json.Marshal(xe.Stderr)
+	if len(xe.Stderr) != 3 {
+		t.Errorf("Stderr = %s, want the 3 lines", b)
+	}
+}
+
+func TestTailKeepsLastLinesClipped(t *testing.T) {
+	var tl tail
+	for i := range 12 {
+		tl.add([]byte(strings.Repeat(string(rune('a'+i)), 300)))
+	}
+	got := tl.lines(nil)
+	if len(got) == 0 || len(got) > tailLines {
+		t.Fatalf("%d lines, want 1..%d", len(got), tailLines)
+	}
+	total := 0
+	for _, l := range got {
+		total += len(l)
+		if len(l) > tailShow+len("…") {
+			t.Errorf("line of %d bytes, want at most %d", len(l), tailShow)
+		}
+	}
+	if total > tailShowAll {
+		t.Errorf("%d bytes in all, want at most %d", total, tailShowAll)
+	}
+	if last := got[len(got)-1]; last[0] != 'l' {
+		t.Errorf("last line starts %q, want the newest ('l')", last[:1])
+	}
+	var empty tail
+	if got := empty.lines(nil); len(got) != 0 {
+		t.Errorf("empty tail gave %q", got)
+	}
+}
+
+func TestLineLimitBudget(t *testing.T) {
+	h := newCount()
+	log := slog.New(h)
+	l := NewLineLimit(1, 10)
+	allowed := 0
+	for range 1000 {
+		if l.allow(log) {
+			allowed++
+		}
+	}
+	if allowed < 10 || allowed > 12 {
+		t.Errorf("%d of 1000 lines allowed at once, want the burst (10)", allowed)
+	}
+	l.flush()
+	if _, _, suppressed, _ := h.snapshot(); suppressed != int64(1000-allowed) {
+		t.Errorf("summary says %d suppressed, want %d", suppressed, 1000-allowed)
+	}
+	l.flush() // nothing new: no second summary
+	if records, _, _, _ := h.snapshot(); records != 1 {
+		t.Errorf("%d summaries, want 1", records)
+	}
+}
