@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/internal/audit"
 	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/internal/session"
@@ -70,7 +71,10 @@ func newDestination(cfg *config.Destination, global *config.Config, log *slog.Lo
 	switch cfg.Type {
 	case config.TypeStdio:
 		argv := append(append([]string{}, cfg.Command...), cfg.Args...)
-		spec := stdio.Spec{Argv: argv, Env: stdio.Env(cfg.Env, cfg.Secrets), Dir: cfg.Cwd, MaxLine: maxMsg, Logger: dlog}
+		// One log budget for all of the destination's processes; the stderr
+		// lines an exit error carries to clients are redacted.
+		spec := stdio.Spec{Argv: argv, Env: stdio.Env(cfg.Env, cfg.Secrets), Dir: cfg.Cwd, MaxLine: maxMsg, Logger: dlog,
+			Lines: stdio.NewLineLimit(0, 0), Redact: audit.NewRedactor(global.SecretValues()).String}
 		d.dialer = func(http.Header) upstream.Dialer {
 			return func(ctx context.Context, deliver func([]byte), oversize func([]byte)) (upstream.Conn, error) {
 				p, err := stdio.Start(spec, deliver, oversize)

@@ -501,7 +501,8 @@ func (u *Upstream) watch(gen int, conn Conn) {
 		}
 		break
 	}
-	err := conn.Err()
+	cerr := conn.Err()
+	err := cerr
 	if err == nil {
 		err = errors.New("exited")
 	}
@@ -509,8 +510,13 @@ func (u *Upstream) watch(gen int, conn Conn) {
 	u.mu.Lock()
 	if u.hsErr != nil && u.hsGen == gen {
 		// The handshake failed and closed the connection: say why (a
-		// PermanentError stays one).
-		err = fmt.Errorf("handshake failed: %w", u.hsErr)
+		// PermanentError stays one), and how the connection ended (a
+		// child's exit error carries its last stderr lines).
+		if cerr != nil {
+			err = fmt.Errorf("handshake failed: %w (connection ended: %v)", u.hsErr, cerr)
+		} else {
+			err = fmt.Errorf("handshake failed: %w", u.hsErr)
+		}
 		u.hsErr = nil
 	}
 	u.mu.Unlock()
