@@ -82,7 +82,7 @@ func Resolve(ctx context.Context, opts Options, roleARN, roleSessionName string)
 		return nil, err
 	}
 	if NewSigner == nil {
-		return nil, errors.New("agentcore: SigV4 signing is not available in this build")
+		return nil, errors.New("agentcore: AgentCore calls need SigV4 signing, which this build lacks")
 	}
 	if roleSessionName == "" {
 		roleSessionName = "mcpAgentCoreProxy"

@@ -69,7 +69,10 @@ type ClientOptions = sse.ClientOptions
 // connection then keeps a GET listen stream open for the server's own
 // requests and notifications. When the server forgets the session (404) the
 // connection replays the initialize handshake it saw and retries, so a
-// restarted server costs the clients nothing. Close deletes the session.
+// restarted server costs the clients nothing; so it does when a request is
+// refused as by a server that lost its handshake (see replay.go). Each
+// replay is announced to the client with a notifications/message (logger
+// "switchboard"). Close deletes the session.
 //
 // Modern era (2026-07-28): a message whose params carry
 // _meta["io.modelcontextprotocol/protocolVersion"] is sent with that
@@ -753,6 +756,7 @@ func (c *ClientConn) recover(lost string) error {
 	c.epoch++
 	c.mu.Unlock()
 	c.log.Info("upstream session re-established")
+	c.notifyClient("the upstream server lost its MCP session (it restarted); Switchboard replayed the handshake and carries on")
 	select {
 	case c.kick <- struct{}{}:
 	default:

@@ -20,9 +20,9 @@ import (
 // Streamable HTTP server gives for a forgotten session. The connection then
 // does what it does after a 404: replays the cached initialize and
 // notifications/initialized (recover; its owner restores the log level and
-// subscriptions on Reinitialized), sends the request again, once, and tells
-// the client with a notifications/message (logger "switchboard", level
-// warning).
+// subscriptions on Reinitialized; recover tells the client with a
+// notifications/message, logger "switchboard", level warning), and sends
+// the request again, once.
 //
 // A healthy server's genuine -32602 (invalid params) must come back
 // unchanged, so such an answer is only a suspicion: the connection then
@@ -93,7 +93,6 @@ func (c *ClientConn) replayHandshake(p *post, m *jsonrpc.Message) bool {
 			}
 			return true
 		}
-		c.notifyClient(fmt.Sprintf("the upstream server lost its MCP session state (it restarted); Switchboard replayed the handshake and retried %s", p.msg.Method))
 	}
 	c.exchange(p, true)
 	return true
