@@ -38,7 +38,7 @@ func (m markRT) RoundTrip(r *http.Request) (*http.Response, error) {
 
 func startAgentCoreDest(t *testing.T, mode string) (*peers.AgentCore, *harness) {
 	t.Helper()
-	emu := peers.NewAgentCore(t, peers.AgentCoreOptions{Verify: func(r *http.Request, _ []byte) error {
+	emu := peers.NewAgentCore(t, peers.AgentCoreOptions{Stateless: mode == agentcore.ModeRequest, Verify: func(r *http.Request, _ []byte) error {
 		if r.Header.Get("X-Test-Signature") != "ok" {
 			return errors.New("unsigned")
 		}
@@ -164,5 +164,42 @@ func TestAgentCoreDestination(t *testing.T) {
 		if c.Status != 0 || c.ARN != gatewayTestARN || c.Qualifier != "live" {
 			t.Errorf("invocation %+v", c)
 		}
+	}
+}
+
+// TestAgentCoreDestinationModes: identity mode gives every client session
+// the caller's id; request mode a new id per request.
+func TestAgentCoreDestinationModes(t *testing.T) {
+	skipRemoteShort(t)
+	for _, mode := range []string{agentcore.ModeIdentity, agentcore.ModeRequest} {
+		t.Run(mode, func(t *testing.T) {
+			emu, h := startAgentCoreDest(t, mode)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			for range 2 {
+				cs := remoteFronts[0].connect(ctx, t, h, "runtime", newLogClient().Client)
+				if got := agentCoreCall(ctx, t, cs, "echo", map[string]any{"text": mode}); got != "agentcore echo: "+mode {
+					t.Errorf("echo = %q", got)
+				}
+				cs.Close()
+			}
+			ids := emu.Sessions()
+			switch mode {
+			case agentcore.ModeIdentity:
+				want := agentcore.IdentitySessionID("123456789012", "AIDAGW", "arn:aws:iam::123456789012:user/gw")
+				if len(ids) != 1 || ids[0] != want {
+					t.Errorf("runtime sessions %q, want [%s] for both clients", ids, want)
+				}
+			case agentcore.ModeRequest:
+				if n := emu.Count(""); len(ids) != n || n < 4 {
+					t.Errorf("%d runtime sessions for %d requests, want one each", len(ids), n)
+				}
+				for _, id := range ids {
+					if !strings.HasPrefix(id, "request-") || len(id) != 44 {
+						t.Errorf("runtime session %q: want request-<uuid>", id)
+					}
+				}
+			}
+		})
 	}
 }
