@@ -27,8 +27,8 @@ type countHandler struct {
 func newCount() *countHandler { return &countHandler{lines: map[string]int{}} }
 
 func (h *countHandler) Enabled(context.Context, slog.Level) bool { return true }
-func (h *countHandler) WithAttrs([]slog.Attr) slog.Handler      { return h }
-func (h *countHandler) WithGroup(string) slog.Handler           { return h }
+func (h *countHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *countHandler) WithGroup(string) slog.Handler            { return h }
 func (h *countHandler) Handle(_ context.Context, r slog.Record) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()

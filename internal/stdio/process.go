@@ -10,7 +10,9 @@
 //   - the child leads its own process group, and Close ends the whole group:
 //     close stdin, wait, SIGTERM, wait, SIGKILL — so no grandchild (npx's
 //     node, a Python venv's interpreter) is ever orphaned; on Linux the child
-//     also gets SIGKILL if Switchboard itself dies (Pdeathsig);
+//     also gets SIGKILL if Switchboard itself dies (Pdeathsig), and with
+//     ReaperMain in main the whole group does, even when Switchboard is
+//     SIGKILLed (see reaper.go);
 //   - stdout lines that are not JSON-RPC objects and stderr lines are handed
 //     to the logger, never to a client, within a budget (LineLimit): a flood
 //     is counted, not logged; a stderr line of any length is read in bounded
@@ -151,6 +153,7 @@ func Start(spec Spec, onLine func([]byte), onOversize func(prefix []byte)) (*Pro
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("stdio: start %q: %w", spec.Argv[0], err)
 	}
+	reap.register(cmd.Process.Pid)
 	lines := spec.Lines
 	if lines == nil {
 		lines = NewLineLimit(0, 0)
@@ -171,6 +174,7 @@ func Start(spec Spec, onLine func([]byte), onOversize func(prefix []byte)) (*Pro
 func (p *Process) reap(readers *sync.WaitGroup, stdout, stderr io.Closer) {
 	state, err := p.cmd.Process.Wait()
 	killGroup(p.cmd.Process.Pid, syscall.SIGKILL)
+	reap.unregister(p.cmd.Process.Pid)
 	drained := make(chan struct{})
 	go func() { readers.Wait(); close(drained) }()
 	select {

@@ -36,6 +36,15 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(childEnv); mode != "" {
 		os.Exit(child(mode))
 	}
+	ReaperMain() // runs the reaper in the reaper process; enables it here
+	// Start it now, not inside a test that counts descriptors.
+	reap.mu.Lock()
+	err := reap.start()
+	reap.mu.Unlock()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "reaper:", err)
+		os.Exit(2)
+	}
 	os.Exit(m.Run())
 }
 
@@ -180,6 +189,26 @@ func child(mode string) int {
 		out.WriteString("{\"done\":true}\n")
 		out.Flush()
 		_, _ = io.Copy(io.Discard, os.Stdin)
+		return 0
+	case "middle-gc": // with the reaper, run a grandchild child through Start; print "child grandchild" pids
+		ReaperMain()
+		pids := make(chan int, 1)
+		p, err := Start(Spec{Argv: []string{os.Args[0]}, Env: []string{childEnv + "=grandchild", noExitSleep}}, func(b []byte) {
+			var m struct{ Pid int }
+			if json.Unmarshal(b, &m) == nil && m.Pid > 0 {
+				select {
+				case pids <- m.Pid:
+				default:
+				}
+			}
+		}, nil)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		fmt.Fprintf(out, "%d %d\n", p.Pid(), <-pids)
+		out.Flush()
+		<-p.Done()
 		return 0
 	case "middle": // run a no-read child through Start, report its pid, wait to be killed
 		p, err := Start(Spec{Argv: []string{os.Args[0]}, Env: []string{childEnv + "=no-read", noExitSleep}}, func([]byte) {}, nil)
