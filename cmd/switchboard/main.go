@@ -25,6 +25,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/gateway"
+	"github.com/switchboard-mcp/switchboard/internal/stdio"
 )
 
 const usage = `usage:
@@ -47,6 +48,9 @@ environment (a flag wins over its variable, a variable over the config file):
 `
 
 func main() {
+	// First: in the reaper process (see internal/stdio) this runs it and
+	// exits; here it lets children be killed even if Switchboard is SIGKILLed.
+	stdio.ReaperMain()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

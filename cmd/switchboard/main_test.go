@@ -468,12 +468,13 @@ destinations:
 	streamDone := make(chan struct{})
 	go func() { _, _ = io.Copy(io.Discard, gresp.Body); gresp.Body.Close(); close(streamDone) }()
 
-	children := childrenOf(cmd.Process.Pid)
+	// The stdio reaper is a child too; it must be gone at the end as well.
+	children, reapers := splitReapers(childrenOf(cmd.Process.Pid))
 	var grandchildren []int
 	for _, c := range children {
 		grandchildren = append(grandchildren, childrenOf(c)...)
 	}
-	tracked = append(append(tracked, children...), grandchildren...)
+	tracked = append(append(append(tracked, children...), grandchildren...), reapers...)
 	// One shared process and one per session of "perses"; each has a
 	// sleeping child of its own.
 	if len(children) != 4 || len(grandchildren) != 4 {

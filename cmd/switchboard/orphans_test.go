@@ -1,0 +1,108 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The real binary is SIGKILLed while it runs a stdio destination whose
+// command starts a grandchild (sh -c 'sleep 300 & wait'): nothing in
+// Switchboard runs any more, yet the child and the grandchild are gone
+// (the reaper of internal/stdio; Pdeathsig alone ends only the child).
+func TestSIGKILLLeavesNoGrandchild(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	childFile, gcFile := filepath.Join(dir, "child.pid"), filepath.Join(dir, "grandchild.pid")
+	script := fmt.Sprintf(`echo $$ > %s; sleep 300 & echo $! > %s; wait`, childFile, gcFile)
+	cfg := fmt.Sprintf("listen: 127.0.0.1:0\ntimeout: 5m\ndestinations:\n  d:\n    type: stdio\n    command: [sh, -c, %s]\n",
+		strconv.Quote(script))
+	cfgPath := filepath.Join(dir, "switchboard.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "serve", "--config", cfgPath)
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	var pids []int
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+		for _, p := range pids {
+			if alive(p) {
+				_ = syscall.Kill(p, syscall.SIGKILL)
+			}
+		}
+		if t.Failed() {
+			t.Logf("switchboard output:\n%s", out.String())
+		}
+	})
+	// The destination starts with the gateway: wait for both pid files.
+	readPid := func(path string) int {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			if b, err := os.ReadFile(path); err == nil {
+				if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {
+					return pid
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no pid in %s after 30s", path)
+			}
+			select {
+			case <-exited:
+				t.Fatalf("switchboard exited before starting the destination")
+			case <-time.After(10 * time.Millisecond): // polling a file, with a deadline
+			}
+		}
+	}
+	child := readPid(childFile)
+	pids = append(pids, child)
+	grandchild := readPid(gcFile)
+	pids = append(pids, grandchild)
+	if !alive(child) || !alive(grandchild) {
+		t.Fatalf("child %d alive %v, grandchild %d alive %v", child, alive(child), grandchild, alive(grandchild))
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-exited
+	deadline := time.Now().Add(10 * time.Second)
+	for _, pid := range pids {
+		for alive(pid) {
+			if time.Now().After(deadline) {
+				t.Fatalf("process %d (child %d, grandchild %d) still alive 10s after switchboard was SIGKILLed", pid, child, grandchild)
+			}
+			time.Sleep(5 * time.Millisecond) // polling /proc, with a deadline
+		}
+	}
+}
+
+// splitReapers separates internal/stdio's reaper (its whole environment
+// is one marker variable) from the other processes.
+func splitReapers(pids []int) (others, reapers []int) {
+	for _, p := range pids {
+		env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p))
+		if string(env) == "SWITCHBOARD_STDIO_REAPER=1\x00" {
+			reapers = append(reapers, p)
+		} else {
+			others = append(others, p)
+		}
+	}
+	return others, reapers
+}
