@@ -3,6 +3,7 @@
 package stdio
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -211,4 +212,41 @@ func TestLineLimitBudget(t *testing.T) {
 	if records, _, _, _ := h.snapshot(); records != 1 {
 		t.Errorf("%d summaries, want 1", records)
 	}
+}
+
+// Any stderr bytes: read to the end, no line kept over its bound, the
+// shown lines clipped, and the last line (if any) is the newest kept.
+func FuzzStderr(f *testing.F) {
+	f.Add([]byte("fatal: no API key set\n"))
+	f.Add([]byte(strings.Repeat("L", 70<<10) + "\nafter\n"))
+	f.Add([]byte("\n\n \r\nx"))
+	f.Add([]byte("\xff\xfe\x00 bad utf8 \xe2\x82\n"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		h := newCount()
+		p := &Process{log: slog.New(h), lines: NewLineLimit(1000, 1000)}
+		p.readStderr(bytes.NewReader(in))
+		p.tail.mu.Lock()
+		for i := range p.tail.n {
+			if len(p.tail.slots[i]) > tailKeep {
+				t.Fatalf("tail line of %d bytes kept", len(p.tail.slots[i]))
+			}
+		}
+		p.tail.mu.Unlock()
+		total := 0
+		for _, l := range p.tail.lines(strings.ToUpper) {
+			total += len(l)
+			if len(l) > tailShow+len("…") {
+				t.Fatalf("shown line of %d bytes", len(l))
+			}
+		}
+		if total > tailShowAll+tailShow+len("…") {
+			t.Fatalf("%d bytes shown", total)
+		}
+		_, lines, _, _ := h.snapshot()
+		for l := range lines {
+			if len(l) > 512+len("…") {
+				t.Fatalf("logged line of %d bytes", len(l))
+			}
+		}
+	})
 }

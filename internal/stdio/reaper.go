@@ -56,18 +56,11 @@ func runReaper(in *os.File) int {
 	groups := map[int]struct{}{}
 	sc := bufio.NewScanner(in)
 	for sc.Scan() {
-		line := sc.Text()
-		if len(line) < 2 {
-			continue
-		}
-		pgid, err := strconv.Atoi(line[1:])
-		if err != nil || pgid <= 1 {
-			continue
-		}
-		switch line[0] {
-		case '+':
+		switch op, pgid, ok := reaperLine(sc.Text()); {
+		case !ok:
+		case op == '+':
 			groups[pgid] = struct{}{}
-		case '-':
+		default:
 			delete(groups, pgid)
 		}
 	}
@@ -75,6 +68,19 @@ func runReaper(in *os.File) int {
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	}
 	return 0
+}
+
+// reaperLine parses "+pgid" or "-pgid"; a group id must be over 1 (never
+// -1, "every process", nor init's group).
+func reaperLine(line string) (op byte, pgid int, ok bool) {
+	if len(line) < 2 || (line[0] != '+' && line[0] != '-') || line[1] < '0' || line[1] > '9' {
+		return 0, 0, false
+	}
+	pgid, err := strconv.Atoi(line[1:])
+	if err != nil || pgid <= 1 || strconv.Itoa(pgid) != line[1:] {
+		return 0, 0, false
+	}
+	return line[0], pgid, true
 }
 
 // reap is this process's side of the reaper.

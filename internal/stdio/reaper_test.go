@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -132,4 +133,22 @@ func TestReaperRestarted(t *testing.T) {
 	if err := p.Close(t.Context()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func FuzzReaperLine(f *testing.F) {
+	for _, s := range []string{"+123", "-123", "+1", "+0", "+-5", "-", "", "x12", "+ 12", "+99999999999999999999", "++3"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		op, pgid, ok := reaperLine(line)
+		if !ok {
+			return
+		}
+		if op != '+' && op != '-' || pgid <= 1 {
+			t.Fatalf("reaperLine(%q) = %c %d", line, op, pgid)
+		}
+		if want := string(op) + strconv.Itoa(pgid); want != line {
+			t.Fatalf("reaperLine(%q) accepted a non-canonical line (%q)", line, want)
+		}
+	})
 }
