@@ -197,9 +197,12 @@ func TestLineLimitBudget(t *testing.T) {
 	l := NewLineLimit(1, 10)
 	allowed := 0
 	for range 1000 {
-		if l.allow(log) {
+		if l.allow(streamStderr, log) {
 			allowed++
 		}
+	}
+	if !l.allow(streamStdout, log) {
+		t.Error("a stderr flood used up stdout's budget")
 	}
 	if allowed < 10 || allowed > 12 {
 		t.Errorf("%d of 1000 lines allowed at once, want the burst (10)", allowed)

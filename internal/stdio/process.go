@@ -303,7 +303,7 @@ func (p *Process) line(line []byte, onLine func([]byte)) {
 		return // blank lines are common (npx) and harmless
 	}
 	if line[0] != '{' {
-		if p.lines.allow(p.log) {
+		if p.lines.allow(streamStdout, p.log) {
 			p.log.Warn("non-JSON-RPC line on stdout skipped", "line", p.clip(line))
 		}
 		return
@@ -323,7 +323,7 @@ func (p *Process) readStderr(r io.Reader) {
 		if len(frag) > 0 && !skipping {
 			if line := bytes.TrimSpace(frag); len(line) > 0 {
 				p.tail.add(line)
-				if p.lines.allow(p.log) {
+				if p.lines.allow(streamStderr, p.log) {
 					if err == bufio.ErrBufferFull {
 						p.log.Warn("stderr", "line", p.clip(line), "truncated", true)
 					} else {
