@@ -32,8 +32,12 @@ import (
 // leaves its group (setsid, a daemon's double fork) is out of reach, as it
 // is of Close.
 
-// reaperEnv marks the reaper process (its whole environment).
-const reaperEnv = "SWITCHBOARD_STDIO_REAPER=1"
+// reaperEnv marks the reaper process (its whole environment). Children
+// never inherit it: their environment is an allowlist.
+const (
+	reaperEnvName = "SWITCHBOARD_STDIO_REAPER"
+	reaperEnv     = reaperEnvName + "=1"
+)
 
 // ReaperMain must be the first thing main does in a binary that starts
 // children (cmd/switchboard). In the reaper process it runs the reaper and
@@ -41,7 +45,7 @@ const reaperEnv = "SWITCHBOARD_STDIO_REAPER=1"
 // after it. Without it children are still ended by Close, and the direct
 // child by Pdeathsig (Linux), but grandchildren outlive a SIGKILL.
 func ReaperMain() {
-	if len(os.Environ()) == 1 && os.Environ()[0] == reaperEnv {
+	if os.Getenv(reaperEnvName) == "1" {
 		os.Exit(runReaper(os.Stdin))
 	}
 	reap.mu.Lock()
