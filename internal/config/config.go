@@ -259,6 +259,14 @@ type Destination struct {
 	// SessionModeRequest (a new one per request: stateless servers only).
 	SessionMode string
 
+	// AWS signs the upstream requests with AWS Signature Version 4
+	// (`aws`), for streamable_http, sse and agentcore destinations; it is
+	// invalid for stdio. Nil (the key left out) means: HTTP types send
+	// requests unsigned; agentcore signs with the default credential chain
+	// and no role. The key written with no value (`aws:` or `aws: {}`) is
+	// a non-nil AWS of zero values: sign, inferring everything.
+	AWS *AWS
+
 	// Timeout overrides Config.Timeout for this destination (`timeout`).
 	// Default 0: use Config.Timeout.
 	Timeout time.Duration
@@ -272,6 +280,42 @@ type Destination struct {
 	// precedence over Env; for HTTP types they serve ${VAR} references in
 	// url and headers. Nil when the secrets file has no entry.
 	Secrets Secrets
+}
+
+// AWS says how a destination's requests are signed with SigV4. Credentials
+// come from the standard chain of the AWS SDK (environment, shared config
+// and credentials files, SSO, web identity, ECS, IMDS), seen through
+// Profile and AssumeRoleARN. Every field may use ${VAR}.
+type AWS struct {
+	// Region is the signing region (`region`), like us-east-1. Default "":
+	// the region in the endpoint's host name
+	// (*.{region}.amazonaws.com, *.{region}.api.aws), else AWS_REGION
+	// and the profile's region. For agentcore the ARN names the region.
+	Region string
+
+	// Service is the signing name (`service`), like billing-mcp; HTTP
+	// types only. Written, it must be a non-empty token of lower-case
+	// letters, digits, '.', '_' and '-'. Default "": inferred from the
+	// host: bedrock-agentcore for *.bedrock-agentcore.{region}.amazonaws.com,
+	// svc for svc.{region}.api.aws, else the host's first label.
+	// agentcore always signs as bedrock-agentcore.
+	Service string
+
+	// Profile is the shared-config profile whose credentials sign
+	// (`profile`). Default "": AWS_PROFILE, else the default profile.
+	Profile string
+
+	// AssumeRoleARN is an IAM role assumed with sts:AssumeRole on the
+	// profile's credentials (`assume_role_arn`),
+	// arn:aws[-partition]:iam::ACCOUNT:role/[PATH/]NAME. Its temporary
+	// credentials sign, and are refreshed before they expire. Default "":
+	// sign with the profile's own credentials.
+	AssumeRoleARN string
+
+	// RoleSessionName names the assumed role's session
+	// (`role_session_name`): 2 to 64 letters, digits or +=,.@_-; only with
+	// AssumeRoleARN. Default "": the signer's default.
+	RoleSessionName string
 }
 
 // Namespace is a named subset of destinations served as one aggregated

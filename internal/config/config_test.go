@@ -81,6 +81,18 @@ var expectedErrors = []struct {
 	{"agentcore_qualifier.bad.yaml", `:5: destinations.runtime: qualifier "a/b"`},
 	{"agentcore_url.bad.yaml", `:5: destinations.runtime: url is not valid for type agentcore`},
 	{"arn_on_http.bad.yaml", `:5: destinations.github: arn is not valid for type streamable_http`},
+	{"aws_on_stdio.bad.yaml", `:5: destinations.files: aws is not valid for type stdio`},
+	{"aws_role_arn.bad.yaml", `:6: destinations.billing: aws.assume_role_arn "arn:aws:iam::123456789012:user/alice" is not an IAM role ARN: want arn:aws:iam::ACCOUNT:role/NAME`},
+	{"aws_role_session.bad.yaml", `:7: destinations.billing: aws.role_session_name "switch board": want 2 to 64 letters, digits or +=,.@_-`},
+	{"aws_role_session_no_role.bad.yaml", `:6: destinations.billing: aws.role_session_name needs aws.assume_role_arn`},
+	{"aws_region.bad.yaml", `:6: destinations.billing: aws.region "us_east_1": want a region name like us-east-1`},
+	{"aws_service_empty.bad.yaml", `:6: destinations.billing.aws.service: empty; leave the key out to infer the service from the host`},
+	{"aws_service.bad.yaml", `:6: destinations.billing: aws.service "Billing MCP": want a signing name like billing-mcp`},
+	{"aws_service_agentcore.bad.yaml", `:6: destinations.runtime: aws.service is not valid for type agentcore (it always signs as bedrock-agentcore)`},
+	{"aws_unknown_key.bad.yaml", `:6: destinations.billing.aws: unknown key "role_arn"`},
+	{"aws_profile.bad.yaml", `:6: destinations.billing: aws.profile contains a control character`},
+	{"aws_not_mapping.bad.yaml", `:5: destinations.billing.aws: expected a mapping, got a string`},
+	{"aws_unset_var.bad.yaml", `:6: destinations.billing.aws.assume_role_arn: ${SWITCHBOARD_UNSET_ROLE} is not set`},
 	{"name_invalid.bad.yaml", `:2: destinations.git hub: invalid name`},
 	{"name_too_long.bad.yaml", `invalid name: want 1 to 64 letters`},
 	{"name_reserved.bad.yaml", `destinations.metrics: name "metrics" is reserved`},
@@ -245,6 +257,15 @@ func TestFullConfig(t *testing.T) {
 				Name: "runtime", Type: TypeAgentCore, LegacySSE: true,
 				ARN:       "arn:aws:bedrock-agentcore:us-west-2:123456789012:runtime/mcp_server-AbC123",
 				Qualifier: "prod", SessionMode: SessionModeIdentity, Timeout: 90 * time.Second,
+				AWS: &AWS{Profile: "my-sso-profile", AssumeRoleARN: "arn:aws:iam::123456789012:role/mcp-invoker", RoleSessionName: "switchboard"},
+			},
+			"billing": {
+				Name: "billing", Type: TypeStreamableHTTP, LegacySSE: true, URL: "https://billing-mcp.us-east-1.api.aws/mcp",
+				AWS: &AWS{Region: "us-east-1", Service: "billing-mcp", Profile: "billing", AssumeRoleARN: "arn:aws-us-gov:iam::123456789012:role/mcp/reader", RoleSessionName: "switchboard@gw"},
+			},
+			"signed": {
+				Name: "signed", Type: TypeSSE, LegacySSE: true, URL: "https://mcp.internal.example.com/sse",
+				AWS: &AWS{},
 			},
 		},
 		Namespaces: map[string]*Namespace{
@@ -258,7 +279,7 @@ func TestFullConfig(t *testing.T) {
 		Groups: map[string]*Group{
 			"everything": {Name: "everything", Namespaces: []string{"dev", "docs", "home"}, Forced: []string{"home"}},
 		},
-		Names:       []string{"github", "legacy", "context7", "files", "runtime"},
+		Names:       []string{"github", "legacy", "context7", "files", "runtime", "billing", "signed"},
 		substituted: []string{"ghp_secret_from_file", "legacy-env-key"},
 	}
 	assertEqual(t, c, want)
@@ -595,5 +616,33 @@ func TestParse(t *testing.T) {
 	}
 	if c.Destinations["e"].Type != TypeSSE {
 		t.Errorf("got %+v", c.Destinations["e"])
+	}
+}
+
+// TestAWSBlock: written without a value the block still asks for signing,
+// left out it is nil, and its strings take ${VAR} like any other.
+func TestAWSBlock(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"ROLE": "arn:aws:iam::123456789012:role/r", "PROFILE": "sso"}
+	for _, tt := range []struct {
+		block string
+		want  *AWS
+	}{
+		{"", nil},
+		{"\n    aws:", &AWS{}},
+		{"\n    aws: {}", &AWS{}},
+		{"\n    aws:\n      profile: ${PROFILE}\n      assume_role_arn: ${ROLE}\n      region: ${REGION:-eu-west-3}",
+			&AWS{Profile: "sso", AssumeRoleARN: "arn:aws:iam::123456789012:role/r", Region: "eu-west-3"}},
+		{"\n    aws: {service: ~}", &AWS{}},
+	} {
+		data := "destinations:\n  x:\n    type: streamable_http\n    url: https://h.example.com/mcp" + tt.block + "\n"
+		c, err := testLoader(env).parse([]byte(data), "x.yaml")
+		if err != nil {
+			t.Errorf("%q: %v", tt.block, err)
+			continue
+		}
+		if got := c.Destinations["x"].AWS; !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%q: AWS = %+v, want %+v", tt.block, got, tt.want)
+		}
 	}
 }

@@ -266,11 +266,42 @@ func (d *decoder) destination(name string, n *yaml.Node, path string) *Destinati
 			d.setString(&dst.Qualifier, v, path, scope{})
 		case "session_mode":
 			d.setString(&dst.SessionMode, v, path, scope{})
+		case "aws":
+			dst.AWS = d.aws(v, path)
 		default:
 			d.unknown(path, key)
 		}
 	})
 	return dst
+}
+
+// aws decodes a destination's aws block. A null value is an empty block:
+// writing the key asks for signing.
+func (d *decoder) aws(n *yaml.Node, path string) *AWS {
+	a := &AWS{}
+	if !d.each(n, path, func(key string, v *yaml.Node, path string) {
+		switch key {
+		case "region":
+			d.setString(&a.Region, v, path, scope{})
+		case "service":
+			d.setString(&a.Service, v, path, scope{})
+			if a.Service == "" && !isNull(resolve(v)) && !d.failed[path] {
+				// "" would silently mean "infer it".
+				d.errorf(v, path, "empty; leave the key out to infer the service from the host")
+			}
+		case "profile":
+			d.setString(&a.Profile, v, path, scope{})
+		case "assume_role_arn":
+			d.setString(&a.AssumeRoleARN, v, path, scope{})
+		case "role_session_name":
+			d.setString(&a.RoleSessionName, v, path, scope{})
+		default:
+			d.unknown(path, key)
+		}
+	}) {
+		return nil
+	}
+	return a
 }
 
 // isFlatDestinations reports whether root is a mapping of names to http(s)

@@ -163,6 +163,49 @@ func (d *decoder) validateDestination(dst *Destination, p string) {
 			{"session_mode", dst.SessionMode != ""},
 		})
 	}
+	if dst.AWS != nil && dst.Type != TypeStdio && dst.Type != "" {
+		d.validateAWS(dst, p)
+	}
+}
+
+var (
+	// regionRE is the shape of an AWS region name: us-east-1,
+	// us-gov-west-1, cn-north-1.
+	regionRE = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]+$`)
+	// serviceRE is a SigV4 signing name: billing-mcp, execute-api.
+	serviceRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+	// roleARNRE is an IAM role ARN, with an optional path.
+	roleARNRE = regexp.MustCompile(`^arn:aws(-[a-z]+)*:iam::[0-9]{12}:role/([\w+=,.@-]+/)*[\w+=,.@-]{1,64}$`)
+	// roleSessionRE is sts:AssumeRole's RoleSessionName.
+	roleSessionRE = regexp.MustCompile(`^[\w+=,.@-]{2,64}$`)
+)
+
+// validateAWS checks the aws block of an HTTP or agentcore destination.
+func (d *decoder) validateAWS(dst *Destination, p string) {
+	a, ap := dst.AWS, p+".aws"
+	if a.Region != "" && !regionRE.MatchString(a.Region) {
+		d.errorAt(ap+".region", p, "aws.region %q: want a region name like us-east-1", a.Region)
+	}
+	switch {
+	case a.Service == "":
+	case dst.Type == TypeAgentCore:
+		d.errorAt(ap+".service", p, "aws.service is not valid for type agentcore (it always signs as bedrock-agentcore)")
+	case !serviceRE.MatchString(a.Service):
+		d.errorAt(ap+".service", p, "aws.service %q: want a signing name like billing-mcp (lower-case letters, digits, '.', '_', '-'); leave it out to infer it from the host", a.Service)
+	}
+	if strings.ContainsFunc(a.Profile, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+		d.errorAt(ap+".profile", p, "aws.profile contains a control character")
+	}
+	if a.AssumeRoleARN != "" && !roleARNRE.MatchString(a.AssumeRoleARN) {
+		d.errorAt(ap+".assume_role_arn", p, "aws.assume_role_arn %q is not an IAM role ARN: want arn:aws:iam::ACCOUNT:role/NAME", a.AssumeRoleARN)
+	}
+	switch {
+	case a.RoleSessionName == "":
+	case !roleSessionRE.MatchString(a.RoleSessionName):
+		d.errorAt(ap+".role_session_name", p, "aws.role_session_name %q: want 2 to 64 letters, digits or +=,.@_-", a.RoleSessionName)
+	case a.AssumeRoleARN == "":
+		d.errorAt(ap+".role_session_name", p, "aws.role_session_name needs aws.assume_role_arn")
+	}
 }
 
 // runtimeARN is an AgentCore runtime ARN.
@@ -217,6 +260,7 @@ func (d *decoder) validateStdio(dst *Destination, p string) {
 		{"url", dst.URL != ""},
 		{"headers", dst.Headers != nil},
 		{"forward_headers", dst.ForwardHeaders != nil},
+		{"aws", dst.AWS != nil},
 	})
 }
 
