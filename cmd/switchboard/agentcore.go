@@ -16,15 +16,16 @@ import (
 )
 
 const agentcoreUsage = `usage: switchboard agentcore [--contract mcp|http|both] [--mcp-listen ADDR] [--http-listen ADDR]
-                           [--cwd DIR] [--pass-env NAME]... [--log-level LEVEL] [--timeout D] [-- argv...]
+                           [--cwd DIR] [--pass-env NAME]... [--log-level LEVEL] [--log-format text|json]
+                           [--timeout D] [-- argv...]
 Runs inside an Amazon Bedrock AgentCore Runtime container and serves one stdio
 MCP server (the argv after --, else MCP_SERVER_CMD split like a shell would,
 without running one) on the MCP-protocol contract (POST /mcp, 0.0.0.0:8000)
 and the HTTP-protocol contract (POST /invocations and GET /ping, 0.0.0.0:8080,
 or SERVER_HOST/SERVER_PORT).
 Environment: MCP_SERVER_CMD, MCP_SERVER_CWD, LOG_LEVEL (or MCP_PROXY_DEBUG=1),
-SERVER_HOST, SERVER_PORT, MCP_SERVER_PASS_ENV (comma-separated names passed
-to the child besides the usual allowlist and every AWS_* variable).
+LOG_FORMAT, SERVER_HOST, SERVER_PORT, MCP_SERVER_PASS_ENV (comma-separated
+names passed to the child besides the usual allowlist and every AWS_* variable).
 `
 
 // runAgentCore is `switchboard agentcore`.
@@ -36,7 +37,8 @@ func runAgentCore(args []string, stderr io.Writer) int {
 	mcpListen := fs.String("mcp-listen", "0.0.0.0:8000", "listen address of the MCP-protocol contract (/mcp)")
 	httpListen := fs.String("http-listen", "", "listen address of the HTTP-protocol contract (/invocations, /ping); default SERVER_HOST:SERVER_PORT, else 0.0.0.0:8080")
 	cwd := fs.String("cwd", os.Getenv("MCP_SERVER_CWD"), "working directory of the server (default MCP_SERVER_CWD)")
-	logLevel := fs.String("log-level", "", "debug, info, warn or error (default LOG_LEVEL, else info)")
+	logLevelFlag := fs.String("log-level", "", "debug, info, warn or error (default LOG_LEVEL, else info)")
+	logFormatFlag := fs.String("log-format", "", "text or json (default LOG_FORMAT, else text)")
 	timeout := fs.Duration("timeout", 0, "bound on each forwarded request (default 15m; negative: none)")
 	var passEnv headerFlags
 	fs.Var(&passEnv, "pass-env", "an environment variable the server inherits besides the allowlist and AWS_* (repeatable)")
@@ -79,7 +81,11 @@ func runAgentCore(args []string, stderr io.Writer) int {
 		}
 		*httpListen = net.JoinHostPort(host, port)
 	}
-	level, err := agentcoreLogLevel(*logLevel)
+	level, err := agentcoreLogLevel(*logLevelFlag)
+	if err != nil {
+		return fail(2, "%v", err)
+	}
+	format, err := logFormat(*logFormatFlag)
 	if err != nil {
 		return fail(2, "%v", err)
 	}
@@ -107,7 +113,7 @@ func runAgentCore(args []string, stderr io.Writer) int {
 		}
 		defer httpLn.Close()
 	}
-	g, err := gateway.New(cfg, gateway.Options{})
+	g, err := gateway.New(cfg, gateway.Options{Logger: newLogger(os.Stderr, format, logLevel(cfg.Log.Level), onJournal())})
 	if err != nil {
 		return fail(1, "%v", err)
 	}

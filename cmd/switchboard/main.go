@@ -17,7 +17,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
 	"syscall"
@@ -74,7 +73,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "agentcore":
 		return runAgentCore(args[1:], stderr)
 	case "version", "--version", "-version":
-		fmt.Fprintln(stdout, "switchboard", version())
+		fmt.Fprintln(stdout, "switchboard", buildInfo())
 		return 0
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
@@ -82,13 +81,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "switchboard: unknown command %q\n%s", args[0], usage)
 	return 2
-}
-
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "(devel)"
 }
 
 func serve(args []string, stderr io.Writer) int {
@@ -116,7 +108,13 @@ func serve(args []string, stderr io.Writer) int {
 	port := fs.Int("port", 0, "listen port, replacing the port of listen (MCProxy alias)")
 	host := fs.String("host", "", "listen host, replacing the host of listen (MCProxy alias)")
 	logConsole := fs.Bool("log", false, "log to stderr even if the config names a log file (MCProxy alias)")
+	logFormatFlag := fs.String("log-format", "", "text or json (default LOG_FORMAT, else text)")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	format, err := logFormat(*logFormatFlag)
+	if err != nil {
+		fmt.Fprintf(stderr, "switchboard: %v\n", err)
 		return 2
 	}
 	if *cpuprofile != "" {
@@ -152,7 +150,16 @@ func serve(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "switchboard: %v\n", err)
 		return 2
 	}
-	g, err := gateway.New(cfg, gateway.Options{ConfigPath: *cfgPath, NoReload: *noReload, ReloadInterval: reloadInterval})
+	logW, logFile, err := openLog(cfg.Log.File)
+	if err != nil {
+		fmt.Fprintf(stderr, "switchboard: log file: %v\n", err)
+		return 1
+	}
+	if logFile != nil {
+		defer logFile.Close()
+	}
+	log := newLogger(logW, format, logLevel(cfg.Log.Level), logFile == nil && onJournal())
+	g, err := gateway.New(cfg, gateway.Options{Logger: log, ConfigPath: *cfgPath, NoReload: *noReload, ReloadInterval: reloadInterval})
 	if err != nil {
 		fmt.Fprintf(stderr, "switchboard: %v\n", err)
 		return 1

@@ -202,7 +202,7 @@ func TestCheckUsageErrors(t *testing.T) {
 func TestVersion(t *testing.T) {
 	for _, arg := range []string{"version", "--version"} {
 		code, out, _ := runCmd(arg)
-		if code != 0 || !regexp.MustCompile(`^switchboard \S+\n$`).MatchString(out) {
+		if code != 0 || !regexp.MustCompile(`^switchboard \S+ \((commit \w+(-dirty)?, )?(built \S+, )?go\S+ \w+/\w+\)\n$`).MatchString(out) {
 			t.Fatalf("%s: exit %d, %q", arg, code, out)
 		}
 	}
