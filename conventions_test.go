@@ -181,7 +181,7 @@ func TestImportRules(t *testing.T) {
 	}
 	for _, need := range []string{
 		"cmd/switchboard", "internal/config", "internal/jsonrpc", "internal/stdio",
-		"internal/audit", "internal/gateway", "internal/peers",
+		"internal/audit", "internal/gateway", "internal/peers", "internal/sigv4",
 	} {
 		if _, ok := byPath[need]; !ok {
 			t.Fatalf("package %s not found by go list; update the rules", need)
@@ -198,6 +198,7 @@ func TestImportRules(t *testing.T) {
 		{"internal/jsonrpc", isStd, "the standard library only"},
 		{"internal/stdio", isStd, "the standard library only"},
 		{"internal/audit", isStd, "the standard library only"},
+		{"internal/sigv4", func(imp string) bool { return !isInternal(imp) }, "no internal package"},
 	} {
 		for _, imp := range byPath[r.pkg].Imports {
 			if !r.allowed(imp) {
