@@ -161,7 +161,10 @@ func (f *Front) forward(w http.ResponseWriter, r *http.Request) {
 // isInitialize reads the start of r's body (putting it back) and reports
 // whether it is an initialize request or a batch holding one.
 func (f *Front) isInitialize(r *http.Request) bool {
-	if r.Method != http.MethodPost || r.Body == nil {
+	if r.Method != http.MethodPost || r.Body == nil || r.ContentLength > peekLimit {
+		// A declared body longer than the peek would not parse as JSON
+		// from its head anyway; not reading it lets the gateway refuse
+		// an oversized one (413) before a byte is sent.
 		return false
 	}
 	head, err := io.ReadAll(io.LimitReader(r.Body, peekLimit))

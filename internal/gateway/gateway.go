@@ -30,6 +30,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/audit"
 	"github.com/switchboard-mcp/switchboard/internal/config"
+	"github.com/switchboard-mcp/switchboard/internal/reqbody"
 	"github.com/switchboard-mcp/switchboard/internal/router"
 	"github.com/switchboard-mcp/switchboard/internal/session"
 	"github.com/switchboard-mcp/switchboard/internal/sse"
@@ -91,7 +92,30 @@ type Options struct {
 	// ReloadInterval is how often ConfigPath is checked for changes besides
 	// file-system events. Zero means 1 s.
 	ReloadInterval time.Duration
+
+	// Bounds of the HTTP servers (see serveAll).
+	//
+	// IdleTimeout closes a kept-alive connection that has had no request
+	// for that long. Zero means 2 min; negative keeps them open.
+	IdleTimeout time.Duration
+	// BodyIdleTimeout ends a request whose body sends no byte for that
+	// long (408; the deadline moves with each byte, so slow uploads that
+	// progress are not cut). Zero means 30 s; negative disables it.
+	BodyIdleTimeout time.Duration
+	// MaxConns caps the client connections held open, all listeners
+	// together; at the cap the connection idle longest is closed for a new
+	// one. Zero means min(1024, ¾ of the file-descriptor limit); negative
+	// means no cap.
+	MaxConns int
 }
+
+// Defaults of the Options bounds.
+const (
+	defaultIdleTimeout     = 2 * time.Minute
+	defaultBodyIdleTimeout = 30 * time.Second
+	// readHeaderTimeout bounds the wait for a request's headers.
+	readHeaderTimeout = 10 * time.Second
+)
 
 // New builds a Gateway; nothing runs until Run.
 func New(cfg *config.Config, opts Options) (*Gateway, error) {
@@ -146,6 +170,14 @@ func keepAlive(cfg *config.Config) time.Duration {
 		return -1
 	}
 	return cfg.KeepAlive
+}
+
+// orDefault is d, or def when d is zero.
+func orDefault(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
 }
 
 func timeoutOf(dc *config.Destination, cfg *config.Config) time.Duration {
@@ -358,6 +390,12 @@ type listener struct {
 
 // serveAll is Serve on several listeners at once, each with its own
 // handler over the same gateway; the first one failing stops them all.
+//
+// Every server is bounded (Options): headers within readHeaderTimeout,
+// each request body byte within BodyIdleTimeout, kept-alive connections
+// closed after IdleTimeout, and the connections of all listeners capped
+// together at MaxConns (connlimit.go), so that running out of file
+// descriptors cannot stop /healthz.
 func (g *Gateway) serveAll(ctx context.Context, lns []listener) error {
 	var wg sync.WaitGroup
 	jctx, stopJanitor := context.WithCancel(context.Background())
@@ -366,8 +404,25 @@ func (g *Gateway) serveAll(ctx context.Context, lns []listener) error {
 	g.startShared(g.state())
 	errc := make(chan error, len(lns))
 	srvs := make([]*http.Server, len(lns))
+	idle, bodyIdle := orDefault(g.opts.IdleTimeout, defaultIdleTimeout), orDefault(g.opts.BodyIdleTimeout, defaultBodyIdleTimeout)
+	var lim *connLimit
+	switch {
+	case g.opts.MaxConns > 0:
+		lim = newConnLimit(g.opts.MaxConns, g.log)
+	case g.opts.MaxConns == 0:
+		lim = newConnLimit(defaultMaxConns(), g.log)
+	}
 	for i, l := range lns {
-		srv := &http.Server{Handler: l.h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(g.log.Handler(), slog.LevelWarn)}
+		srv := &http.Server{Handler: reqbody.Deadlines(l.h, bodyIdle), ReadHeaderTimeout: readHeaderTimeout,
+			IdleTimeout: idle, ErrorLog: slog.NewLogLogger(g.log.Handler(), slog.LevelWarn)}
+		if idle < 0 {
+			// net/http falls back to ReadTimeout (none) when this is zero.
+			srv.IdleTimeout = 0
+		}
+		if lim != nil {
+			srv.ConnState = lim.connState
+			l.ln = lim.listen(l.ln)
+		}
 		srvs[i] = srv
 		attrs := []any{"addr", l.ln.Addr().String(), "destinations", len(g.state().dests)}
 		if l.name != "" {

@@ -3,6 +3,7 @@ package sse
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"mime"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/audit"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/reqbody"
 	"github.com/switchboard-mcp/switchboard/internal/session"
 )
 
@@ -150,14 +152,17 @@ func (s *Server) ServeMessage(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusUnsupportedMediaType, "Content-Type must be application/json")
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBody))
+	body, err := reqbody.Read(w, r, s.opts.MaxBody)
 	if err != nil {
 		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			httpError(w, http.StatusRequestEntityTooLarge, "request body too large")
-			return
+		switch {
+		case errors.As(err, &tooBig):
+			httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes", s.opts.MaxBody))
+		case errors.Is(err, reqbody.ErrStalled):
+			httpError(w, http.StatusRequestTimeout, "reading request body: "+err.Error())
+		default:
+			httpError(w, http.StatusBadRequest, "reading request body: "+err.Error())
 		}
-		httpError(w, http.StatusBadRequest, "reading request body: "+err.Error())
 		return
 	}
 	rec.RequestBody = body

@@ -26,7 +26,6 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -35,6 +34,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/audit"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/reqbody"
 	"github.com/switchboard-mcp/switchboard/internal/session"
 	"github.com/switchboard-mcp/switchboard/internal/sse"
 	"github.com/switchboard-mcp/switchboard/internal/upstream"
@@ -200,14 +200,17 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, rec *audit.Record
 		writeError(w, http.StatusNotAcceptable, nil, jsonrpc.Errorf(jsonrpc.InvalidRequest, "Accept must include application/json or text/event-stream"))
 		return
 	}
-	body, err := readBody(w, r, h.opts.MaxBody)
+	body, err := reqbody.Read(w, r, h.opts.MaxBody)
 	if err != nil {
 		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
+		switch {
+		case errors.As(err, &tooBig):
 			writeError(w, http.StatusRequestEntityTooLarge, nil, jsonrpc.Errorf(jsonrpc.InvalidRequest, "request body exceeds %d bytes", h.opts.MaxBody))
-			return
+		case errors.Is(err, reqbody.ErrStalled):
+			writeError(w, http.StatusRequestTimeout, nil, jsonrpc.Errorf(jsonrpc.ParseError, "reading request body: %v", err))
+		default:
+			writeError(w, http.StatusBadRequest, nil, jsonrpc.Errorf(jsonrpc.ParseError, "reading request body: %v", err))
 		}
-		writeError(w, http.StatusBadRequest, nil, jsonrpc.Errorf(jsonrpc.ParseError, "reading request body: %v", err))
 		return
 	}
 	rec.RequestBody = body
@@ -453,19 +456,4 @@ func slicesContains(list []string, v string) bool {
 		}
 	}
 	return false
-}
-
-// readBody reads the request body, at most max bytes (beyond that the error
-// is an *http.MaxBytesError). With a Content-Length it reads into one buffer
-// of the right size instead of growing one.
-func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
-	rd := http.MaxBytesReader(w, r.Body, max)
-	if n := r.ContentLength; n > 0 && n <= max {
-		buf := make([]byte, n)
-		if _, err := io.ReadFull(rd, buf); err != nil {
-			return nil, err
-		}
-		return buf, nil
-	}
-	return io.ReadAll(rd)
 }
