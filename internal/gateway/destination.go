@@ -40,6 +40,7 @@ type destination struct {
 	dialer func(forward http.Header) upstream.Dialer
 	newUp  func(dial upstream.Dialer, shared bool, era upstream.Era) *upstream.Upstream
 
+	aws    *awsClient         // the signing client of an HTTP type with an aws block; else nil
 	shared *upstream.Upstream // nil unless stdio with isolation shared
 	modern *upstream.Upstream // nil for legacy sse destinations
 	// childIdle is the idle timeout, in nanoseconds, of a session that
@@ -85,18 +86,20 @@ func newDestination(cfg *config.Destination, global *config.Config, log *slog.Lo
 				return p, nil
 			}
 		}
-	case config.TypeStreamableHTTP:
-		d.dialer = func(forward http.Header) upstream.Dialer {
-			hdr := upstreamHeader(cfg, forward)
-			return func(ctx context.Context, deliver func([]byte), oversize func([]byte)) (upstream.Conn, error) {
-				return dialStreamable(ctx, cfg.URL, hdr, maxMsg, dlog, deliver, oversize)
-			}
+	case config.TypeStreamableHTTP, config.TypeSSE:
+		dial := dialStreamable
+		if cfg.Type == config.TypeSSE {
+			dial = dialSSE
 		}
-	case config.TypeSSE:
+		d.aws = newAWSClient(cfg, dlog)
 		d.dialer = func(forward http.Header) upstream.Dialer {
 			hdr := upstreamHeader(cfg, forward)
 			return func(ctx context.Context, deliver func([]byte), oversize func([]byte)) (upstream.Conn, error) {
-				return dialSSE(ctx, cfg.URL, hdr, maxMsg, dlog, deliver, oversize)
+				client, err := d.aws.get(ctx)
+				if err != nil {
+					return nil, err
+				}
+				return dial(ctx, cfg.URL, hdr, client, maxMsg, dlog, deliver, oversize)
 			}
 		}
 	case config.TypeAgentCore:
@@ -250,6 +253,7 @@ func (d *destination) Close(ctx context.Context) {
 	}
 	wg.Wait()
 	d.releasing.Wait() // an up.Close that lost the race to release's returned at once
+	d.aws.close()
 }
 
 // retry starts the destination's failed upstreams again now (a reload);

@@ -10,18 +10,20 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/upstream"
 )
 
-// dialStreamable opens a connection to a remote Streamable HTTP server.
-func dialStreamable(ctx context.Context, url string, hdr http.Header, maxMsg int, log *slog.Logger, deliver, oversize func([]byte)) (upstream.Conn, error) {
-	c, err := streamable.Dial(ctx, streamable.ClientOptions{URL: url, Header: hdr, MaxMessage: maxMsg, Logger: log}, deliver, oversize)
+// dialStreamable opens a connection to a remote Streamable HTTP server
+// through client (nil: the transport's default client).
+func dialStreamable(ctx context.Context, url string, hdr http.Header, client *http.Client, maxMsg int, log *slog.Logger, deliver, oversize func([]byte)) (upstream.Conn, error) {
+	c, err := streamable.Dial(ctx, streamable.ClientOptions{URL: url, Header: hdr, HTTPClient: client, MaxMessage: maxMsg, Logger: log}, deliver, oversize)
 	if err != nil {
 		return nil, err // not a nil *ClientConn inside a non-nil Conn
 	}
 	return c, nil
 }
 
-// dialSSE opens a connection to a remote legacy HTTP+SSE server.
-func dialSSE(ctx context.Context, url string, hdr http.Header, maxMsg int, log *slog.Logger, deliver, oversize func([]byte)) (upstream.Conn, error) {
-	c, err := sse.Dial(ctx, sse.ClientOptions{URL: url, Header: hdr, MaxMessage: maxMsg, Logger: log}, deliver, oversize)
+// dialSSE opens a connection to a remote legacy HTTP+SSE server through
+// client (nil: the transport's default client).
+func dialSSE(ctx context.Context, url string, hdr http.Header, client *http.Client, maxMsg int, log *slog.Logger, deliver, oversize func([]byte)) (upstream.Conn, error) {
+	c, err := sse.Dial(ctx, sse.ClientOptions{URL: url, Header: hdr, HTTPClient: client, MaxMessage: maxMsg, Logger: log}, deliver, oversize)
 	if err != nil {
 		return nil, err
 	}
