@@ -5,6 +5,7 @@
 //	switchboard check --config FILE
 //	switchboard relay --url URL [--transport auto|http|sse] [--header 'Name: value']... [--log FILE] [--debug]
 //	switchboard agentcore [--contract mcp|http|both] [--mcp-listen ADDR] [--http-listen ADDR] [-- argv...]
+//	switchboard health [--url URL]
 //	switchboard version
 package main
 
@@ -35,7 +36,8 @@ const usage = `usage:
   switchboard agentcore [--contract mcp|http|both] [--mcp-listen ADDR] [--http-listen ADDR] [-- argv...]
                                                     inside an AgentCore Runtime container: serve a stdio
                                                     server (argv or MCP_SERVER_CMD) on /mcp and /invocations
-  switchboard version                               print the version
+  switchboard health [--url URL]                    exit 0 if the gateway answers /health (container health checks)
+  switchboard version                               print the version, commit, build date and Go version
 
 environment (a flag wins over its variable, a variable over the config file):
   DESTINATIONS_CONFIG=FILE          the config file when --config is not given
@@ -72,6 +74,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return relayCmd(args[1:], os.Stdin, stdout, stderr)
 	case "agentcore":
 		return runAgentCore(args[1:], stderr)
+	case "health":
+		return health(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "switchboard", buildInfo())
 		return 0
