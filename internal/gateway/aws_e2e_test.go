@@ -389,3 +389,27 @@ func TestAWSReload(t *testing.T) {
 		}
 	}
 }
+
+// TestAWSSignerRetried: a signer that cannot be made (no region anywhere)
+// fails the session's initialize with the reason, and the next session
+// tries again: once AWS_REGION is set, it is signed for that region.
+func TestAWSSignerRetried(t *testing.T) {
+	skipRemoteShort(t)
+	awsEnv(t, awsTestKeyID, awsTestSecret, "")
+	up := startIAMUpstream(t, "streamable_http", "up", peers.VerifySigV4Scope("billing-mcp", "ca-central-1", awsTestCreds()))
+	h := startRemote(t, "", remoteDest{name: "r", typ: "streamable_http", url: up.endpoint("streamable_http", ""), extra: "aws: {service: billing-mcp}"})
+	r := h.do("POST", "/r/mcp", rpc(1, "initialize", initParams("")))
+	if r.status < 400 || len(r.msgs) != 1 || r.msgs[0].Error == nil || !strings.Contains(r.msgs[0].Error.Message, "no AWS region") {
+		t.Fatalf("initialize without a region: %s, want an error saying there is no AWS region", r)
+	}
+	if signed, refused := up.counts(); len(signed)+len(refused) != 0 {
+		t.Errorf("the upstream was asked %d times before the signer existed", len(signed)+len(refused))
+	}
+	t.Setenv("AWS_REGION", "ca-central-1")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c := peers.NewRecordingClient("aws-e2e")
+	cs := remoteFronts[0].connect(ctx, t, h, "r", c.Client)
+	echoAndProgress(ctx, t, c, cs, "up", "retried")
+	checkSigned(t, up, sigScope{keyID: awsTestKeyID, region: "ca-central-1", service: "billing-mcp"})
+}
