@@ -83,6 +83,20 @@ func TestDeclaredOversizedBodyRefusedAtOnce(t *testing.T) {
 			t.Fatalf("Expect %q: HTTP %d %s, want 413 before any of the body is sent", expect, resp.StatusCode, body)
 		}
 	}
+	// The legacy /message endpoint too.
+	st := h.open("GET", "/a/sse", nil)
+	defer st.close()
+	ev := st.nextEvent()
+	if ev.name != "endpoint" {
+		t.Fatalf("first event %s %q, want the endpoint", ev.name, ev.data)
+	}
+	c := h.rawConn(t)
+	if _, err := io.WriteString(c, postHead(string(ev.data), 2<<20)); err != nil {
+		t.Fatal(err)
+	}
+	if resp, body := readAnswer(t, c, 5*time.Second); resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(body, "exceeds 1048576 bytes") {
+		t.Fatalf("legacy message: HTTP %d %s, want 413 before any of the body is sent", resp.StatusCode, body)
+	}
 	// Within the limit the body is read as usual.
 	s := h.initialize("a", "")
 	if out := s.tool("echo", map[string]any{"text": "fits"}); out.Text != "fits" {
