@@ -290,7 +290,8 @@ type AWS struct {
 	// Region is the signing region (`region`), like us-east-1. Default "":
 	// the region in the endpoint's host name
 	// (*.{region}.amazonaws.com, *.{region}.api.aws), else AWS_REGION
-	// and the profile's region. For agentcore the ARN names the region.
+	// and the profile's region. For agentcore the ARN names the region: a
+	// Region set there must be the same.
 	Region string
 
 	// Service is the signing name (`service`), like billing-mcp; HTTP

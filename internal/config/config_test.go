@@ -89,6 +89,7 @@ var expectedErrors = []struct {
 	{"aws_service_empty.bad.yaml", `:6: destinations.billing.aws.service: empty; leave the key out to infer the service from the host`},
 	{"aws_service.bad.yaml", `:6: destinations.billing: aws.service "Billing MCP": want a signing name like billing-mcp`},
 	{"aws_service_agentcore.bad.yaml", `:6: destinations.runtime: aws.service is not valid for type agentcore (it always signs as bedrock-agentcore)`},
+	{"aws_region_agentcore.bad.yaml", `:6: destinations.runtime: aws.region "us-east-1" is not the region of the arn (us-west-2); leave it out`},
 	{"aws_unknown_key.bad.yaml", `:6: destinations.billing.aws: unknown key "role_arn"`},
 	{"aws_profile.bad.yaml", `:6: destinations.billing: aws.profile contains a control character`},
 	{"aws_not_mapping.bad.yaml", `:5: destinations.billing.aws: expected a mapping, got a string`},
@@ -644,5 +645,34 @@ func TestAWSBlock(t *testing.T) {
 		if got := c.Destinations["x"].AWS; !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("%q: AWS = %+v, want %+v", tt.block, got, tt.want)
 		}
+	}
+}
+
+// TestReadmeAWSExample: the README's gateway example of the aws block
+// loads, with the values it shows.
+func TestReadmeAWSExample(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var block string
+	for _, b := range strings.Split(string(readme), "```yaml\n")[1:] {
+		if b, _, _ = strings.Cut(b, "```"); strings.Contains(b, "type: agentcore") && strings.Contains(b, "aws:") {
+			block = b
+		}
+	}
+	if block == "" {
+		t.Fatal("README.md has no yaml example with an agentcore destination and an aws block")
+	}
+	c, err := testLoader(nil).parse([]byte(block), "testdata/none/README.md")
+	if err != nil {
+		t.Fatalf("README aws example: %v", err)
+	}
+	if a := c.Destinations["billing"].AWS; a == nil || a.Service != "billing-mcp" || a.AssumeRoleARN == "" {
+		t.Errorf("billing.aws = %+v", a)
+	}
+	if a := c.Destinations["docs"].AWS; a == nil || a.Profile != "my-sso-profile" {
+		t.Errorf("docs.aws = %+v", a)
 	}
 }

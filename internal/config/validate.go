@@ -183,8 +183,12 @@ var (
 // validateAWS checks the aws block of an HTTP or agentcore destination.
 func (d *decoder) validateAWS(dst *Destination, p string) {
 	a, ap := dst.AWS, p+".aws"
-	if a.Region != "" && !regionRE.MatchString(a.Region) {
+	switch {
+	case a.Region == "":
+	case !regionRE.MatchString(a.Region):
 		d.errorAt(ap+".region", p, "aws.region %q: want a region name like us-east-1", a.Region)
+	case dst.Type == TypeAgentCore && runtimeARN.MatchString(dst.ARN) && strings.Split(dst.ARN, ":")[3] != a.Region:
+		d.errorAt(ap+".region", p, "aws.region %q is not the region of the arn (%s); leave it out", a.Region, strings.Split(dst.ARN, ":")[3])
 	}
 	switch {
 	case a.Service == "":
