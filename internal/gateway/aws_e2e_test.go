@@ -391,16 +391,22 @@ func TestAWSReload(t *testing.T) {
 }
 
 // TestAWSSignerRetried: a signer that cannot be made (no region anywhere)
-// fails the session's initialize with the reason, and the next session
-// tries again: once AWS_REGION is set, it is signed for that region.
+// fails the session's initialize at once with the reason (no restarts),
+// and the next session tries again: once AWS_REGION is set, it is signed for that region.
 func TestAWSSignerRetried(t *testing.T) {
 	skipRemoteShort(t)
 	awsEnv(t, awsTestKeyID, awsTestSecret, "")
 	up := startIAMUpstream(t, "streamable_http", "up", peers.VerifySigV4Scope("billing-mcp", "ca-central-1", awsTestCreds()))
 	h := startRemote(t, "", remoteDest{name: "r", typ: "streamable_http", url: up.endpoint("streamable_http", ""), extra: "aws: {service: billing-mcp}"})
+	t0 := time.Now()
 	r := h.do("POST", "/r/mcp", rpc(1, "initialize", initParams("")))
 	if r.status < 400 || len(r.msgs) != 1 || r.msgs[0].Error == nil || !strings.Contains(r.msgs[0].Error.Message, "no AWS region") {
 		t.Fatalf("initialize without a region: %s, want an error saying there is no AWS region", r)
+	}
+	// Not after the restart delays (500ms, 1s, 2s): trying again at once
+	// cannot find a region either.
+	if el := time.Since(t0); el > 400*time.Millisecond {
+		t.Errorf("the error took %v", el)
 	}
 	if signed, refused := up.counts(); len(signed)+len(refused) != 0 {
 		t.Errorf("the upstream was asked %d times before the signer existed", len(signed)+len(refused))
@@ -412,4 +418,29 @@ func TestAWSSignerRetried(t *testing.T) {
 	cs := remoteFronts[0].connect(ctx, t, h, "r", c.Client)
 	echoAndProgress(ctx, t, c, cs, "up", "retried")
 	checkSigned(t, up, sigScope{keyID: awsTestKeyID, region: "ca-central-1", service: "billing-mcp"})
+}
+
+// TestAWSProfile: aws.profile picks a profile of the shared files, which
+// wins over the keys in the environment: its key signs, in the region its
+// config section names.
+func TestAWSProfile(t *testing.T) {
+	skipRemoteShort(t)
+	awsEnv(t, awsTestKeyID, awsTestSecret, "")
+	const keyID, secret = "AKIDPROFILEBILLING01", "cHJvZmlsZS1iaWxsaW5nLXNlY3JldC0wMDAwMDAwMQ"
+	if err := os.WriteFile(os.Getenv("AWS_SHARED_CREDENTIALS_FILE"),
+		[]byte("[billing]\naws_access_key_id = "+keyID+"\naws_secret_access_key = "+secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(os.Getenv("AWS_CONFIG_FILE"), []byte("[profile billing]\nregion = sa-east-1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	up := startIAMUpstream(t, "sse", "up", peers.VerifySigV4Scope("billing-mcp", "sa-east-1",
+		map[string]peers.Credentials{keyID: {Secret: secret}}))
+	h := startRemote(t, "", remoteDest{name: "r", typ: "sse", url: up.endpoint("sse", ""), extra: "aws: {service: billing-mcp, profile: billing}"})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c := peers.NewRecordingClient("aws-e2e")
+	cs := remoteFronts[1].connect(ctx, t, h, "r", c.Client)
+	echoAndProgress(ctx, t, c, cs, "up", "profile")
+	checkSigned(t, up, sigScope{keyID: keyID, region: "sa-east-1", service: "billing-mcp"})
 }

@@ -97,7 +97,9 @@ func newDestination(cfg *config.Destination, global *config.Config, log *slog.Lo
 			return func(ctx context.Context, deliver func([]byte), oversize func([]byte)) (upstream.Conn, error) {
 				client, err := d.aws.get(ctx)
 				if err != nil {
-					return nil, err
+					// No region, an unknown profile: connecting again at
+					// once cannot help; the next session tries again.
+					return nil, upstream.Permanent(err)
 				}
 				return dial(ctx, cfg.URL, hdr, client, maxMsg, dlog, deliver, oversize)
 			}
