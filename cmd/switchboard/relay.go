@@ -19,6 +19,40 @@ import (
 
 func init() { relayCmd = runRelay }
 
+const relayUsage = `usage:
+  switchboard relay --url URL [options]             a stdio MCP server forwarding to a remote one
+  switchboard relay --agentcore-arn ARN [options]   ... to an Amazon Bedrock AgentCore runtime (SigV4-signed)
+
+options:
+  --transport auto|http|sse   auto (default): Streamable HTTP, legacy HTTP+SSE when the server wants it
+  --header 'Name: value'      upstream header, repeatable; ${VAR} is expanded from the environment
+  --log FILE                  log file (default stderr; never stdout)
+  --debug                     log debug detail (also MCP_PROXY_DEBUG=1)
+  --reconnect DURATION        wait before re-dialling a dropped connection (default 5s)
+
+SigV4 for --url (any of these but --sigv4 implies --sigv4; https only, except to a loopback host):
+  --sigv4                     sign every request, service and region inferred from the URL's host
+  --aws-service NAME          signing name (default: bedrock-agentcore for *.bedrock-agentcore.REGION.amazonaws.com,
+                              SVC for SVC.REGION.api.aws, else the host's first label)
+  --aws-region REGION         (default: from the host, then AWS_REGION / the profile's region)
+  --aws-profile NAME          shared-config profile (default AWS_PROFILE, else the default credential chain)
+  --assume-role-arn ARN       sign with this role's credentials (sts:AssumeRole, refreshed as they expire)
+  --role-session-name NAME    the assumed role's session name (default switchboard)
+
+AgentCore (--agentcore-arn ARN, env AGENTCORE_AGENT_ARN or AGENT_ARN; always signed for bedrock-agentcore):
+  --qualifier NAME            runtime endpoint (default DEFAULT)
+  --session-mode MODE         session (one runtime session per relay), identity (from sts:GetCallerIdentity
+                              of the base credentials) or request (one per request); env RUNTIME_SESSION_MODE
+  --aws-region REGION         signing region (default: the ARN's)
+  --aws-profile NAME          shared-config profile (default AWS_PROFILE, else the default credential chain)
+  --assume-role-arn ARN       role to assume (env AGENTCORE_ASSUME_ROLE_ARN)
+  --role-session-name NAME    (env AGENTCORE_ASSUME_ROLE_SESSION_NAME, default mcpAgentCoreProxy)
+  Timeouts: AGENTCORE_CONNECT_TIMEOUT (10) and AGENTCORE_READ_TIMEOUT (300), seconds.
+  Endpoint: AWS_ENDPOINT_URL_BEDROCK_AGENTCORE, else AWS_ENDPOINT_URL, else bedrock-agentcore.REGION.amazonaws.com.
+
+Credentials come from the AWS SDK's standard chain (environment, profiles, SSO, web identity, ECS, IMDS).
+`
+
 // headerFlags collects repeated --header values.
 type headerFlags []string
 
@@ -28,23 +62,30 @@ func (h *headerFlags) Set(v string) error { *h = append(*h, v); return nil }
 func runRelay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("relay", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	url := fs.String("url", "", "remote MCP endpoint (required)")
-	transport := fs.String("transport", "auto", "auto, http (Streamable HTTP) or sse (legacy HTTP+SSE)")
-	logFile := fs.String("log", "", "log file (default: stderr; never stdout)")
-	debug := fs.Bool("debug", false, "log debug detail")
-	reconnect := fs.Duration("reconnect", 5*time.Second, "wait before re-dialling a dropped connection")
-	ac := addAgentCoreFlags(fs)
+	url := fs.String("url", "", "")
+	transport := fs.String("transport", "auto", "")
+	logFile := fs.String("log", "", "")
+	debug := fs.Bool("debug", false, "")
+	reconnect := fs.Duration("reconnect", 5*time.Second, "")
+	ac := addAWSFlags(fs)
 	var headers headerFlags
-	fs.Var(&headers, "header", "upstream header 'Name: value' (repeatable; ${VAR} is expanded from the environment)")
+	fs.Var(&headers, "header", "")
+	fs.Usage = func() { fmt.Fprint(stderr, relayUsage) }
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if *url != "" && *ac.arn != "" {
 		fmt.Fprintln(stderr, "switchboard relay: give --url or --agentcore-arn, not both")
 		return 2
 	}
 	if *url == "" && *ac.arn == "" {
 		fmt.Fprintln(stderr, "switchboard relay: --url is required (or --agentcore-arn)")
+		return 2
+	}
+	if err := ac.check(set); err != nil {
+		fmt.Fprintf(stderr, "switchboard relay: %v\n", err)
 		return 2
 	}
 	var logW io.Writer = stderr
@@ -87,6 +128,13 @@ func runRelay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 2
 		}
 		opts.Dial, opts.Name = dial, name
+	} else {
+		client, err := signedClient(ctx, *url, ac, set, log)
+		if err != nil {
+			fmt.Fprintf(stderr, "switchboard relay: %v\n", err)
+			return 2
+		}
+		opts.HTTPClient = client
 	}
 	err := relay.Run(ctx, opts, stdin, stdout)
 	if err != nil {

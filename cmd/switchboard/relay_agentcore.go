@@ -3,24 +3,40 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 
 	"github.com/switchboard-mcp/switchboard/internal/agentcore"
+	"github.com/switchboard-mcp/switchboard/internal/sigv4"
+	"github.com/switchboard-mcp/switchboard/internal/sse"
 	"github.com/switchboard-mcp/switchboard/internal/upstream"
 )
 
-// agentCoreFlags are the relay's AgentCore settings: flags, defaulted from
-// the seed's environment (AGENTCORE_AGENT_ARN or AGENT_ARN,
+// awsFlags are the relay's AWS settings: the AgentCore target (flags,
+// defaulted from the seed's environment: AGENTCORE_AGENT_ARN or AGENT_ARN,
 // RUNTIME_SESSION_MODE, AGENTCORE_ASSUME_ROLE_ARN,
 // AGENTCORE_ASSUME_ROLE_SESSION_NAME; the timeouts are read by
-// agentcore.New from AGENTCORE_CONNECT_TIMEOUT and AGENTCORE_READ_TIMEOUT).
-type agentCoreFlags struct {
+// agentcore.New from AGENTCORE_CONNECT_TIMEOUT and AGENTCORE_READ_TIMEOUT)
+// and the SigV4 signing of a --url upstream.
+type awsFlags struct {
 	arn, qualifier, mode, roleARN, roleSession *string
+	sigv4                                      *bool
+	service, profile, region                   *string
 }
 
-func addAgentCoreFlags(fs *flag.FlagSet) agentCoreFlags {
+// agentCoreOnly and urlOnly are the flags that make sense with one target
+// kind only; signing names the flags that turn SigV4 on for --url.
+var (
+	agentCoreOnly = []string{"qualifier", "session-mode"}
+	urlOnly       = []string{"aws-service"}
+	signing       = []string{"sigv4", "aws-service", "aws-profile", "aws-region", "assume-role-arn", "role-session-name"}
+)
+
+func addAWSFlags(fs *flag.FlagSet) awsFlags {
 	arn := os.Getenv("AGENTCORE_AGENT_ARN")
 	if arn == "" {
 		arn = os.Getenv("AGENT_ARN")
@@ -33,19 +49,41 @@ func addAgentCoreFlags(fs *flag.FlagSet) agentCoreFlags {
 	if mode == "" {
 		mode = agentcore.ModeSession
 	}
-	return agentCoreFlags{
-		arn:         fs.String("agentcore-arn", arn, "AgentCore runtime ARN to relay to instead of --url (env AGENTCORE_AGENT_ARN, AGENT_ARN)"),
-		qualifier:   fs.String("qualifier", agentcore.DefaultQualifier, "AgentCore runtime endpoint (qualifier)"),
-		mode:        fs.String("session-mode", mode, "AgentCore runtime session id: session, identity or request (env RUNTIME_SESSION_MODE)"),
-		roleARN:     fs.String("assume-role-arn", os.Getenv("AGENTCORE_ASSUME_ROLE_ARN"), "IAM role to assume for AgentCore calls (env AGENTCORE_ASSUME_ROLE_ARN)"),
-		roleSession: fs.String("role-session-name", session, "session name of the assumed role (env AGENTCORE_ASSUME_ROLE_SESSION_NAME)"),
+	return awsFlags{
+		arn:         fs.String("agentcore-arn", arn, ""),
+		qualifier:   fs.String("qualifier", agentcore.DefaultQualifier, ""),
+		mode:        fs.String("session-mode", mode, ""),
+		roleARN:     fs.String("assume-role-arn", os.Getenv("AGENTCORE_ASSUME_ROLE_ARN"), ""),
+		roleSession: fs.String("role-session-name", session, ""),
+		sigv4:       fs.Bool("sigv4", false, ""),
+		service:     fs.String("aws-service", "", ""),
+		profile:     fs.String("aws-profile", "", ""),
+		region:      fs.String("aws-region", "", ""),
 	}
 }
 
+// check rejects flags given for the other kind of target; set holds the
+// flags given on the command line.
+func (f awsFlags) check(set map[string]bool) error {
+	wrong, kind := agentCoreOnly, "--agentcore-arn"
+	if *f.arn != "" {
+		wrong, kind = urlOnly, "--url"
+	}
+	for _, name := range wrong {
+		if set[name] {
+			if name == "aws-service" {
+				return fmt.Errorf("--aws-service applies to --url only: AgentCore calls are always signed for %s", agentcore.Service)
+			}
+			return fmt.Errorf("--%s applies to %s only", name, kind)
+		}
+	}
+	return nil
+}
+
 // agentCoreDialer resolves the runtime named by the flags.
-func agentCoreDialer(ctx context.Context, f agentCoreFlags, log *slog.Logger) (upstream.Dialer, string, error) {
-	rt, err := agentcore.Resolve(ctx, agentcore.Options{ARN: *f.arn, Qualifier: *f.qualifier, SessionMode: *f.mode, Logger: log},
-		*f.roleARN, *f.roleSession)
+func agentCoreDialer(ctx context.Context, f awsFlags, log *slog.Logger) (upstream.Dialer, string, error) {
+	rt, err := agentcore.Resolve(ctx, agentcore.Options{ARN: *f.arn, Qualifier: *f.qualifier, SessionMode: *f.mode, Logger: log,
+		AWS: sigv4.Options{Profile: *f.profile, Region: *f.region, AssumeRoleARN: *f.roleARN, RoleSessionName: *f.roleSession}})
 	if err != nil {
 		return nil, "", err
 	}
@@ -56,4 +94,49 @@ func agentCoreDialer(ctx context.Context, f agentCoreFlags, log *slog.Logger) (u
 		}
 	}
 	return rt.Dialer(hdr), "agentcore " + *f.arn, nil
+}
+
+// signedClient returns the HTTP client of a --url relay that signs with
+// SigV4 (--sigv4, or any --aws-* or role flag in set), or nil when it does
+// not sign. Only flags given on the command line count: the seed's
+// AgentCore environment does not turn signing on for --url. Signing needs
+// https, except to a loopback host.
+func signedClient(ctx context.Context, rawURL string, f awsFlags, set map[string]bool, log *slog.Logger) (*http.Client, error) {
+	on := false
+	for _, name := range signing {
+		on = on || set[name]
+	}
+	if !on {
+		return nil, nil
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("--url %q is not a URL", rawURL)
+	}
+	if u.Scheme != "https" && !isLoopback(u.Hostname()) {
+		return nil, fmt.Errorf("SigV4 signing needs an https --url (or a loopback host), not %s", sse.Origin(u))
+	}
+	opts := sigv4.Options{Service: *f.service, Profile: *f.profile, Region: *f.region, Logger: log}
+	if set["assume-role-arn"] {
+		opts.AssumeRoleARN = *f.roleARN
+	}
+	if set["role-session-name"] {
+		opts.RoleSessionName = *f.roleSession
+	}
+	signer, err := sigv4.New(ctx, rawURL, opts)
+	if err != nil {
+		return nil, err
+	}
+	log.Debug("relay: signing with SigV4", "service", signer.Service(), "region", signer.Region())
+	client := sse.NewHTTPClient()
+	client.Transport = signer.Transport(client.Transport)
+	return client, nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -3,7 +3,7 @@
 //
 //	POST {endpoint}/runtimes/{percent-encoded ARN}/invocations?qualifier=Q
 //
-// signed with SigV4 and carrying the runtime-session header, whose answer
+// signed with SigV4 (package sigv4) and carrying the runtime-session header, whose answer
 // (JSON or SSE) is MCP's. It is a thin layer over the Streamable HTTP client
 // (streamable.ClientConn): its http.Client's transport adds the AgentCore
 // headers and then signs, so everything the Streamable client does —
@@ -28,6 +28,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/internal/sigv4"
 	"github.com/switchboard-mcp/switchboard/internal/streamable"
 	"github.com/switchboard-mcp/switchboard/internal/upstream"
 )
@@ -66,32 +67,37 @@ type Signer interface {
 // IdentityFunc returns the AWS caller identity (sts:GetCallerIdentity).
 type IdentityFunc func(ctx context.Context) (account, userID, arn string, err error)
 
-// NewSigner builds the SigV4 signer of AgentCore calls (service
-// bedrock-agentcore, region, optionally through an assumed role) and the
-// caller-identity lookup of the identity mode (base credentials), from the
-// standard AWS credential chain. The SigV4 wiring (package sigv4) sets it;
-// nil means this build cannot sign, and New then fails when Options.Signer
-// is nil too. Tests replace it with a stub.
-var NewSigner func(ctx context.Context, region, roleARN, roleSessionName string, log *slog.Logger) (Signer, IdentityFunc, error)
+// Service is the SigV4 signing name of AgentCore calls.
+const Service = "bedrock-agentcore"
 
-// Resolve is New with the signer and identity from NewSigner: what the
-// relay and the gateway use.
-func Resolve(ctx context.Context, opts Options, roleARN, roleSessionName string) (*Runtime, error) {
+// Resolve is New with a SigV4 signer from the AWS credential chain: what
+// the relay and the gateway use. The signer is built from opts.AWS
+// (profile, assumed role) for service bedrock-agentcore, in opts.AWS.Region
+// or else the ARN's region; the identity mode's caller identity is
+// sts:GetCallerIdentity on the base credentials. opts.Signer and
+// opts.Identity are replaced.
+func Resolve(ctx context.Context, opts Options) (*Runtime, error) {
 	region, err := ParseARN(opts.ARN)
 	if err != nil {
 		return nil, err
 	}
-	if NewSigner == nil {
-		return nil, errors.New("agentcore: AgentCore calls need SigV4 signing, which this build lacks")
+	aws := opts.AWS
+	aws.Service = Service
+	if aws.Region == "" {
+		aws.Region = region
 	}
-	if roleSessionName == "" {
-		roleSessionName = "mcpAgentCoreProxy"
+	if aws.Logger == nil {
+		aws.Logger = opts.Logger
 	}
-	signer, identity, err := NewSigner(ctx, region, roleARN, roleSessionName, opts.Logger)
+	endpoint, err := endpointURL(opts.Endpoint, region)
 	if err != nil {
 		return nil, err
 	}
-	opts.Signer, opts.Identity = signer, identity
+	signer, err := sigv4.New(ctx, endpoint.String(), aws)
+	if err != nil {
+		return nil, fmt.Errorf("agentcore: %w", err)
+	}
+	opts.Signer, opts.Identity = signer, signer.Identity
 	return New(ctx, opts)
 }
 
@@ -105,8 +111,12 @@ type Options struct {
 	// AWS_ENDPOINT_URL_BEDROCK_AGENTCORE, then AWS_ENDPOINT_URL, then
 	// https://bedrock-agentcore.{region of the ARN}.amazonaws.com.
 	Endpoint string
-	// Signer signs every request. Nil sends them unsigned (only useful
-	// against a test endpoint).
+	// AWS configures the signer Resolve builds: Profile, AssumeRoleARN,
+	// RoleSessionName, Region ("" means the ARN's) and Logger (nil means
+	// Logger below); Service is always bedrock-agentcore. New ignores it.
+	AWS sigv4.Options
+	// Signer signs every request (Resolve sets it). Nil sends them
+	// unsigned (only useful against a test endpoint).
 	Signer Signer
 	// Identity returns the caller's identity (sts:GetCallerIdentity on the
 	// base credentials); required for the identity mode only.
@@ -163,18 +173,9 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	endpoint := opts.Endpoint
-	for _, k := range []string{"AWS_ENDPOINT_URL_BEDROCK_AGENTCORE", "AWS_ENDPOINT_URL"} {
-		if endpoint == "" {
-			endpoint = os.Getenv(k)
-		}
-	}
-	if endpoint == "" {
-		endpoint = "https://bedrock-agentcore." + region + ".amazonaws.com"
-	}
-	u, err := url.Parse(strings.TrimRight(endpoint, "/"))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("agentcore: endpoint %q is not an http(s) URL", endpoint)
+	u, err := endpointURL(opts.Endpoint, region)
+	if err != nil {
+		return nil, err
 	}
 	rt := &Runtime{opts: opts, log: opts.Logger,
 		invocation: u.String() + "/runtimes/" + escapeAll(opts.ARN) + "/invocations?qualifier=" + url.QueryEscape(opts.Qualifier)}
@@ -205,6 +206,25 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		return http.ErrUseLastResponse
 	}}
 	return rt, nil
+}
+
+// endpointURL resolves the service endpoint: endpoint, else
+// AWS_ENDPOINT_URL_BEDROCK_AGENTCORE, else AWS_ENDPOINT_URL, else
+// https://bedrock-agentcore.{region}.amazonaws.com.
+func endpointURL(endpoint, region string) (*url.URL, error) {
+	for _, k := range []string{"AWS_ENDPOINT_URL_BEDROCK_AGENTCORE", "AWS_ENDPOINT_URL"} {
+		if endpoint == "" {
+			endpoint = os.Getenv(k)
+		}
+	}
+	if endpoint == "" {
+		endpoint = "https://bedrock-agentcore." + region + ".amazonaws.com"
+	}
+	u, err := url.Parse(strings.TrimRight(endpoint, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("agentcore: endpoint %q is not an http(s) URL", endpoint)
+	}
+	return u, nil
 }
 
 // URL returns the invocation URL (no secrets in it).

@@ -2,7 +2,6 @@ package agentcore_test
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net/http"
 	"regexp"
@@ -17,47 +16,43 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/agentcore"
 	"github.com/switchboard-mcp/switchboard/internal/peers"
 	"github.com/switchboard-mcp/switchboard/internal/relay"
+	"github.com/switchboard-mcp/switchboard/internal/sigv4"
 )
 
 const testARN = "arn:aws:bedrock-agentcore:us-west-2:123456789012:runtime/echo_agent-AbC123"
 
-// stubSigner stands in for sigv4.Signer until it lands: it marks each
-// request and, like the real one, retries once on ExpiredTokenException.
-type stubSigner struct{ refreshed atomic.Int32 }
-
-func (s *stubSigner) Transport(base http.RoundTripper) http.RoundTripper {
-	return rtFunc(func(req *http.Request) (*http.Response, error) {
-		var body []byte
-		if req.Body != nil {
-			body, _ = io.ReadAll(req.Body)
-			req.Body.Close()
-		}
-		send := func() (*http.Response, error) {
-			r := req.Clone(req.Context())
-			r.Body = io.NopCloser(strings.NewReader(string(body)))
-			r.ContentLength = int64(len(body))
-			r.Header.Set("X-Test-Signature", "ok")
-			return base.RoundTrip(r)
-		}
-		resp, err := send()
-		if err == nil && resp.StatusCode == http.StatusForbidden && resp.Header.Get("X-Amzn-ErrorType") == "ExpiredTokenException" {
-			resp.Body.Close()
-			s.refreshed.Add(1)
-			return send()
-		}
-		return resp, err
-	})
+// signedEmulator starts an AgentCore emulator that checks every request's
+// SigV4 signature (service bedrock-agentcore, the ARN's region) with the
+// independent verifier of package peers, in an isolated AWS environment
+// (static keys, an STS emulator) whose keys the runtime signs with.
+func signedEmulator(t testing.TB, opts peers.AgentCoreOptions) (*peers.AgentCore, *peers.AWSEnv) {
+	t.Helper()
+	env := peers.NewAWSEnv(t)
+	opts.Verify = env.Verify(agentcore.Service, "us-west-2")
+	emu := peers.NewAgentCore(t, opts)
+	t.Setenv("AWS_ENDPOINT_URL_BEDROCK_AGENTCORE", emu.URL)
+	return emu, env
 }
 
-type rtFunc func(*http.Request) (*http.Response, error)
-
-func (f rtFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-func verify(r *http.Request, _ []byte) error {
-	if r.Header.Get("X-Test-Signature") != "ok" {
-		return errors.New("unsigned")
+// checkSigned fails the test unless every invocation the emulator saw was
+// accepted, or refused only as expired (allowed of them), and signed with
+// a key whose id starts with keyPrefix.
+func checkSigned(t *testing.T, emu *peers.AgentCore, keyPrefix string, expired int) {
+	t.Helper()
+	refused := 0
+	for _, c := range emu.Calls() {
+		if c.Status == http.StatusForbidden {
+			refused++
+		} else if c.Status != 0 {
+			t.Errorf("emulator refused %+v", c)
+		}
+		if auth := c.Header.Get("Authorization"); !strings.HasPrefix(auth, "AWS4-HMAC-SHA256 Credential="+keyPrefix) {
+			t.Errorf("invocation %s signed %q, want a key %s…", c.Method, auth, keyPrefix)
+		}
 	}
-	return nil
+	if refused != expired {
+		t.Errorf("%d invocations refused as expired, want %d", refused, expired)
+	}
 }
 
 // client is a go-sdk client that answers sampling and elicitation and
@@ -101,8 +96,8 @@ func (c *client) logged() []string {
 	return append([]string(nil), c.logs...)
 }
 
-// startRelay runs relay.Run over an AgentCore runtime and connects a
-// go-sdk client to it.
+// startRelay runs relay.Run over an AgentCore runtime (resolved with
+// real SigV4 signing) and connects a go-sdk client to it.
 func startRelay(t *testing.T, opts agentcore.Options) (*client, *mcp.ClientSession) {
 	return startRelayVersion(t, opts, "2025-11-25")
 }
@@ -111,11 +106,18 @@ func startRelay(t *testing.T, opts agentcore.Options) (*client, *mcp.ClientSessi
 // asks for ("" is the go-sdk's latest).
 func startRelayVersion(t testing.TB, opts agentcore.Options, version string) (*client, *mcp.ClientSession) {
 	t.Helper()
-	ctx := context.Background()
-	rt, err := agentcore.New(ctx, opts)
+	rt, err := agentcore.Resolve(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return startRuntime(t, rt, version)
+}
+
+// startRuntime runs relay.Run over rt and connects a go-sdk client asking
+// for version.
+func startRuntime(t testing.TB, rt *agentcore.Runtime, version string) (*client, *mcp.ClientSession) {
+	t.Helper()
+	ctx := context.Background()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)
@@ -167,10 +169,8 @@ var sessionShape = map[string]*regexp.Regexp{
 }
 
 func TestRelayAgentCoreFeatures(t *testing.T) {
-	emu := peers.NewAgentCore(t, peers.AgentCoreOptions{Verify: verify})
-	t.Setenv("AWS_ENDPOINT_URL_BEDROCK_AGENTCORE", emu.URL)
-	signer := &stubSigner{}
-	c, cs := startRelay(t, agentcore.Options{ARN: testARN, Qualifier: "prod", Signer: signer})
+	emu, env := signedEmulator(t, peers.AgentCoreOptions{})
+	c, cs := startRelay(t, agentcore.Options{ARN: testARN, Qualifier: "prod"})
 	if got := call(t, cs, "echo", map[string]any{"text": "hi"}); got != "agentcore echo: hi" {
 		t.Errorf("echo = %q", got)
 	}
@@ -186,20 +186,27 @@ func TestRelayAgentCoreFeatures(t *testing.T) {
 	if n := c.progress.Load(); n != 3 {
 		t.Errorf("progress notifications = %d, want 3", n)
 	}
-	// Expired credentials: refreshed once, the call succeeds.
+	// Expired credentials: refreshed once, the call succeeds; the
+	// emulator sees the expired request and its retry, nothing more.
+	before := emu.Count("tools/call")
 	emu.ExpireNext(1)
 	if got := call(t, cs, "echo", map[string]any{"text": "again"}); got != "agentcore echo: again" {
 		t.Errorf("echo after expiry = %q", got)
 	}
-	if n := signer.refreshed.Load(); n != 1 {
-		t.Errorf("refreshed %d times, want 1", n)
+	if n := emu.Count("tools/call") - before; n != 2 {
+		t.Errorf("the expired call reached the emulator %d times, want 2 (the expired request and one retry)", n)
+	}
+	calls := emu.Calls()
+	if last := calls[len(calls)-1]; last.Status != 0 || last.Method != "tools/call" || calls[len(calls)-2].Status != http.StatusForbidden {
+		t.Errorf("the last two invocations were %+v and %+v, want the expired one and its accepted retry", calls[len(calls)-2], last)
+	}
+	checkSigned(t, emu, env.KeyID, 1)
+	if n := env.STS.Count("GetCallerIdentity"); n != 0 {
+		t.Errorf("session mode asked STS for the caller %d times", n)
 	}
 	for _, call := range emu.Calls() {
-		if call.Status == http.StatusForbidden && call.Header.Get("X-Test-Signature") == "ok" {
-			continue // the expired one
-		}
 		if call.Status != 0 {
-			t.Errorf("emulator refused %+v", call)
+			continue // the expired one, refused before its path was read
 		}
 		if call.ARN != testARN || call.Qualifier != "prod" {
 			t.Errorf("ARN %q qualifier %q", call.ARN, call.Qualifier)
@@ -216,12 +223,8 @@ func TestRelayAgentCoreFeatures(t *testing.T) {
 func TestRelayAgentCoreSessionModes(t *testing.T) {
 	for _, mode := range []string{agentcore.ModeSession, agentcore.ModeIdentity, agentcore.ModeRequest} {
 		t.Run(mode, func(t *testing.T) {
-			emu := peers.NewAgentCore(t, peers.AgentCoreOptions{Verify: verify, Stateless: mode == agentcore.ModeRequest})
-			t.Setenv("AWS_ENDPOINT_URL_BEDROCK_AGENTCORE", emu.URL)
-			opts := agentcore.Options{ARN: testARN, SessionMode: mode, Signer: &stubSigner{},
-				Identity: func(context.Context) (string, string, string, error) {
-					return "123456789012", "AIDAEXAMPLE", "arn:aws:iam::123456789012:user/alice", nil
-				}}
+			emu, env := signedEmulator(t, peers.AgentCoreOptions{Stateless: mode == agentcore.ModeRequest})
+			opts := agentcore.Options{ARN: testARN, SessionMode: mode}
 			_, cs := startRelay(t, opts)
 			for i := range 2 {
 				if got := call(t, cs, "echo", map[string]any{"text": "x"}); got != "agentcore echo: x" {
@@ -240,15 +243,21 @@ func TestRelayAgentCoreSessionModes(t *testing.T) {
 					t.Errorf("%d ids for %d requests, want one each", len(s), emu.Count(""))
 				}
 			case agentcore.ModeIdentity:
-				want := agentcore.IdentitySessionID("123456789012", "AIDAEXAMPLE", "arn:aws:iam::123456789012:user/alice")
+				// The id derives from sts:GetCallerIdentity, asked
+				// once, through the STS emulator.
+				want := agentcore.IdentitySessionID(env.Identity())
 				if len(s) != 1 || s[0] != want {
 					t.Errorf("sessions %q, want [%s]", s, want)
+				}
+				if n := env.STS.Count("GetCallerIdentity"); n != 1 {
+					t.Errorf("GetCallerIdentity called %d times, want 1", n)
 				}
 			default:
 				if len(s) != 1 {
 					t.Errorf("sessions %q, want one", s)
 				}
 			}
+			checkSigned(t, emu, env.KeyID, 0)
 		})
 	}
 }
@@ -257,9 +266,8 @@ func TestRelayAgentCoreSessionModes(t *testing.T) {
 // until initialized) is replayed transparently, every time, and the client
 // is told; a genuine -32602 from a healthy server comes back unchanged.
 func TestRelayAgentCoreContainerRestart(t *testing.T) {
-	emu := peers.NewAgentCore(t, peers.AgentCoreOptions{Verify: verify})
-	t.Setenv("AWS_ENDPOINT_URL_BEDROCK_AGENTCORE", emu.URL)
-	c, cs := startRelay(t, agentcore.Options{ARN: testARN, Signer: &stubSigner{}})
+	emu, env := signedEmulator(t, peers.AgentCoreOptions{})
+	c, cs := startRelay(t, agentcore.Options{ARN: testARN})
 	if err := cs.SetLoggingLevel(context.Background(), &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
 		t.Fatal(err)
 	}
@@ -304,14 +312,14 @@ func TestRelayAgentCoreContainerRestart(t *testing.T) {
 	if n := emu.Count("ping") - pings; n != 1 {
 		t.Errorf("%d probes for one genuine -32602 (unknown tool), want 1", n)
 	}
+	checkSigned(t, emu, env.KeyID, 0)
 }
 
 // TestRelayAgentCoreModern: a 2026-07-28 client's sessionless requests go
 // through the relay and AgentCore too.
 func TestRelayAgentCoreModern(t *testing.T) {
-	emu := peers.NewAgentCore(t, peers.AgentCoreOptions{Verify: verify})
-	t.Setenv("AWS_ENDPOINT_URL_BEDROCK_AGENTCORE", emu.URL)
-	_, cs := startRelayVersion(t, agentcore.Options{ARN: testARN, Signer: &stubSigner{}}, "")
+	emu, _ := signedEmulator(t, peers.AgentCoreOptions{})
+	_, cs := startRelayVersion(t, agentcore.Options{ARN: testARN}, "")
 	if v := cs.InitializeResult().ProtocolVersion; v < "2026" {
 		t.Skipf("negotiated %s", v)
 	}
@@ -322,5 +330,74 @@ func TestRelayAgentCoreModern(t *testing.T) {
 		if c.Header.Get("Mcp-Protocol-Version") < "2026" || c.McpSession != "" || c.Status != 0 {
 			t.Errorf("invocation %+v: want a sessionless 2026-07-28 request", c)
 		}
+	}
+}
+
+// TestRelayAgentCoreAssumeRole: with a role to assume, AgentCore calls are
+// signed with the role's temporary credentials from the STS emulator
+// (session token included); an expired-token answer costs exactly one more
+// AssumeRole and one retry; the identity mode still names the base
+// caller, not the role.
+func TestRelayAgentCoreAssumeRole(t *testing.T) {
+	emu, env := signedEmulator(t, peers.AgentCoreOptions{})
+	role := "arn:aws:iam::123456789012:role/agentcore-invoker"
+	_, cs := startRelay(t, agentcore.Options{ARN: testARN, SessionMode: agentcore.ModeIdentity,
+		AWS: sigv4.Options{AssumeRoleARN: role, RoleSessionName: "relay-test"}})
+	if got := call(t, cs, "echo", map[string]any{"text": "role"}); got != "agentcore echo: role" {
+		t.Errorf("echo = %q", got)
+	}
+	if n := env.STS.Count("AssumeRole"); n != 1 {
+		t.Errorf("AssumeRole called %d times, want 1", n)
+	}
+	before := emu.Count("tools/call")
+	emu.ExpireNext(1)
+	if got := call(t, cs, "echo", map[string]any{"text": "expired"}); got != "agentcore echo: expired" {
+		t.Errorf("echo after expiry = %q", got)
+	}
+	if n := env.STS.Count("AssumeRole"); n != 2 {
+		t.Errorf("AssumeRole called %d times, want 2 (one refresh)", n)
+	}
+	if n := emu.Count("tools/call") - before; n != 2 {
+		t.Errorf("the expired call reached the emulator %d times, want 2", n)
+	}
+	for _, c := range env.STS.Calls() {
+		if c.Action == "AssumeRole" && (c.RoleARN != role || c.RoleSessionName != "relay-test" || c.AccessKeyID != env.KeyID) {
+			t.Errorf("AssumeRole %+v: want %s as relay-test with the base key", c, role)
+		}
+	}
+	checkSigned(t, emu, "ASIATEST", 1)
+	for _, c := range emu.Calls() {
+		if c.Header.Get("X-Amz-Security-Token") == "" {
+			t.Errorf("invocation %s without the role's session token", c.Method)
+		}
+	}
+	// Two different temporary keys signed: before and after the refresh.
+	keys := map[string]bool{}
+	for _, c := range emu.Calls() {
+		cred, _, _ := strings.Cut(strings.TrimPrefix(c.Header.Get("Authorization"), "AWS4-HMAC-SHA256 Credential="), "/")
+		keys[cred] = true
+	}
+	if len(keys) != 2 {
+		t.Errorf("signed with keys %v, want the first role session's and the refreshed one's", keys)
+	}
+	want := agentcore.IdentitySessionID(env.Identity())
+	if s := emu.Sessions(); len(s) != 1 || s[0] != want {
+		t.Errorf("runtime sessions %q, want [%s] (the base caller's identity)", s, want)
+	}
+}
+
+// TestResolveErrors: bad ARNs and unknown profiles fail at Resolve.
+func TestResolveErrors(t *testing.T) {
+	peers.NewAWSEnv(t)
+	ctx := context.Background()
+	if _, err := agentcore.Resolve(ctx, agentcore.Options{ARN: "arn:aws:lambda:us-east-1:123456789012:function:f"}); err == nil || !strings.Contains(err.Error(), "not a runtime ARN") {
+		t.Errorf("bad ARN: %v", err)
+	}
+	if _, err := agentcore.Resolve(ctx, agentcore.Options{ARN: testARN, AWS: sigv4.Options{Profile: "missing"}}); err == nil || !strings.Contains(err.Error(), "missing") {
+		t.Errorf("missing profile: %v", err)
+	}
+	rt, err := agentcore.Resolve(ctx, agentcore.Options{ARN: testARN, Endpoint: "https://vpce-1.bedrock-agentcore.us-west-2.vpce.amazonaws.com"})
+	if err != nil || !strings.HasPrefix(rt.URL(), "https://vpce-1.bedrock-agentcore.us-west-2.vpce.amazonaws.com/runtimes/arn%3Aaws%3A") {
+		t.Errorf("private endpoint: %v %v", rt, err)
 	}
 }

@@ -2,13 +2,11 @@ package gateway_test
 
 // End-to-end tests of type agentcore destinations: the go-sdk client
 // through the gateway to the AgentCore emulator (internal/peers), SigV4
-// stubbed through agentcore.NewSigner until package sigv4 lands.
+// signed for real (package sigv4) with the keys of peers.NewAWSEnv and
+// checked by the emulator's independent verifier.
 
 import (
 	"context"
-	"errors"
-	"log/slog"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -22,36 +20,11 @@ import (
 
 const gatewayTestARN = "arn:aws:bedrock-agentcore:us-east-1:123456789012:runtime/gw_runtime-Q1w2E3"
 
-type markSigner struct{}
-
-func (markSigner) Transport(base http.RoundTripper) http.RoundTripper {
-	return markRT{base}
-}
-
-type markRT struct{ next http.RoundTripper }
-
-func (m markRT) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("X-Test-Signature", "ok")
-	return m.next.RoundTrip(r)
-}
-
 func startAgentCoreDest(t *testing.T, mode string) (*peers.AgentCore, *harness) {
 	t.Helper()
-	emu := peers.NewAgentCore(t, peers.AgentCoreOptions{Stateless: mode == agentcore.ModeRequest, Verify: func(r *http.Request, _ []byte) error {
-		if r.Header.Get("X-Test-Signature") != "ok" {
-			return errors.New("unsigned")
-		}
-		return nil
-	}})
+	env := peers.NewAWSEnv(t)
+	emu := peers.NewAgentCore(t, peers.AgentCoreOptions{Stateless: mode == agentcore.ModeRequest, Verify: env.Verify("bedrock-agentcore", "us-east-1")})
 	t.Setenv("AWS_ENDPOINT_URL_BEDROCK_AGENTCORE", emu.URL)
-	prev := agentcore.NewSigner
-	agentcore.NewSigner = func(context.Context, string, string, string, *slog.Logger) (agentcore.Signer, agentcore.IdentityFunc, error) {
-		return markSigner{}, func(context.Context) (string, string, string, error) {
-			return "123456789012", "AIDAGW", "arn:aws:iam::123456789012:user/gw", nil
-		}, nil
-	}
-	t.Cleanup(func() { agentcore.NewSigner = prev })
 	yml := "  runtime:\n    type: agentcore\n    arn: " + gatewayTestARN + "\n    qualifier: live\n    session_mode: " + mode + "\n"
 	return emu, startAgg(t, "", yml)
 }
@@ -186,7 +159,7 @@ func TestAgentCoreDestinationModes(t *testing.T) {
 			ids := emu.Sessions()
 			switch mode {
 			case agentcore.ModeIdentity:
-				want := agentcore.IdentitySessionID("123456789012", "AIDAGW", "arn:aws:iam::123456789012:user/gw")
+				want := agentcore.IdentitySessionID(peers.IAMUserIdentity(peers.AWSEnvKeyID))
 				if len(ids) != 1 || ids[0] != want {
 					t.Errorf("runtime sessions %q, want [%s] for both clients", ids, want)
 				}

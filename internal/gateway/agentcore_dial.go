@@ -30,8 +30,10 @@ func (a *agentCoreTarget) runtime(ctx context.Context) (*agentcore.Runtime, erro
 	if a.rt != nil {
 		return a.rt, nil
 	}
+	// The aws block's profile and role (nil: the default chain); the
+	// region is the ARN's, the service bedrock-agentcore.
 	rt, err := agentcore.Resolve(ctx, agentcore.Options{ARN: a.cfg.ARN, Qualifier: a.cfg.Qualifier,
-		SessionMode: a.cfg.SessionMode, MaxMessage: a.maxMsg, Logger: a.log}, "", "")
+		SessionMode: a.cfg.SessionMode, MaxMessage: a.maxMsg, Logger: a.log, AWS: sigv4Options(a.cfg.AWS, a.log)})
 	if err != nil {
 		return nil, err
 	}

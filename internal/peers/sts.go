@@ -92,6 +92,12 @@ func (s *STS) Identity(keyID string) (account, userID, arn string) {
 	if ok {
 		return id[0], id[1], id[2]
 	}
+	return IAMUserIdentity(keyID)
+}
+
+// IAMUserIdentity is the identity the STS emulator gives a key it did not
+// issue: the IAM user named by the key.
+func IAMUserIdentity(keyID string) (account, userID, arn string) {
 	return STSAccount, "AIDA" + keyID, "arn:aws:iam::" + STSAccount + ":user/" + keyID
 }
 

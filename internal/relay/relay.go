@@ -43,6 +43,10 @@ type Options struct {
 	// "http" or "sse".
 	Transport string
 	Header    http.Header // sent with every upstream request
+	// HTTPClient sends every upstream request, the transport probe
+	// included (a SigV4-signing client, say). Nil means the transports'
+	// default (sse.NewHTTPClient) and http.DefaultClient for the probe.
+	HTTPClient *http.Client
 	// ReconnectDelay is the wait before re-dialling a dropped connection.
 	// Zero means 5 s.
 	ReconnectDelay time.Duration
@@ -394,7 +398,7 @@ func (r *relay) httpDialer() upstream.Dialer {
 		return r.opts.Dial
 	}
 	return func(ctx context.Context, deliver func([]byte), oversize func([]byte)) (upstream.Conn, error) {
-		c, err := streamable.Dial(ctx, streamable.ClientOptions{URL: r.opts.URL, Header: r.opts.Header, MaxMessage: r.opts.MaxMessage, Logger: r.log}, deliver, oversize)
+		c, err := streamable.Dial(ctx, streamable.ClientOptions{URL: r.opts.URL, Header: r.opts.Header, HTTPClient: r.opts.HTTPClient, MaxMessage: r.opts.MaxMessage, Logger: r.log}, deliver, oversize)
 		if err != nil {
 			return nil, err // not a nil *ClientConn inside a non-nil Conn
 		}
@@ -404,7 +408,7 @@ func (r *relay) httpDialer() upstream.Dialer {
 
 func (r *relay) sseDialer() upstream.Dialer {
 	return func(ctx context.Context, deliver func([]byte), oversize func([]byte)) (upstream.Conn, error) {
-		c, err := sse.Dial(ctx, sse.ClientOptions{URL: r.opts.URL, Header: r.opts.Header, MaxMessage: r.opts.MaxMessage, Logger: r.log}, deliver, oversize)
+		c, err := sse.Dial(ctx, sse.ClientOptions{URL: r.opts.URL, Header: r.opts.Header, HTTPClient: r.opts.HTTPClient, MaxMessage: r.opts.MaxMessage, Logger: r.log}, deliver, oversize)
 		if err != nil {
 			return nil, err
 		}
@@ -449,7 +453,11 @@ func probeLegacySSE(ctx context.Context, opts Options, init *jsonrpc.Message) (b
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
+	client := opts.HTTPClient
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return false, fmt.Errorf("upstream unreachable: %w", sse.UnwrapURLError(err))
 	}
@@ -470,7 +478,7 @@ func probeLegacySSE(ctx context.Context, opts Options, init *jsonrpc.Message) (b
 			del.Header[k] = v
 		}
 		del.Header.Set("Mcp-Session-Id", sid)
-		if resp, err := http.DefaultClient.Do(del); err == nil {
+		if resp, err := client.Do(del); err == nil {
 			resp.Body.Close()
 		}
 	}
