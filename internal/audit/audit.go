@@ -314,7 +314,9 @@ func body(rd *Redactor, b []byte) (string, bool) {
 	window := MaxBodyBytes + rd.maxSecretLen()
 	cut := len(b) > window
 	if cut {
-		b = b[:window]
+		// A secret the window cuts could otherwise show its prefix once
+		// redaction before it has shortened the text.
+		b = rd.load().trimHead(b[:window])
 	}
 	b = rd.Bytes(b)
 	if len(b) > MaxBodyBytes {

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // Redacted replaces each secret value the [Redactor] finds.
@@ -25,10 +27,13 @@ const minSecretLen = 4
 // nothing and returns its input unchanged.
 //
 // Besides each value as given, it also matches the value as it appears
-// inside a JSON string (with quotes, backslashes, control characters, and
-// <, >, & escaped), since bodies are JSON. Other spellings of a secret
-// (percent-encoding, base64, \u escapes of ordinary characters) are not
-// recognised.
+// inside a JSON string, since bodies are JSON: as Go writes it (quotes,
+// backslashes and control characters escaped, with and without <, >, &
+// as \u003c…), as Python's json.dumps writes it by default (every
+// non-ASCII character \u-escaped, surrogate pairs beyond U+FFFF), and
+// with every character \u-escaped; \u escapes in lower- or upper-case
+// hex. Other spellings of a secret (percent-encoding, base64, a mix of
+// escaped and plain characters) are not recognised.
 type Redactor struct {
 	set atomic.Pointer[redactorSet] // replaced whole by Update
 }
@@ -37,6 +42,10 @@ type Redactor struct {
 type redactorSet struct {
 	secrets []string // distinct, longest first, each at least minSecretLen bytes
 	raw     [][]byte // secrets as byte slices, for Bytes
+	// The secrets without and with a \u escape, for the contains checks:
+	// text without "\u" (most) is not scanned for the second kind.
+	plain, escaped       []string
+	plainRaw, escapedRaw [][]byte
 	rep     *strings.Replacer
 	maxLen  int // length of the longest secret
 }
@@ -94,6 +103,11 @@ func newRedactorSet(secrets []string) *redactorSet {
 	r.secrets = list
 	for _, s := range list {
 		r.raw = append(r.raw, []byte(s))
+		if strings.Contains(s, `\u`) {
+			r.escaped, r.escapedRaw = append(r.escaped, s), append(r.escapedRaw, []byte(s))
+		} else {
+			r.plain, r.plainRaw = append(r.plain, s), append(r.plainRaw, []byte(s))
+		}
 	}
 	r.rep = strings.NewReplacer(pairs...)
 	r.maxLen = len(list[0])
@@ -101,7 +115,10 @@ func newRedactorSet(secrets []string) *redactorSet {
 }
 
 // jsonEscapes returns s as it appears inside JSON strings written by
-// encoders that do and do not escape HTML characters.
+// encoders that do and do not escape HTML characters (Go), that escape
+// every non-ASCII character (Python's default ensure_ascii), and that
+// escape every character; the last two in both hex cases. Duplicates are
+// dropped by the caller.
 func jsonEscapes(s string) []string {
 	var out []string
 	for _, html := range []bool{true, false} {
@@ -114,7 +131,60 @@ func jsonEscapes(s string) []string {
 		q := bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 		out = append(out, string(q[1:len(q)-1]))
 	}
+	for _, hex := range []string{"0123456789abcdef", "0123456789ABCDEF"} {
+		out = append(out, uEscape(s, hex, false), uEscape(s, hex, true))
+	}
 	return out
+}
+
+// uEscape writes s as the inside of a JSON string: with all, every
+// character as \uXXXX; else as Python's json.dumps does by default
+// (\" \\ \n \r \t \b \f, other control characters and everything
+// beyond ASCII as \uXXXX). Characters beyond U+FFFF are surrogate pairs;
+// invalid UTF-8 is U+FFFD.
+func uEscape(s, hex string, all bool) string {
+	var b strings.Builder
+	u := func(r rune) {
+		b.WriteString(`\u`)
+		for shift := 12; shift >= 0; shift -= 4 {
+			b.WriteByte(hex[(r>>shift)&0xf])
+		}
+	}
+	for _, r := range s {
+		switch {
+		case all:
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+			continue
+		case r == '\n':
+			b.WriteString(`\n`)
+			continue
+		case r == '\r':
+			b.WriteString(`\r`)
+			continue
+		case r == '\t':
+			b.WriteString(`\t`)
+			continue
+		case r == '\b':
+			b.WriteString(`\b`)
+			continue
+		case r == '\f':
+			b.WriteString(`\f`)
+			continue
+		case r >= 0x20 && r < utf8.RuneSelf:
+			b.WriteRune(r)
+			continue
+		}
+		if r > 0xffff {
+			r1, r2 := utf16.EncodeRune(r)
+			u(r1)
+			u(r2)
+			continue
+		}
+		u(r)
+	}
+	return b.String()
 }
 
 // String returns s with every secret replaced. It does not allocate when s
@@ -144,7 +214,15 @@ func (r *redactorSet) containsString(s string) bool {
 	if r == nil || len(s) < minSecretLen {
 		return false
 	}
-	for _, sec := range r.secrets {
+	for _, sec := range r.plain {
+		if strings.Contains(s, sec) {
+			return true
+		}
+	}
+	if len(r.escaped) == 0 || !strings.Contains(s, `\u`) {
+		return false
+	}
+	for _, sec := range r.escaped {
 		if strings.Contains(s, sec) {
 			return true
 		}
@@ -156,12 +234,81 @@ func (r *redactorSet) containsBytes(b []byte) bool {
 	if r == nil || len(b) < minSecretLen {
 		return false
 	}
-	for _, sec := range r.raw {
+	for _, sec := range r.plainRaw {
+		if bytes.Contains(b, sec) {
+			return true
+		}
+	}
+	if len(r.escapedRaw) == 0 || !bytes.Contains(b, []byte(`\u`)) {
+		return false
+	}
+	for _, sec := range r.escapedRaw {
 		if bytes.Contains(b, sec) {
 			return true
 		}
 	}
 	return false
+}
+
+// trimHead returns head, the start of a longer text, without a trailing
+// proper prefix of a secret: the rest of a secret the cut went through is
+// not there to be matched, and redaction before it could shift that
+// prefix into what is shown.
+func (r *redactorSet) trimHead(head []byte) []byte {
+	if r == nil {
+		return head
+	}
+	cut := 0
+	for _, sec := range r.raw {
+		for k := min(len(sec)-1, len(head)); k > cut; k-- {
+			if bytes.HasSuffix(head, sec[:k]) {
+				cut = k
+				break
+			}
+		}
+	}
+	return head[:len(head)-cut]
+}
+
+// Clipped is a log value cut to N bytes (on a rune boundary, marked "…").
+// A [RedactingHandler] redacts the whole of S before it cuts, so a cut can
+// never leave part of a secret in the log; any other handler sees S cut
+// (LogValue, String). Head says that S is itself the start of a longer
+// text (a line read in bounded pieces): a trailing prefix of a secret is
+// then dropped as well.
+type Clipped struct {
+	S    string
+	N    int
+	Head bool
+}
+
+// Clip returns b as a [Clipped] log value of at most n bytes.
+func Clip(b []byte, n int) Clipped { return Clipped{S: string(b), N: n} }
+
+// LogValue is the clipped string, unredacted.
+func (c Clipped) LogValue() slog.Value { return slog.StringValue(c.String()) }
+
+func (c Clipped) String() string { return clipString(c.S, c.N) }
+
+// redact returns c redacted by r, then clipped.
+func (c Clipped) redact(r *Redactor) string {
+	s := c.S
+	if c.Head {
+		s = string(r.load().trimHead([]byte(s)))
+	}
+	return clipString(r.String(s), c.N)
+}
+
+// clipString cuts s to at most n bytes on a rune boundary, marking the cut.
+func clipString(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := max(n, 0)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 func (r *Redactor) maxSecretLen() int {
@@ -180,8 +327,8 @@ func (r *Redactor) containsBytes(b []byte) bool  { return r.load().containsBytes
 // RedactingHandler returns a handler that removes secret values from every
 // record before h sees it: the message, attribute keys, and attribute values
 // of every kind (strings, errors, Stringers, byte slices, numbers, values of
-// LogValuers, and groups, recursively), including attributes added with
-// WithAttrs. A value found to hold a secret is replaced by its redacted
+// LogValuers, [Clipped] values before they are cut, and groups,
+// recursively), including attributes added with WithAttrs. A value found to hold a secret is replaced by its redacted
 // string form; other values pass through unchanged.
 //
 // With a nil or empty Redactor it returns h itself.
@@ -228,6 +375,11 @@ func (r *Redactor) attrs(as []slog.Attr) []slog.Attr {
 
 func (r *Redactor) attr(a slog.Attr) slog.Attr {
 	a.Key = r.String(a.Key)
+	if c, ok := a.Value.Any().(Clipped); ok {
+		// Before Resolve, which would clip first.
+		a.Value = slog.StringValue(c.redact(r))
+		return a
+	}
 	v := a.Value.Resolve()
 	switch v.Kind() {
 	case slog.KindString:

@@ -23,6 +23,8 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/internal/upstream"
+
+	"github.com/switchboard-mcp/switchboard/internal/audit"
 )
 
 // DefaultMaxMessage is the message size limit of a client whose MaxMessage
@@ -765,10 +767,6 @@ func OneLine(s string) string {
 	return s
 }
 
-// Clip returns b as a string cut to 256 bytes, for a log message.
-func Clip(b []byte) string {
-	if len(b) > 256 {
-		return string(b[:256]) + "…"
-	}
-	return string(b)
-}
+// Clip returns b as a log value cut to 256 bytes; a redacting log handler
+// redacts it whole before the cut (audit.Clipped).
+func Clip(b []byte) audit.Clipped { return audit.Clip(b, 256) }

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/audit"
 )
 
 // countHandler counts what a Process logs: lines of child output, and the
@@ -132,6 +134,51 @@ func TestLongStderrLine(t *testing.T) {
 
 // A child that dies at start says why: its error carries the last stderr
 // lines, redacted, and still unwraps to the *exec.ExitError.
+// A secret across the 512-byte clip of a logged stderr or stdout line is
+// redacted whole: no prefix of it reaches a redacting log, with or without
+// Spec.Redact.
+func TestLoggedLinesRedactedBeforeClip(t *testing.T) {
+	t.Parallel()
+	const secret = "sk-test-STRADDLES-THE-CLIP-0123"
+	for _, withSpec := range []bool{false, true} {
+		var buf syncBuf
+		s := spec(t, "secretlines", "STDIO_TEST_SECRET="+secret)
+		red := audit.NewRedactor([]string{secret})
+		s.Logger = slog.New(audit.RedactingHandler(slog.NewTextHandler(&buf, nil), red))
+		if withSpec {
+			s.Redact = red.String
+		}
+		r := &rec{ch: make(chan []byte, 1)}
+		p := start(t, s, r)
+		next(t, r) // {"done":true}: both lines were written before it
+		if err := p.Close(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		out := buf.String()
+		if strings.Count(out, "[REDACTED]") != 2 || strings.Contains(out, secret[:4]) {
+			t.Errorf("Spec.Redact set %v: want both lines redacted, no prefix of the secret:\n%s", withSpec, out)
+		}
+	}
+}
+
+// syncBuf is a bytes.Buffer safe for concurrent writes.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuf) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuf) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
 func TestExitErrorCarriesStderr(t *testing.T) {
 	t.Parallel()
 	const secret = "sk-test-0123456789"

@@ -34,6 +34,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/audit"
 )
 
 // AllowedEnv lists the variables a child inherits from Switchboard's own
@@ -304,7 +306,7 @@ func (p *Process) line(line []byte, onLine func([]byte)) {
 	}
 	if line[0] != '{' {
 		if p.lines.allow(streamStdout, p.log) {
-			p.log.Warn("non-JSON-RPC line on stdout skipped", "line", p.clip(line))
+			p.log.Warn("non-JSON-RPC line on stdout skipped", "line", p.clip(line, false))
 		}
 		return
 	}
@@ -325,9 +327,9 @@ func (p *Process) readStderr(r io.Reader) {
 				p.tail.add(line)
 				if p.lines.allow(streamStderr, p.log) {
 					if err == bufio.ErrBufferFull {
-						p.log.Warn("stderr", "line", p.clip(line), "truncated", true)
+						p.log.Warn("stderr", "line", p.clip(line, true), "truncated", true)
 					} else {
-						p.log.Warn("stderr", "line", p.clip(line))
+						p.log.Warn("stderr", "line", p.clip(line, false))
 					}
 				}
 			}
@@ -343,19 +345,16 @@ func (p *Process) readStderr(r io.Reader) {
 	}
 }
 
-// clip redacts b (Spec.Redact) and then cuts it to 512 bytes for the log.
-func (p *Process) clip(b []byte) string {
-	if p.spec.Redact == nil {
-		return clip(b)
+// clip redacts b (Spec.Redact) and returns it as a log value cut to 512
+// bytes. A redacting log handler redacts it again, whole, before the cut
+// (audit.Clipped), so no secret is cut in half even without Spec.Redact.
+// head says b is the start of a longer line.
+func (p *Process) clip(b []byte, head bool) audit.Clipped {
+	s := string(b)
+	if p.spec.Redact != nil {
+		s = p.spec.Redact(s)
 	}
-	return clipString(p.spec.Redact(string(b)), 512)
-}
-
-func clip(b []byte) string {
-	if len(b) > 512 {
-		return string(b[:512]) + "…"
-	}
-	return string(b)
+	return audit.Clipped{S: s, N: 512, Head: head}
 }
 
 // Close ends the child and its process group: close stdin, wait GracePeriod,

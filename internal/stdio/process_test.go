@@ -181,6 +181,14 @@ func child(mode string) int {
 		fmt.Fprintln(os.Stderr, "using key "+os.Getenv("STDIO_TEST_SECRET"))
 		fmt.Fprintln(os.Stderr, "fatal: no API key set")
 		return 3
+	case "secretlines": // STDIO_TEST_SECRET across byte 512 of a stderr and a stdout line
+		line := strings.Repeat("x", 500) + os.Getenv("STDIO_TEST_SECRET") + strings.Repeat("y", 100) + "\n"
+		os.Stderr.WriteString(line)
+		out.WriteString(line)
+		out.WriteString("{\"done\":true}\n")
+		out.Flush()
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		return 0
 	case "longerr": // one stderr line longer than any buffer, then a short one
 		w := bufio.NewWriter(os.Stderr)
 		w.WriteString(strings.Repeat("L", 100<<10) + "\n")

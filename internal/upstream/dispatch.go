@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 
+	"github.com/switchboard-mcp/switchboard/internal/audit"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 )
 
@@ -16,7 +17,7 @@ const subscriptionIDKey = "io.modelcontextprotocol/subscriptionId"
 func (u *Upstream) dispatch(gen int, line []byte) {
 	msg, err := jsonrpc.Decode(bytes.Clone(line))
 	if err != nil {
-		u.log.Warn("invalid message from server skipped", "err", err, "line", clip(line))
+		u.log.Warn("invalid message from server skipped", "err", err, "line", audit.Clip(line, 256))
 		return
 	}
 	switch {
@@ -27,13 +28,6 @@ func (u *Upstream) dispatch(gen int, line []byte) {
 	default:
 		u.notification(msg)
 	}
-}
-
-func clip(b []byte) string {
-	if len(b) > 256 {
-		return string(b[:256]) + "…"
-	}
-	return string(b)
 }
 
 func (u *Upstream) response(msg *jsonrpc.Message) {
