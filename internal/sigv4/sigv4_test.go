@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -110,7 +111,10 @@ type upstream struct {
 	seen   []*http.Request
 	bodies []string
 	errs   []string // queued error answers: "status|header|content-type|body"
-	verify func(*http.Request, []byte) error
+	// expireKey, when set, answers every request signed with that key
+	// ExpiredTokenException: the key has expired.
+	expireKey string
+	verify    func(*http.Request, []byte) error
 }
 
 func newUpstream(t *testing.T, verify func(*http.Request, []byte) error) *upstream {
@@ -123,6 +127,8 @@ func newUpstream(t *testing.T, verify func(*http.Request, []byte) error) *upstre
 		var e string
 		if len(u.errs) > 0 {
 			e, u.errs = u.errs[0], u.errs[1:]
+		} else if u.expireKey != "" && strings.Contains(r.Header.Get("Authorization"), "Credential="+u.expireKey+"/") {
+			e = "403|ExpiredTokenException|application/json|{}"
 		}
 		u.mu.Unlock()
 		if e != "" {
@@ -275,7 +281,9 @@ func TestVerifierRejects(t *testing.T) {
 func TestRetryOnce(t *testing.T) {
 	creds, _ := awsEnv(t, false)
 	up := newUpstream(t, peers.VerifySigV4(creds))
-	s, err := sigv4.New(context.Background(), up.URL, sigv4.Options{Region: "us-east-1"})
+	var logs lockedBuf
+	s, err := sigv4.New(context.Background(), up.URL, sigv4.Options{Region: "us-east-1",
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,6 +334,40 @@ func TestRetryOnce(t *testing.T) {
 	if status != 403 || body != `{"message":"still expired"}` || up.requests()-before != 2 {
 		t.Errorf("expired twice: %d %q after %d requests; want the second 403 after 2", status, body, up.requests()-before)
 	}
+	// The refreshes were logged (debug), without secrets or signatures.
+	text := logs.String()
+	if n := strings.Count(text, "refreshing"); n != 7 {
+		t.Errorf("%d refresh notes logged, want 7:\n%s", n, text)
+	}
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	for _, r := range up.seen {
+		_, sig, _ := strings.Cut(r.Header.Get("Authorization"), "Signature=")
+		if sig == "" || strings.Contains(text, sig) {
+			t.Errorf("signature %q missing or logged", sig)
+		}
+	}
+	if strings.Contains(text, testSecret) || strings.Contains(text, "Authorization") {
+		t.Errorf("the log holds a secret or the Authorization header:\n%s", text)
+	}
+}
+
+// lockedBuf is a bytes.Buffer safe for concurrent writers and a reader.
+type lockedBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // TestAssumeRoleRefresh: an assumed role's credentials come from STS,
@@ -354,18 +396,20 @@ func TestAssumeRoleRefresh(t *testing.T) {
 		t.Fatalf("status %d", got)
 	}
 	up.mu.Lock()
-	key := up.seen[0].Header.Get("Authorization")
+	auth := up.seen[0].Header.Get("Authorization")
 	up.mu.Unlock()
-	if !strings.Contains(key, "Credential=ASIATEST") {
-		t.Errorf("signed with %q, want the role's temporary key", key)
+	key, _, _ := strings.Cut(strings.TrimPrefix(auth, "AWS4-HMAC-SHA256 Credential="), "/")
+	if !strings.HasPrefix(key, "ASIATEST") {
+		t.Errorf("signed with %q, want the role's temporary key", auth)
 	}
 	if n := sts.Count("AssumeRole"); n != 1 {
 		t.Errorf("AssumeRole called %d times, want 1", n)
 	}
-	// Eight requests in flight all told the credentials expired: one
-	// refresh.
-	exp := "403|ExpiredTokenException|application/json|{}"
-	up.queue(exp, exp, exp, exp, exp, exp, exp, exp)
+	// The role's key expires: eight requests in flight are all told so,
+	// and one refresh serves them all.
+	up.mu.Lock()
+	up.expireKey = key
+	up.mu.Unlock()
 	var wg sync.WaitGroup
 	var ok atomic.Int32
 	for range 8 {
