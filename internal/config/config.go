@@ -315,7 +315,7 @@ type AWS struct {
 
 	// RoleSessionName names the assumed role's session
 	// (`role_session_name`): 2 to 64 letters, digits or +=,.@_-; only with
-	// AssumeRoleARN. Default "": the signer's default.
+	// AssumeRoleARN. Default "": "switchboard".
 	RoleSessionName string
 }
 

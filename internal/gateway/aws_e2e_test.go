@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -296,9 +297,10 @@ func TestAWSWrongSecret(t *testing.T) {
 
 // TestAWSAssumeRole: with assume_role_arn the requests are signed with the
 // role's temporary credentials (and session token) from sts:AssumeRole,
-// asked of a local STS emulator (AWS_ENDPOINT_URL_STS) with the configured
-// role and session name, signed with the base credentials; the upstream
-// never sees the base key.
+// asked of a local STS emulator (AWS_ENDPOINT_URL_STS) once per
+// destination however many sessions it serves, with the configured role
+// and session name (default "switchboard"), signed with the base
+// credentials; the upstream never sees the base key.
 func TestAWSAssumeRole(t *testing.T) {
 	skipRemoteShort(t)
 	awsEnv(t, awsTestKeyID, awsTestSecret, "us-east-1")
@@ -307,22 +309,30 @@ func TestAWSAssumeRole(t *testing.T) {
 	sts := peers.NewSTS(t, creds) // adds the role's keys to creds as it issues them
 	t.Setenv("AWS_ENDPOINT_URL_STS", sts.URL)
 	verify := peers.VerifySigV4Scope("billing-mcp", "us-east-1", creds)
+	// The sse destination leaves role_session_name out: "switchboard".
+	sessionName := map[string]string{"streamable_http": "sb-e2e", "sse": "switchboard"}
 	for _, typ := range []string{"streamable_http", "sse"} {
 		t.Run(typ, func(t *testing.T) {
 			up := startIAMUpstream(t, typ, "up", verify)
-			h := startRemote(t, "", remoteDest{name: "r", typ: typ, url: up.endpoint(typ, ""),
-				extra: "aws:\n  service: billing-mcp\n  assume_role_arn: " + role + "\n  role_session_name: sb-e2e"})
+			extra := "aws:\n  service: billing-mcp\n  assume_role_arn: " + role
+			if typ == "streamable_http" {
+				extra += "\n  role_session_name: sb-e2e"
+			}
+			h := startRemote(t, "", remoteDest{name: "r", typ: typ, url: up.endpoint(typ, ""), extra: extra})
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			c := peers.NewRecordingClient("aws-e2e")
-			cs := remoteFronts[0].connect(ctx, t, h, "r", c.Client)
-			echoAndProgress(ctx, t, c, cs, "up", typ)
+			for i := range 2 { // two sessions, one signer
+				c := peers.NewRecordingClient("aws-e2e")
+				cs := remoteFronts[0].connect(ctx, t, h, "r", c.Client)
+				echoAndProgress(ctx, t, c, cs, "up", fmt.Sprintf("%s-%d", typ, i))
+				_ = cs.Close()
+			}
 			signed, _ := up.counts()
 			if len(signed) == 0 {
 				t.Fatal("no signed request")
 			}
 			roleKey := signed[0].keyID
-			if _, _, arn := sts.Identity(roleKey); arn != "arn:aws:sts::123456789012:assumed-role/mcp-reader/sb-e2e" {
+			if _, _, arn := sts.Identity(roleKey); arn != "arn:aws:sts::123456789012:assumed-role/mcp-reader/"+sessionName[typ] {
 				t.Errorf("the upstream saw key %q (identity %s), want the role's temporary key", roleKey, arn)
 			}
 			checkSigned(t, up, sigScope{keyID: roleKey, region: "us-east-1", service: "billing-mcp", token: true})
@@ -333,8 +343,9 @@ func TestAWSAssumeRole(t *testing.T) {
 		t.Errorf("%d AssumeRole calls, want 2 (one per destination)", n)
 	}
 	for _, c := range sts.Calls() {
-		if c.Action != "AssumeRole" || c.Status != http.StatusOK || c.RoleARN != role || c.RoleSessionName != "sb-e2e" || c.AccessKeyID != awsTestKeyID {
-			t.Errorf("STS call %+v, want AssumeRole of %s, session sb-e2e, signed with %s", c, role, awsTestKeyID)
+		if c.Action != "AssumeRole" || c.Status != http.StatusOK || c.RoleARN != role || c.AccessKeyID != awsTestKeyID ||
+			c.RoleSessionName != "sb-e2e" && c.RoleSessionName != "switchboard" {
+			t.Errorf("STS call %+v, want AssumeRole of %s as sb-e2e or switchboard, signed with %s", c, role, awsTestKeyID)
 		}
 	}
 }
