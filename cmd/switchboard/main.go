@@ -30,14 +30,20 @@ import (
 
 const usage = `usage:
   switchboard serve --config FILE [--listen ADDR]   run the gateway
+        [--host HOST] [--port N] [--stdio [--namespace NAME]] [--no-reload] [--reload-interval D]
+        [--log] [--log-format text|json] [--cpuprofile FILE]
   switchboard check --config FILE                   validate a config (every error at once)
-  switchboard relay --url URL [--transport auto|http|sse] [--header 'Name: value']... [--log FILE] [--debug]
-                                                    a stdio MCP server that forwards to a remote one
-  switchboard agentcore [--contract mcp|http|both] [--mcp-listen ADDR] [--http-listen ADDR] [-- argv...]
-                                                    inside an AgentCore Runtime container: serve a stdio
+  switchboard relay --url URL | --agentcore-arn ARN a stdio MCP server that forwards to a remote one
+        [--transport auto|http|sse] [--header 'Name: value']... [--log FILE] [--debug] [--reconnect D]
+        [--sigv4] [--aws-service NAME] [--aws-region REGION] [--aws-profile NAME]
+        [--assume-role-arn ARN] [--role-session-name NAME] [--qualifier NAME] [--session-mode MODE]
+  switchboard agentcore [-- argv...]                inside an AgentCore Runtime container: serve a stdio
                                                     server (argv or MCP_SERVER_CMD) on /mcp and /invocations
-  switchboard health [--url URL]                    exit 0 if the gateway answers /health (container health checks)
+        [--contract mcp|http|both] [--mcp-listen ADDR] [--http-listen ADDR] [--cwd DIR]
+        [--pass-env NAME]... [--log-level LEVEL] [--log-format text|json] [--timeout D]
+  switchboard health [--url URL] [--timeout D]      exit 0 if the gateway answers /health (container health checks)
   switchboard version                               print the version, commit, build date and Go version
+  switchboard COMMAND -h                            what each flag of COMMAND means
 
 environment (a flag wins over its variable, a variable over the config file):
   DESTINATIONS_CONFIG=FILE          the config file when --config is not given
