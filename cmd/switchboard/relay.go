@@ -84,6 +84,10 @@ func runRelay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "switchboard relay: --url is required (or --agentcore-arn)")
 		return 2
 	}
+	if err := checkRelayURL(*url); *url != "" && err != nil {
+		fmt.Fprintf(stderr, "switchboard relay: %v\n", err)
+		return 2
+	}
 	if err := ac.check(set); err != nil {
 		fmt.Fprintf(stderr, "switchboard relay: %v\n", err)
 		return 2
