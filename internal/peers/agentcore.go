@@ -24,7 +24,7 @@ const AgentCoreSessionHeader = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"
 // documented per field.
 type AgentCoreOptions struct {
 	// Verify checks each request's signature over its exact body (for
-	// example a closure over VerifySigV4); an error answers 403
+	// example VerifySigV4Scope(agentcore.Service, region, creds)); an error answers 403
 	// InvalidSignatureException. Nil accepts every request.
 	Verify func(r *http.Request, body []byte) error
 	// NewServer builds the MCP server of each new container. Nil means
