@@ -199,6 +199,26 @@ func checkSigned(t *testing.T, u *iamUpstream, want sigScope) {
 	t.Logf("%d signed requests, by method: %v", len(signed), methods)
 }
 
+// checkNoAWSSecrets fails the test if the gateway's log (every level) or
+// audit log holds one of secrets, a SigV4 signature or credential, or a
+// session token of the STS emulator (they start "FwoGZXIvYXdzE").
+func checkNoAWSSecrets(t *testing.T, h *harness, secrets ...string) {
+	t.Helper()
+	var b strings.Builder
+	for _, r := range h.logs.all() {
+		b.WriteString(r.Msg + " " + r.Attrs + "\n")
+	}
+	h.audit.mu.Lock()
+	b.Write(h.audit.buf)
+	h.audit.mu.Unlock()
+	text := b.String()
+	for _, s := range append(secrets, "Signature=", "Credential=", "FwoGZXIvYXdzE") {
+		if strings.Contains(text, s) {
+			t.Errorf("the gateway's logs hold %q", s)
+		}
+	}
+}
+
 // TestAWSSignedUpstream: streamable_http and sse destinations with an aws
 // block reach an IAM-protected upstream through both fronts: tools/call
 // and progress work, and every request the upstream saw was signed with
@@ -230,6 +250,7 @@ func TestAWSSignedUpstream(t *testing.T) {
 			}
 			checkSigned(t, conf, sigScope{keyID: awsTestKeyID, region: "eu-west-3", service: "billing-mcp"})
 			checkSigned(t, inferred, sigScope{keyID: awsTestKeyID, region: "us-west-2", service: "localhost"})
+			checkNoAWSSecrets(t, h, awsTestSecret)
 
 			r := h.do("POST", "/bare/mcp", rpc(1, "initialize", initParams("")))
 			if r.status < 400 || len(r.msgs) != 1 || r.msgs[0].Error == nil || !strings.Contains(r.msgs[0].Error.Message, "403") {
@@ -288,11 +309,7 @@ func TestAWSWrongSecret(t *testing.T) {
 			}
 		})
 	}
-	for _, r := range h.logs.all() {
-		if strings.Contains(r.Msg+r.Attrs, "not-"+awsTestSecret) {
-			t.Errorf("the secret reached the gateway's log: %s %s", r.Msg, r.Attrs)
-		}
-	}
+	checkNoAWSSecrets(t, h, awsTestSecret)
 }
 
 // TestAWSAssumeRole: with assume_role_arn the requests are signed with the
@@ -336,6 +353,7 @@ func TestAWSAssumeRole(t *testing.T) {
 				t.Errorf("the upstream saw key %q (identity %s), want the role's temporary key", roleKey, arn)
 			}
 			checkSigned(t, up, sigScope{keyID: roleKey, region: "us-east-1", service: "billing-mcp", token: true})
+			checkNoAWSSecrets(t, h, awsTestSecret)
 		})
 	}
 	// One AssumeRole per destination: its signer is kept across sessions.
