@@ -646,6 +646,14 @@ func TestAWSBlock(t *testing.T) {
 			t.Errorf("%q: AWS = %+v, want %+v", tt.block, got, tt.want)
 		}
 	}
+	// A native JSON file decodes it the same way.
+	c, err := testLoader(nil).load("testdata/native.good.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := c.Destinations["billing"].AWS, (&AWS{Profile: "billing", AssumeRoleARN: "arn:aws:iam::123456789012:role/mcp-reader"}); !reflect.DeepEqual(got, want) {
+		t.Errorf("native.good.json: AWS = %+v, want %+v", got, want)
+	}
 }
 
 // TestReadmeAWSExample: the README's gateway example of the aws block
