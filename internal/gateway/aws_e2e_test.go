@@ -82,6 +82,22 @@ type iamUpstream struct {
 	mu      sync.Mutex
 	signed  []sigScope // guarded by mu: every request accepted
 	refused []string   // guarded by mu: why each refused request was
+	expire  int        // guarded by mu: well-signed requests still to answer ExpiredTokenException
+	expired []sigScope // guarded by mu: those answered so
+}
+
+// expireNext answers the next n well-signed requests 403
+// ExpiredTokenException, as AWS does once temporary credentials expire.
+func (u *iamUpstream) expireNext(n int) {
+	u.mu.Lock()
+	u.expire = n
+	u.mu.Unlock()
+}
+
+func (u *iamUpstream) expiredAnswers() []sigScope {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return slices.Clone(u.expired)
 }
 
 // startIAMUpstream serves peers.NewFeatureServer(name) over typ
@@ -115,6 +131,16 @@ func startIAMUpstream(t *testing.T, typ, name string, verify func(*http.Request,
 			return
 		}
 		u.mu.Lock()
+		if u.expire > 0 {
+			u.expire--
+			u.expired = append(u.expired, scopeOf(r))
+			u.mu.Unlock()
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("X-Amzn-Errortype", "ExpiredTokenException")
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = w.Write([]byte(`{"message":"The security token included in the request is expired"}`))
+			return
+		}
 		u.signed = append(u.signed, scopeOf(r))
 		u.mu.Unlock()
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -472,4 +498,55 @@ func TestAWSProfile(t *testing.T) {
 	cs := remoteFronts[1].connect(ctx, t, h, "r", c.Client)
 	echoAndProgress(ctx, t, c, cs, "up", "profile")
 	checkSigned(t, up, sigScope{keyID: keyID, region: "sa-east-1", service: "billing-mcp"})
+}
+
+// TestAWSExpiredToken: an ExpiredTokenException answer makes the signer
+// drop the assumed role's credentials, assume the role again (once) and
+// resend the same request with the new key: the client's call succeeds
+// without noticing, for each destination type.
+func TestAWSExpiredToken(t *testing.T) {
+	skipRemoteShort(t)
+	awsEnv(t, awsTestKeyID, awsTestSecret, "us-east-1")
+	const role = "arn:aws:iam::123456789012:role/mcp-reader"
+	creds := awsTestCreds()
+	sts := peers.NewSTS(t, creds)
+	t.Setenv("AWS_ENDPOINT_URL_STS", sts.URL)
+	for i, typ := range []string{"streamable_http", "sse"} {
+		t.Run(typ, func(t *testing.T) {
+			up := startIAMUpstream(t, typ, "up", peers.VerifySigV4Scope("billing-mcp", "us-east-1", creds))
+			h := startRemote(t, "", remoteDest{name: "r", typ: typ, url: up.endpoint(typ, ""),
+				extra: "aws: {service: billing-mcp, assume_role_arn: \"" + role + "\"}"})
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			cs := remoteFronts[0].connect(ctx, t, h, "r", peers.NewRecordingClient("aws-e2e").Client)
+			if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "before"}}); got != "up echo: before" {
+				t.Errorf("echo = %q", got)
+			}
+			before, _ := up.counts()
+			up.expireNext(1)
+			if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "after"}}); got != "up echo: after" {
+				t.Errorf("echo after the expiry = %q", got)
+			}
+			expired := up.expiredAnswers()
+			if len(expired) != 1 {
+				t.Fatalf("%d requests answered ExpiredTokenException, want 1", len(expired))
+			}
+			if n := sts.Count("AssumeRole"); n != 2*(i+1) {
+				t.Errorf("%d AssumeRole calls in all, want %d: one at the start and one refresh per destination", n, 2*(i+1))
+			}
+			signed, refused := up.counts()
+			if len(refused) != 0 {
+				t.Errorf("refused: %q", refused)
+			}
+			oldKey, newKey := before[0].keyID, signed[len(signed)-1].keyID
+			if expired[0].keyID != oldKey || newKey == oldKey {
+				t.Errorf("the expired request was signed with %s, the retry with %s; want the first role key %s, then a new one", expired[0].keyID, newKey, oldKey)
+			}
+			for _, s := range signed[len(before):] {
+				if s.keyID != newKey {
+					t.Errorf("a %s after the refresh was signed with %s, want %s", s.method, s.keyID, newKey)
+				}
+			}
+		})
+	}
 }
