@@ -49,6 +49,7 @@ environment (a flag wins over its variable, a variable over the config file):
   DESTINATIONS_CONFIG=FILE          the config file when --config is not given
   SECRETS_CONFIG=FILE               the secrets file (instead of secrets_file / secrets.yml beside the config)
   LOG_FILE=FILE                     the log file (log.file); --log logs to stderr instead
+  LOG_FORMAT=text|json              the log's format (--log-format); text leaves out the time on the journal
   STDIO_RESPONSE_TIMEOUT_SECS=N     per-request timeout in seconds (timeout); 0 disables it
   MAX_STDIO_CONNECTIONS=N           sessions per destination (max_sessions)
   AUDIT_LOG_BODIES=1                log request and response bodies in the audit log (audit.log_bodies)
