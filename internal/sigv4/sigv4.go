@@ -131,7 +131,7 @@ func New(ctx context.Context, endpoint string, opts Options) (*Signer, error) {
 	}
 	s := &Signer{service: service, region: cfg.Region, profile: profile, log: log, now: time.Now,
 		sts:    sts.NewFromConfig(cfg),
-		signer: v4.NewSigner(func(o *v4.SignerOptions) { o.LogSigning = false })}
+		signer: newSDKSigner()}
 	base, ok := cfg.Credentials.(*aws.CredentialsCache)
 	if !ok {
 		if cfg.Credentials == nil {
@@ -149,6 +149,12 @@ func New(ctx context.Context, endpoint string, opts Options) (*Signer, error) {
 			func(o *stscreds.AssumeRoleOptions) { o.RoleSessionName = name }))
 	}
 	return s, nil
+}
+
+// newSDKSigner returns the SDK's signer, its signing log off (that log
+// would hold the canonical request, session token included).
+func newSDKSigner() *v4.Signer {
+	return v4.NewSigner(func(o *v4.SignerOptions) { o.LogSigning = false })
 }
 
 // Region returns the region the Signer signs for.
@@ -191,12 +197,13 @@ type transport struct {
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var body []byte
 	if req.Body != nil && req.Body != http.NoBody {
-		b, err := io.ReadAll(req.Body)
+		buf := bytes.NewBuffer(make([]byte, 0, max(req.ContentLength, 0)+bytes.MinRead))
+		_, err := buf.ReadFrom(req.Body)
 		req.Body.Close()
 		if err != nil {
 			return nil, fmt.Errorf("sigv4: reading the request body: %w", err)
 		}
-		body = b
+		body = buf.Bytes()
 	} else if req.Body != nil {
 		req.Body.Close()
 	}
