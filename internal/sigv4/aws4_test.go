@@ -3,7 +3,8 @@ package sigv4
 // Differential test against npm aws4, an independent SigV4 signer: the
 // same generated requests (POSTs with JSON bodies, percent-encoded ARN
 // paths, queries, session tokens, AgentCore headers) signed by the Signer
-// at a fixed time and by aws4 under Node must carry the same Authorization.
+// at a fixed time and by aws4 under Node must carry the same Authorization,
+// which the verifier of package peers (a third implementation) accepts.
 
 import (
 	"bytes"
@@ -11,6 +12,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os/exec"
 	"strings"
@@ -139,7 +141,7 @@ func TestDifferentialAWS4(t *testing.T) {
 	aws4js := peers.AWS4(t)
 	const n = 60
 	rng := rand.New(rand.NewPCG(7, 2026))
-	at := time.Date(2026, 7, 28, 23, 59, 58, 0, time.UTC)
+	at := time.Now().UTC().Truncate(time.Second) // one instant for both signers, recent enough for the verifier
 	var ours []string
 	var reqs []aws4Request
 	for i := range n {
@@ -180,6 +182,12 @@ func TestDifferentialAWS4(t *testing.T) {
 		}
 		reqs = append(reqs, aws4Request{Host: u.Host, Path: p, Method: method, Headers: h, Body: body, Service: service, Region: region,
 			KeyID: creds.AccessKeyID, Secret: creds.SecretAccessKey, Token: creds.SessionToken})
+		// The request as a server receives it passes the peers verifier.
+		srv := httptest.NewRequest(method, c.req.URL.RequestURI(), strings.NewReader(body))
+		srv.Host, srv.Header = u.Host, c.req.Header.Clone()
+		if err := peers.VerifySigV4Scope(service, region, map[string]peers.Credentials{creds.AccessKeyID: {Secret: creds.SecretAccessKey, SessionToken: creds.SessionToken}})(srv, []byte(body)); err != nil {
+			t.Errorf("request %d (%s %s): the peers verifier refuses the Signer's signature: %v", i, method, rawURL, err)
+		}
 		if strings.HasPrefix(u.Path, "/runtimes/") && !strings.Contains(canon, "/runtimes/arn%253Aaws%253Abedrock-agentcore%253A") {
 			t.Errorf("request %d: canonical URI not double-escaped:\n%s", i, canon)
 		}
