@@ -313,6 +313,7 @@ func TestRelayURLSigV4(t *testing.T) {
 	}
 	server := peers.NewFeatureServer("signed").Server
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
+	sseHandler := mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return server }, nil)
 	var mu sync.Mutex
 	var scope string // the service and region the upstream insists on
 	seen := map[string]int{}
@@ -330,6 +331,10 @@ func TestRelayURLSigV4(t *testing.T) {
 		seen[r.Method+" "+key[:4]]++
 		mu.Unlock()
 		r.Body = io.NopCloser(bytes.NewReader(body))
+		if strings.HasPrefix(r.URL.Path, "/sse") {
+			sseHandler.ServeHTTP(w, r) // legacy HTTP+SSE: a GET stream, POSTs to /sse?sessionid=…
+			return
+		}
 		mcpHandler.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
@@ -338,9 +343,10 @@ func TestRelayURLSigV4(t *testing.T) {
 		args        []string
 		key         string
 	}{
-		{"inferred", "127/us-east-2", []string{"--sigv4"}, "AKID"},
-		{"service and region", "billing-mcp/ap-south-1", []string{"--aws-service", "billing-mcp", "--aws-region", "ap-south-1"}, "AKID"},
-		{"assumed role", "127/us-east-2", []string{"--assume-role-arn", "arn:aws:iam::123456789012:role/url-relay"}, "ASIA"},
+		{"inferred", "127/us-east-2", []string{"--url", srv.URL + "/mcp", "--sigv4"}, "AKID"},
+		{"service and region", "billing-mcp/ap-south-1", []string{"--url", srv.URL + "/mcp", "--aws-service", "billing-mcp", "--aws-region", "ap-south-1"}, "AKID"},
+		{"assumed role", "127/us-east-2", []string{"--url", srv.URL + "/mcp", "--assume-role-arn", "arn:aws:iam::123456789012:role/url-relay"}, "ASIA"},
+		{"legacy sse", "127/us-east-2", []string{"--url", srv.URL + "/sse", "--transport", "sse", "--sigv4"}, "AKID"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("AWS_REGION", "us-east-2")
@@ -348,7 +354,7 @@ func TestRelayURLSigV4(t *testing.T) {
 			scope = tc.scope
 			clear(seen)
 			mu.Unlock()
-			r := startRunRelay(t, append([]string{"--url", srv.URL + "/mcp"}, tc.args...)...)
+			r := startRunRelay(t, tc.args...)
 			if got := r.call(t, "echo", map[string]any{"text": "s"}); got != "signed echo: s" {
 				t.Errorf("echo = %q", got)
 			}
@@ -357,7 +363,7 @@ func TestRelayURLSigV4(t *testing.T) {
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			if seen["POST "+tc.key] < 3 {
+			if seen["POST "+tc.key] < 3 || tc.name == "legacy sse" && seen["GET "+tc.key] < 1 {
 				t.Errorf("signed requests %v, want POSTs signed by %s…", seen, tc.key)
 			}
 			for k := range seen {
