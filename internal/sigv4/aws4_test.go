@@ -137,6 +137,9 @@ func genRequest(rng *rand.Rand, i int) (method, rawURL, body, service, region st
 }
 
 func TestDifferentialAWS4(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs Node")
+	}
 	node := peers.Node(t)
 	aws4js := peers.AWS4(t)
 	const n = 60
