@@ -1,0 +1,59 @@
+package reqbody
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// blockingBody fails the test if it is read: a declared oversized body
+// must be refused unread.
+type blockingBody struct{ t *testing.T }
+
+func (b blockingBody) Read([]byte) (int, error) {
+	b.t.Error("the body was read")
+	return 0, io.EOF
+}
+func (blockingBody) Close() error { return nil }
+
+func TestRead(t *testing.T) {
+	// Declared over the limit: refused without a read.
+	r := httptest.NewRequest("POST", "/", nil)
+	r.Body, r.ContentLength = blockingBody{t}, 2<<20
+	_, err := Read(httptest.NewRecorder(), r, 1<<20)
+	var tooBig *http.MaxBytesError
+	if !errors.As(err, &tooBig) || tooBig.Limit != 1<<20 {
+		t.Fatalf("declared 2 MiB, limit 1 MiB: %v, want a MaxBytesError", err)
+	}
+	// Undeclared (chunked) over the limit: found while reading.
+	r = httptest.NewRequest("POST", "/", strings.NewReader(strings.Repeat("a", 1000)))
+	r.ContentLength = -1
+	if _, err := Read(httptest.NewRecorder(), r, 999); !errors.As(err, &tooBig) {
+		t.Fatalf("1000 bytes, limit 999: %v, want a MaxBytesError", err)
+	}
+	// A body larger than the first buffer grows it; one within it is read
+	// without growth.
+	for _, n := range []int{0, 10, initialCap - 1, initialCap, 3*initialCap + 7} {
+		body := strings.Repeat("b", n)
+		for _, declared := range []int64{int64(n), -1} {
+			r = httptest.NewRequest("POST", "/", strings.NewReader(body))
+			r.ContentLength = declared
+			got, err := Read(httptest.NewRecorder(), r, 1<<20)
+			if err != nil || string(got) != body {
+				t.Fatalf("%d bytes (declared %d): %d bytes, %v", n, declared, len(got), err)
+			}
+			if declared >= 0 && n < initialCap && cap(got) != n+1 {
+				t.Errorf("%d declared bytes: buffer of %d, want %d", n, cap(got), n+1)
+			}
+		}
+	}
+	// The first buffer is capped whatever the declared length.
+	r = httptest.NewRequest("POST", "/", strings.NewReader("short"))
+	r.ContentLength = 16 << 20
+	if got, err := Read(httptest.NewRecorder(), r, 16<<20); err != nil || cap(got) > initialCap {
+		t.Fatalf("5 of 16 MiB declared: %d-byte buffer, %v; want at most %d", cap(got), err, initialCap)
+	}
+}
