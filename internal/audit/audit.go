@@ -60,6 +60,16 @@ type Record struct {
 	Latency time.Duration
 	// Error describes a failure; "" omits the field.
 	Error string
+	// Upstream is how long the upstream server took to answer the call:
+	// from the request written to it to its response read back. Zero when
+	// no upstream answered (an error of Switchboard's own, a notification,
+	// a stream, a legacy SSE POST, which is answered on the stream). The
+	// time Switchboard added is Latency − Upstream. Not written to the log;
+	// it feeds the metrics.
+	Upstream time.Duration
+	// BytesOut counts the response body bytes written to the client. Not
+	// written to the log; it feeds the metrics.
+	BytesOut int64
 	// RequestBody and ResponseBody are written as the JSON strings
 	// "request_body" and "response_body" only when the Logger was built with
 	// LogBodies, and only when non-empty. Each is cut to MaxBodyBytes, after

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/internal/session"
@@ -89,6 +90,15 @@ func (c *routedCall) Poll() (*jsonrpc.Message, bool) {
 		m = c.rewrite(m)
 	}
 	return m, ended
+}
+
+// UpstreamTime is the member's call's (see upstream.Call.UpstreamTime):
+// how long the server took to answer; zero when it cannot tell.
+func (c *routedCall) UpstreamTime() time.Duration {
+	if t, ok := c.Call.(interface{ UpstreamTime() time.Duration }); ok {
+		return t.UpstreamTime()
+	}
+	return 0
 }
 
 // Abandon passes on to the member's call; the call is no longer tracked.

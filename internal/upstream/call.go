@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"sync/atomic"
+	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 )
@@ -27,10 +28,22 @@ type Call struct {
 	// detached is set once nobody reads q: related messages then go to the
 	// member's listen stream, and the response is dropped.
 	detached atomic.Bool
+
+	// sent is when the request was written to the server; took is how long
+	// its response took to come back, set by the reader before the response
+	// is queued (the queue orders it before Poll returns the response).
+	sent time.Time
+	took time.Duration
 }
 
 // Method returns the request's method.
 func (c *Call) Method() string { return c.method }
+
+// UpstreamTime returns how long the server took to answer: from the request
+// written to it to its response read back. It is valid once the response
+// has been taken (Poll or Next returned it); zero if the server never
+// answered (the call failed, was abandoned, or was answered by Switchboard).
+func (c *Call) UpstreamTime() time.Duration { return c.took }
 
 // LongLived reports whether the call is a subscription stream that has no
 // response deadline.

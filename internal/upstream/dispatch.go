@@ -3,6 +3,7 @@ package upstream
 import (
 	"bytes"
 	"encoding/json"
+	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/audit"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
@@ -47,6 +48,9 @@ func (u *Upstream) response(msg *jsonrpc.Message) {
 	}
 	if !c.internal {
 		msg.ID = c.clientID
+	}
+	if !c.sent.IsZero() {
+		c.took = time.Since(c.sent)
 	}
 	if c.detached.Load() {
 		c.q.Close()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 )
@@ -209,6 +210,7 @@ func (u *Upstream) call(ctx context.Context, m *Member, req *jsonrpc.Message) (*
 		}
 		m.calls[key] = c.id
 	}
+	c.sent = time.Now() // before pending holds it: the reader's response sees it
 	u.pending[c.id] = c
 	u.mu.Unlock()
 	out := &jsonrpc.Message{ID: jsonrpc.IntID(c.id), Method: req.Method, Params: params}

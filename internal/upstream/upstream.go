@@ -34,6 +34,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
@@ -165,6 +166,10 @@ type Upstream struct {
 	opts Options
 	log  *slog.Logger
 
+	// restarts counts the restarts scheduled after a connection ended
+	// unexpectedly (see Restarts).
+	restarts atomic.Uint64
+
 	// connecting counts connect goroutines (dialling, or waiting to redial);
 	// Close waits for them so no connection outlives it.
 	connecting sync.WaitGroup
@@ -254,6 +259,19 @@ func (u *Upstream) Members() int {
 	defer u.mu.Unlock()
 	return len(u.members)
 }
+
+// InFlight returns the number of requests sent to the server and not yet
+// answered.
+func (u *Upstream) InFlight() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return len(u.pending)
+}
+
+// Restarts returns how many times the connection was restarted after it
+// ended unexpectedly (a child that exited, a remote that hung up), since
+// the Upstream was made.
+func (u *Upstream) Restarts() uint64 { return u.restarts.Load() }
 
 func (u *Upstream) setState(s State) {
 	// mu held by caller
@@ -588,6 +606,7 @@ func (u *Upstream) failed(gen int, err error) {
 		c.fail(fail)
 	}
 	if restart {
+		u.restarts.Add(1)
 		u.log.Warn("upstream ended; restarting", "err", err, "attempt", u.attempts, "delay", delay)
 		u.connecting.Add(1)
 		t := time.AfterFunc(delay, func() { u.connect(gen + 1) })
