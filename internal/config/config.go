@@ -116,6 +116,12 @@ type Config struct {
 	// Log configures the operational log (`log`).
 	Log Log
 
+	// Metrics configures the Prometheus endpoint, /metrics (`metrics`).
+	Metrics Metrics
+
+	// UI configures the status page, /ui (`ui`).
+	UI UI
+
 	// Destinations holds the upstream servers by name (`destinations`).
 	Destinations map[string]*Destination
 
@@ -183,6 +189,35 @@ type Log struct {
 	// directory. Default "": standard error. The environment variable
 	// LOG_FILE (relative to the working directory) replaces it when set.
 	File string
+}
+
+// Metrics configures the Prometheus metrics served at /metrics on the
+// listener, behind the same Host and Origin guard as every route. Changes
+// take effect on reload.
+type Metrics struct {
+	// Enabled serves /metrics (`enabled`). Default true: the listener is
+	// loopback unless `listen` says otherwise, and the metrics carry no
+	// session ids, arguments or secrets. false answers 404.
+	Enabled bool
+
+	// ToolLabels is how many tool names per destination get a series of
+	// their own in switchboard_mcp_tool_calls_total (`tool_labels`). A name
+	// is admitted by the first call to it that succeeds, so clients calling
+	// made-up names cannot fill the set; once N are admitted, every other
+	// name counts as "other". Default 0: no per-tool series (tools/call is
+	// still counted by destination). At most MaxToolLabels.
+	ToolLabels int
+}
+
+// MaxToolLabels bounds Metrics.ToolLabels.
+const MaxToolLabels = 1000
+
+// UI configures the live status page served at /ui on the listener
+// (read-only; behind the same Host and Origin guard as every route).
+type UI struct {
+	// Enabled serves /ui and /ui/status.json (`enabled`). Default true;
+	// false answers 404. Changes take effect on reload.
+	Enabled bool
 }
 
 // Destination is one upstream MCP server, served under /{Name}/.
@@ -403,6 +438,8 @@ func defaultConfig() *Config {
 			RetryMax:   DefaultRetryMax,
 		},
 		Log:          Log{Level: DefaultLogLevel},
+		Metrics:      Metrics{Enabled: true},
+		UI:           UI{Enabled: true},
 		Destinations: map[string]*Destination{},
 		Namespaces:   map[string]*Namespace{},
 		Groups:       map[string]*Group{},

@@ -98,6 +98,11 @@ var expectedErrors = []struct {
 	{"name_too_long.bad.yaml", `invalid name: want 1 to 64 letters`},
 	{"name_reserved.bad.yaml", `destinations.metrics: name "metrics" is reserved`},
 	{"negative_timeout.bad.yaml", `:1: timeout: must not be negative`},
+	{"metrics_tool_labels_negative.bad.yaml", `:2: metrics.tool_labels: must not be negative`},
+	{"metrics_tool_labels_large.bad.yaml", `:3: metrics.tool_labels: 5000 is more than 1000`},
+	{"metrics_enabled.bad.yaml", `:2: metrics.enabled:`},
+	{"metrics_unknown_key.bad.yaml", `:2: metrics: unknown key "path"`},
+	{"ui_unknown_key.bad.yaml", `:3: ui: unknown key "theme"`},
 	{"negative_dest_timeout.bad.yaml", `:5: destinations.github: timeout must not be negative`},
 	{"negative_keep_alive.bad.yaml", `keep_alive: must not be negative`},
 	{"negative_child_idle.bad.yaml", `session_child_idle_timeout: must not be negative`},
@@ -226,6 +231,8 @@ func TestFullConfig(t *testing.T) {
 		Restart:                 Restart{Delays: []time.Duration{250 * time.Millisecond, time.Second}, MaxAttempts: 5, RetryAfter: 5 * time.Second, RetryMax: time.Minute},
 		Audit:                   Audit{Path: filepath.Join("testdata", "audit.jsonl"), LogBodies: true},
 		Log:                     Log{Level: "debug", File: "/var/log/switchboard.log"},
+		Metrics:                 Metrics{Enabled: true, ToolLabels: 50},
+		UI:                      UI{Enabled: false},
 		Destinations: map[string]*Destination{
 			"github": {
 				Name: "github", Type: TypeStreamableHTTP, URL: "https://api.githubcopilot.com/mcp",

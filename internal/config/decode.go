@@ -195,6 +195,26 @@ func (d *decoder) decodeNative(root *yaml.Node, c *Config, dir string, readFile 
 					d.unknown(path, key)
 				}
 			})
+		case "metrics":
+			d.each(v, path, func(key string, v *yaml.Node, path string) {
+				switch key {
+				case "enabled":
+					d.setBool(&c.Metrics.Enabled, v, path)
+				case "tool_labels":
+					d.setInt(&c.Metrics.ToolLabels, v, path)
+				default:
+					d.unknown(path, key)
+				}
+			})
+		case "ui":
+			d.each(v, path, func(key string, v *yaml.Node, path string) {
+				switch key {
+				case "enabled":
+					d.setBool(&c.UI.Enabled, v, path)
+				default:
+					d.unknown(path, key)
+				}
+			})
 		case "destinations", "namespaces", "groups":
 			later = append(later, pair{key, path, v})
 		default:

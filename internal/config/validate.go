@@ -75,6 +75,12 @@ func (d *decoder) validateGlobal(c *Config) {
 			d.errorAt(index("restart.delays", i), index("restart.delays", i), "must not be negative")
 		}
 	}
+	switch n := c.Metrics.ToolLabels; {
+	case n < 0:
+		d.errorAt("metrics.tool_labels", "metrics.tool_labels", "must not be negative")
+	case n > MaxToolLabels:
+		d.errorAt("metrics.tool_labels", "metrics.tool_labels", "%d is more than %d: each name is a series per outcome; keep the cap small", n, MaxToolLabels)
+	}
 	if c.Restart.MaxAttempts < 0 {
 		d.errorAt("restart.max_attempts", "restart.max_attempts", "must not be negative")
 	}
