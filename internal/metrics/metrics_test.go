@@ -1,0 +1,144 @@
+package metrics
+
+import (
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+
+	"github.com/switchboard-mcp/switchboard/internal/audit"
+)
+
+func call(dest, method, tool string, status int, errMsg string, total, up time.Duration) *audit.Record {
+	body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":{"name":"` + tool + `"}}`
+	return &audit.Record{Destination: dest, HTTPMethod: "POST", MCPMethod: method, RPCID: json.RawMessage("1"),
+		Status: status, Error: errMsg, Latency: total, Upstream: up, RequestBody: []byte(body), BytesOut: 10}
+}
+
+func TestMetricsObserve(t *testing.T) {
+	m := New(Options{ToolLabels: 2, Version: "test", Status: func() Status {
+		return Status{Destinations: []Destination{{Name: "a", Type: "stdio", State: "ready", Sessions: 2, Restarts: 3}},
+			Reloads: 1, LastReloadOK: true, LastReload: time.Unix(100, 0), ConfigLoaded: time.Unix(100, 0)}
+	}})
+	m.Observe(call("a", "tools/call", "echo", 200, "", 3*time.Millisecond, 2*time.Millisecond))
+	m.Observe(call("a", "tools/call", "echo", 200, "", 3*time.Millisecond, 2*time.Millisecond))
+	m.Observe(call("a", "tools/call", "nope", 200, "unknown tool", 3*time.Millisecond, 2*time.Millisecond)) // not admitted: failed
+	m.Observe(call("a", "tools/call", "add", 200, "", time.Millisecond, time.Millisecond/2))
+	m.Observe(call("a", "tools/call", "third", 200, "", time.Millisecond, time.Millisecond/2)) // over the cap
+	m.Observe(call("a", "x/custom", "", 200, "Method not found", time.Millisecond, time.Millisecond/2))
+	m.Observe(call("a", "tools/list", "", 503, "upstream a: down", time.Millisecond, 0))
+	m.Observe(&audit.Record{Destination: "a", HTTPMethod: "GET", Status: 200})
+	m.Observe(&audit.Record{Destination: "a", HTTPMethod: "POST", MCPMethod: "notifications/initialized", Status: 202})
+
+	for _, c := range []struct {
+		labels []string
+		want   float64
+	}{
+		{[]string{"a", "tools/call", "ok"}, 4},
+		{[]string{"a", "tools/call", "error"}, 1},
+		{[]string{"a", "other", "error"}, 1},
+		{[]string{"a", "tools/list", "unavailable"}, 1},
+		{[]string{"a", "notifications/initialized", "ok"}, 1},
+	} {
+		if got := testutil.ToFloat64(m.mcpRequests.WithLabelValues(c.labels...)); got != c.want {
+			t.Errorf("mcp_requests_total%v = %v; want %v", c.labels, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		tool, outcome string
+		want          float64
+	}{{"echo", "ok", 2}, {"add", "ok", 1}, {"other", "ok", 1}, {"other", "error", 1}} {
+		if got := testutil.ToFloat64(m.toolCalls.WithLabelValues("a", c.tool, c.outcome)); got != c.want {
+			t.Errorf("tool_calls_total{%s,%s} = %v; want %v", c.tool, c.outcome, got, c.want)
+		}
+	}
+	if got := testutil.ToFloat64(m.httpRequests.WithLabelValues("a", "POST", "200")); got != 6 {
+		t.Errorf("http_requests_total{POST,200} = %v; want 6", got)
+	}
+	text := scrape(t, m)
+	for _, want := range []string{
+		`switchboard_mcp_request_duration_seconds_count{destination="a",method="tools/call"} 5`,
+		`switchboard_mcp_request_duration_seconds_count{destination="a",method="tools/list"} 1`,
+		`switchboard_mcp_upstream_duration_seconds_count{destination="a",method="tools/call"} 5`,
+		`switchboard_mcp_gateway_added_duration_seconds_count{destination="a"} 6`,
+		`switchboard_mcp_gateway_added_duration_seconds_sum{destination="a"} 0.0045`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("missing %s in\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, `upstream_duration_seconds_count{destination="a",method="tools/list"}`) {
+		t.Errorf("an answer without a server has an upstream time:\n%s", text)
+	}
+	problems, err := promlint.New(strings.NewReader(text)).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+	}
+	state := text
+	for _, want := range []string{
+		`switchboard_destination_state{destination="a",state="ready"} 1`,
+		`switchboard_destination_state{destination="a",state="failed"} 0`,
+		`switchboard_upstream_restarts_total{destination="a"} 3`,
+		`switchboard_sessions{destination="a"} 2`,
+	} {
+		if !strings.Contains(state, want) {
+			t.Errorf("missing %s in\n%s", want, state)
+		}
+	}
+}
+
+// TestMetricsObserveAllocs: observing a request allocates nothing once its
+// series exist (tool labels off).
+func TestMetricsObserveAllocs(t *testing.T) {
+	m := New(Options{})
+	r := call("a", "tools/call", "echo", 200, "", 3*time.Millisecond, 2*time.Millisecond)
+	m.Observe(r)
+	if n := testing.AllocsPerRun(1000, func() { m.Observe(r) }); n != 0 {
+		t.Errorf("Observe allocates %v times per request; want 0", n)
+	}
+}
+
+// scrape returns what the handler serves.
+func scrape(t *testing.T, m *Metrics) string {
+	t.Helper()
+	rr := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rr, httptest.NewRequest("GET", "/metrics", nil))
+	if rr.Code != 200 {
+		t.Fatalf("GET /metrics: %d %s", rr.Code, rr.Body)
+	}
+	return rr.Body.String()
+}
+
+func TestMetricsNil(t *testing.T) {
+	var m *Metrics
+	m.Observe(&audit.Record{})
+	m.RequestStarted()
+	m.RequestDone()
+	m.StreamOpened("a")
+	m.StreamClosed("a")
+	m.QueueDropped("a")
+	m.SetToolLabels(3)
+}
+
+func TestOutcome(t *testing.T) {
+	for _, c := range []struct {
+		status int
+		err    string
+		want   string
+	}{
+		{200, "", OutcomeOK}, {202, "", OutcomeOK}, {200, "boom", OutcomeError}, {400, "bad", OutcomeRejected},
+		{404, "", OutcomeRejected}, {499, "", OutcomeCancelled}, {502, "", OutcomeUnavailable},
+		{503, "", OutcomeUnavailable}, {504, "", OutcomeTimeout}, {500, "", OutcomeInternal},
+	} {
+		if got := Outcome(&audit.Record{Status: c.status, Error: c.err}); got != c.want {
+			t.Errorf("Outcome(%d, %q) = %s; want %s", c.status, c.err, got, c.want)
+		}
+	}
+}
