@@ -98,6 +98,19 @@ type reaperClient struct {
 	started func(pid int, err error) // guarded by mu: test hook, called after each reaper start
 }
 
+// prepare starts the reaper, if it is enabled and not running, before a
+// child is: register then needs one write right after the fork, instead
+// of a re-exec of the binary during which a child (and its children)
+// would already run unregistered, out of reach of a SIGKILL of
+// Switchboard.
+func (c *reaperClient) prepare() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.enabled && c.w == nil {
+		_ = c.start() // on failure register tries again; Close and Pdeathsig still apply
+	}
+}
+
 // register tells the reaper about a new child's process group.
 func (c *reaperClient) register(pgid int) {
 	c.mu.Lock()
