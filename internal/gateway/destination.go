@@ -62,6 +62,9 @@ type destination struct {
 	// releasing counts release calls closing a private upstream; Close
 	// waits for them (Add only under mu while !closed).
 	releasing sync.WaitGroup
+	// retiredRestarts sums the restarts of the private upstreams released
+	// (see restarts); guarded by mu.
+	retiredRestarts uint64
 }
 
 func newDestination(cfg *config.Destination, global *config.Config, log *slog.Logger) *destination {
@@ -232,6 +235,7 @@ func (d *destination) release(up *upstream.Upstream) {
 	_ = up.Close(ctx)
 	d.mu.Lock()
 	delete(d.private, up)
+	d.retiredRestarts += up.Restarts()
 	d.mu.Unlock()
 }
 

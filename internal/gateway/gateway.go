@@ -30,6 +30,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/audit"
 	"github.com/switchboard-mcp/switchboard/internal/config"
+	"github.com/switchboard-mcp/switchboard/internal/metrics"
 	"github.com/switchboard-mcp/switchboard/internal/reqbody"
 	"github.com/switchboard-mcp/switchboard/internal/router"
 	"github.com/switchboard-mcp/switchboard/internal/session"
@@ -46,6 +47,10 @@ type Gateway struct {
 	sessions *session.Table
 	done     chan struct{} // closed when shutdown begins: streams end
 	closers  []io.Closer
+	// metrics are observed from every audit record (observe.go); they
+	// exist whether or not the config enables /metrics, so a reload can
+	// turn it on.
+	metrics *metrics.Metrics
 
 	// cur is what requests see: replaced whole by a reload (reload.go).
 	cur atomic.Pointer[state]
@@ -64,6 +69,10 @@ type Gateway struct {
 	lastReload reloadStatus
 	retiring   sync.WaitGroup // destinations replaced by a reload, still closing
 	stopped    bool           // stopAll has begun: reloads are refused
+
+	// reloadsOK and reloadsFailed count reloads applied and rejected
+	// (guarded by reloadMu).
+	reloadsOK, reloadsFailed uint64
 }
 
 // state is one generation of the configuration, as requests see it. It is
@@ -139,8 +148,10 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		aw = w
 	}
 	g.audit = audit.New(aw, audit.Options{LogBodies: cfg.Audit.LogBodies, Redact: red})
+	g.metrics = metrics.New(metrics.Options{ToolLabels: cfg.Metrics.ToolLabels, Status: g.metricsStatus, Version: buildVersion()})
 	g.sessions = &session.Table{Max: cfg.MaxSessions, Idle: cfg.SessionIdleTimeout,
 		OnDrop: func(s *session.Session) {
+			g.metrics.QueueDropped(s.Dest)
 			g.log.Warn("listen stream queue full; message dropped", "destination", s.Dest, "session", s.ID)
 		},
 		// The id in full would let a log reader take over a live session;
@@ -235,8 +246,9 @@ func (g *Gateway) legacyFront(cfg *config.Config, name string, d *destination, d
 // Handler returns the gateway's HTTP handler: guard, audit, routes.
 func (g *Gateway) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", g.healthz) // HEAD too; other methods 405 with Allow
-	mux.HandleFunc("GET /health", g.health)   // the seeds' liveness probe (health.go); HEAD too, others 405
+	mux.HandleFunc("GET /healthz", g.healthz)      // HEAD too; other methods 405 with Allow
+	mux.HandleFunc("GET /health", g.health)        // the seeds' liveness probe (health.go); HEAD too, others 405
+	mux.HandleFunc("GET /metrics", g.serveMetrics) // Prometheus (observe.go); 404 when metrics are off
 	mux.HandleFunc("/{dest}/{endpoint}", func(w http.ResponseWriter, r *http.Request) {
 		h := g.state().fronts[r.PathValue("dest")+"/"+r.PathValue("endpoint")]
 		if h == nil {
@@ -254,30 +266,42 @@ func (g *Gateway) Handler() http.Handler {
 // (for a stream, when it closes).
 func (g *Gateway) audited(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/healthz" || r.URL.Path == "/health" {
+		if unaudited(r.URL.Path) {
 			next.ServeHTTP(w, r)
 			return
 		}
 		start := time.Now()
 		rec := &audit.Record{Time: start, SourceIP: audit.SourceIP(r), HTTPMethod: r.Method, Path: r.URL.Path}
 		sw := &statusWriter{ResponseWriter: w, rec: rec}
+		if g.state().cfg.Metrics.Enabled {
+			sw.m = g.metrics
+		}
 		ctx := withClientHeader(audit.WithRecord(r.Context(), rec), r.Header)
+		sw.m.RequestStarted()
 		next.ServeHTTP(sw, r.WithContext(ctx))
+		sw.m.RequestDone()
+		sw.endStream()
 		rec.Status = sw.status
 		if rec.Status == 0 {
 			rec.Status = http.StatusOK
 		}
 		rec.Latency = time.Since(start)
 		g.audit.Log(rec)
+		g.observe(rec)
 	})
 }
 
-// statusWriter records the status code; Unwrap keeps http.ResponseController
-// (flushing) working through it.
+// statusWriter records the status code and the bytes written, and counts
+// event streams in the metrics (m, nil when they are off); Unwrap keeps
+// http.ResponseController (flushing) working through it.
 type statusWriter struct {
 	http.ResponseWriter
 	status int
 	rec    *audit.Record
+
+	m          *metrics.Metrics
+	stream     bool   // the answer is an event stream, counted open in m
+	streamDest string // its destination label
 }
 
 // Record gives the fronts' error writer the request's audit record.
@@ -286,6 +310,7 @@ func (w *statusWriter) Record() *audit.Record { return w.rec }
 func (w *statusWriter) WriteHeader(code int) {
 	if w.status == 0 {
 		w.status = code
+		w.noteStream()
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
@@ -293,8 +318,11 @@ func (w *statusWriter) WriteHeader(code int) {
 func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
+		w.noteStream()
 	}
-	return w.ResponseWriter.Write(b)
+	n, err := w.ResponseWriter.Write(b)
+	w.rec.BytesOut += int64(n)
+	return n, err
 }
 
 func (w *statusWriter) Flush() {

@@ -109,6 +109,8 @@ func (g *Gateway) Reload(cfg *config.Config) {
 	g.sessions.SetLimits(cfg.MaxSessions, cfg.SessionIdleTimeout)
 	g.cur.Store(st)
 	g.lastReload = reloadStatus{Time: st.loadedAt, OK: true}
+	g.reloadsOK++
+	g.metrics.SetToolLabels(cfg.Metrics.ToolLabels)
 
 	var added, changed, removed, kept []string
 	for name, d := range st.dests {
@@ -149,6 +151,7 @@ func (g *Gateway) Reload(cfg *config.Config) {
 func (g *Gateway) reloadFailed(err error) {
 	g.reloadMu.Lock()
 	g.lastReload = reloadStatus{Time: time.Now(), OK: false, Error: err.Error()}
+	g.reloadsFailed++
 	g.reloadMu.Unlock()
 	g.log.Error("config reload rejected; the running config keeps serving", "err", err)
 }

@@ -1,0 +1,149 @@
+package gateway
+
+import (
+	"context"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/switchboard-mcp/switchboard/internal/audit"
+	"github.com/switchboard-mcp/switchboard/internal/metrics"
+	"github.com/switchboard-mcp/switchboard/internal/upstream"
+)
+
+// Observability: /metrics (internal/metrics) and the status page /ui
+// (internal/statusui). Both are fed from the one audit record each request
+// gets (audited, gateway.go) and from the structures /healthz reads, read
+// when they are asked; neither instruments the data path.
+
+// unaudited reports the gateway's own read-only routes: probes, scrapes and
+// the status page poll often and are not MCP traffic, so they get neither
+// an audit line nor metrics.
+func unaudited(path string) bool {
+	switch path {
+	case "/healthz", "/health", "/metrics", "/ui":
+		return true
+	}
+	return strings.HasPrefix(path, "/ui/")
+}
+
+// observe hands a finished request's record to the metrics and the status
+// page, as the current config enables them.
+func (g *Gateway) observe(rec *audit.Record) {
+	cfg := g.state().cfg
+	if cfg.Metrics.Enabled {
+		g.metrics.Observe(rec)
+	}
+}
+
+// serveMetrics serves /metrics when metrics are enabled (404 otherwise).
+func (g *Gateway) serveMetrics(w http.ResponseWriter, r *http.Request) {
+	if !g.state().cfg.Metrics.Enabled {
+		http.NotFound(w, r)
+		return
+	}
+	g.metrics.Handler().ServeHTTP(w, r)
+}
+
+// metricsStatus is the gateway's state for a scrape (metrics.Options.Status).
+func (g *Gateway) metricsStatus() metrics.Status {
+	cur := g.state()
+	g.reloadMu.Lock()
+	last, ok, failed := g.lastReload, g.reloadsOK, g.reloadsFailed
+	g.reloadMu.Unlock()
+	st := metrics.Status{Reloads: ok, ReloadFailures: failed, LastReloadOK: last.OK, LastReload: last.Time,
+		ConfigLoaded: cur.loadedAt, AuditWriteErrors: g.audit.WriteErrors()}
+	st.Destinations = g.destinationStatus(cur)
+	return st
+}
+
+// destinationStatus reads every destination's state, as /healthz does
+// (remote probes concurrently; each is cached for a few seconds).
+func (g *Gateway) destinationStatus(cur *state) []metrics.Destination {
+	names := make([]string, 0, len(cur.dests))
+	for n := range cur.dests {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	out := make([]metrics.Destination, len(names))
+	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i, n := range names {
+		wg.Go(func() {
+			d := cur.dests[n]
+			st, _ := d.State(ctx)
+			members, children := d.usage()
+			out[i] = metrics.Destination{Name: n, Type: cur.cfg.Destinations[n].Type, State: st,
+				Sessions: g.sessions.Count(n), Members: members, Children: children,
+				InFlight: d.inFlight(), Restarts: d.restarts()}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// upstreams returns every upstream of the destination: shared, modern and
+// per-session ones.
+func (d *destination) upstreams() []*upstream.Upstream {
+	var ups []*upstream.Upstream
+	for _, up := range []*upstream.Upstream{d.shared, d.modern} {
+		if up != nil {
+			ups = append(ups, up)
+		}
+	}
+	d.mu.Lock()
+	for up := range d.private {
+		ups = append(ups, up)
+	}
+	d.mu.Unlock()
+	return ups
+}
+
+// inFlight counts the requests sent to the destination's servers and not
+// answered yet.
+func (d *destination) inFlight() int {
+	n := 0
+	for _, up := range d.upstreams() {
+		n += up.InFlight()
+	}
+	return n
+}
+
+// restarts counts the destination's connections restarted after an
+// unexpected end, those of per-session upstreams since released included.
+func (d *destination) restarts() uint64 {
+	var n uint64
+	for _, up := range []*upstream.Upstream{d.shared, d.modern} {
+		if up != nil {
+			n += up.Restarts()
+		}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n += d.retiredRestarts // one lock with private: a release is counted once
+	for up := range d.private {
+		n += up.Restarts()
+	}
+	return n
+}
+
+// noteStream counts an answer that is an event stream in
+// switchboard_open_streams, when the headers are written.
+func (w *statusWriter) noteStream() {
+	if w.m == nil || w.stream {
+		return
+	}
+	if ct := w.ResponseWriter.Header().Get("Content-Type"); strings.HasPrefix(ct, "text/event-stream") {
+		w.stream, w.streamDest = true, w.rec.Destination
+		w.m.StreamOpened(w.streamDest)
+	}
+}
+
+// endStream uncounts what noteStream counted; the request has ended.
+func (w *statusWriter) endStream() {
+	if w.stream {
+		w.m.StreamClosed(w.streamDest)
+	}
+}
