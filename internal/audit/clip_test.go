@@ -98,3 +98,27 @@ func TestRedactorUEscapedForms(t *testing.T) {
 		t.Fatalf("the Python form decodes to %q, %v", v.Token, err)
 	}
 }
+
+func TestWordCut(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"hello world", 8, "hello "},
+		{"hello world", 6, "hello "},
+		{"hello world", 5, "hello"},
+		{`{"token":"abcdef"}`, 14, `{"token":"`},
+		{"averylongword", 5, ""},
+		{"ab ćććć", 6, "ab "},
+		{"ab ćććć", 3, "ab "},
+	} {
+		if got := tc.s[:WordCut(tc.s, tc.n)]; got != tc.want {
+			t.Errorf("WordCut(%q, %d) keeps %q, want %q", tc.s, tc.n, got, tc.want)
+		}
+		if got := string([]byte(tc.s)[:WordCut([]byte(tc.s), tc.n)]); got != tc.want {
+			t.Errorf("WordCut([]byte(%q), %d) keeps %q, want %q", tc.s, tc.n, got, tc.want)
+		}
+	}
+}

@@ -46,8 +46,8 @@ type redactorSet struct {
 	// text without "\u" (most) is not scanned for the second kind.
 	plain, escaped       []string
 	plainRaw, escapedRaw [][]byte
-	rep     *strings.Replacer
-	maxLen  int // length of the longest secret
+	rep                  *strings.Replacer
+	maxLen               int // length of the longest secret
 }
 
 // NewRedactor returns a Redactor for the given secret values. Values shorter
@@ -423,4 +423,29 @@ func byteSlice(x any) ([]byte, bool) {
 		return reflect.ValueOf(x).Bytes(), true
 	}
 	return nil, false
+}
+
+// WordCut returns where to cut s to keep at most n bytes of it without
+// splitting a word: a run of bytes other than white space, quotes and the
+// punctuation that delimits tokens (, ; ( ) [ ] { } < >). It is for text
+// that is cut before a Redactor sees it whole (an error message built
+// from a remote's answer, a line stored cut): a secret the cut would
+// split is dropped whole rather than leaving its prefix. The result is on
+// a rune boundary; it is 0 when s starts with a word longer than n.
+func WordCut[T ~string | ~[]byte](s T, n int) int {
+	if len(s) <= n {
+		return len(s)
+	}
+	cut := max(n, 0)
+	for cut > 0 && isWordByte(s[cut-1]) && isWordByte(s[cut]) {
+		cut--
+	}
+	return cut
+}
+
+func isWordByte(c byte) bool {
+	if c >= utf8.RuneSelf {
+		return true
+	}
+	return c > ' ' && strings.IndexByte("\"'`,;()[]{}<>", c) < 0
 }

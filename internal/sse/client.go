@@ -752,7 +752,8 @@ func bodyDetail(resp *http.Response) string {
 }
 
 // OneLine returns the first line of s, trimmed, without control
-// characters and cut to 200 bytes, for an error or log message.
+// characters and cut to at most 200 bytes (between words), for an error
+// or log message.
 func OneLine(s string) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
 	s = strings.Map(func(r rune) rune {
@@ -762,7 +763,9 @@ func OneLine(s string) string {
 		return r
 	}, s)
 	if len(s) > 200 {
-		s = s[:200] + "…"
+		// Never inside a word: this text is redacted only after the
+		// cut, and a secret cut in two would show its prefix.
+		s = strings.TrimRight(s[:audit.WordCut(s, 200)], " ") + "…"
 	}
 	return s
 }

@@ -238,6 +238,26 @@ func TestTailKeepsLastLinesClipped(t *testing.T) {
 	}
 }
 
+// A stderr line kept cut (tailKeep) is cut between words: a secret the cut
+// went through is not redacted later, and redacting the ones before it
+// (each shorter once replaced) would bring its prefix into what is shown.
+func TestTailCutKeepsNoSecretPrefix(t *testing.T) {
+	secret := "sk-" + strings.Repeat("T", 97) // 100 bytes
+	redact := func(s string) string { return strings.ReplaceAll(s, secret, "[REDACTED]") }
+	line := strings.Repeat(secret, 10) + " " + secret // the last one straddles byte 1024
+	var tl tail
+	tl.add([]byte(line))
+	got := tl.lines(redact)
+	if len(got) != 1 || strings.Contains(got[0], "sk-") || !strings.HasPrefix(got[0], "[REDACTED]") {
+		t.Fatalf("tail shows %q, want the secrets redacted and no prefix of the cut one", got)
+	}
+	var one tail
+	one.add([]byte(strings.Repeat("w", 2*tailKeep)))
+	if got := one.lines(nil); len(got) != 1 || got[0] != "…" {
+		t.Fatalf("one word longer than tailKeep: %q, want the cut mark", got)
+	}
+}
+
 func TestLineLimitBudget(t *testing.T) {
 	h := newCount()
 	log := slog.New(h)

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/switchboard-mcp/switchboard/internal/audit"
 )
 
 // Bounds of the stderr tail kept for error messages.
@@ -24,10 +26,15 @@ type tail struct {
 	n     int               // guarded by mu: lines held, up to tailLines
 }
 
-// add keeps the first tailKeep bytes of line.
+// add keeps the first tailKeep bytes of line, cut between words: a
+// secret the cut went through would not be redacted later, and redaction
+// before it could shift its prefix into what is shown.
 func (t *tail) add(line []byte) {
 	if len(line) > tailKeep {
-		line = line[:tailKeep]
+		line = line[:audit.WordCut(line, tailKeep)]
+		if len(line) == 0 {
+			line = []byte("…")
+		}
 	}
 	t.mu.Lock()
 	t.slots[t.next] = append(t.slots[t.next][:0], line...)
