@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -20,16 +22,32 @@ import (
 
 // BenchmarkEcho measures the whole path of a tools/call: HTTP in, session,
 // upstream multiplexer, a stdio child (the test binary's own server) and
-// back, for one session and for many sessions sharing one process. It is
-// the in-repo companion of ../shared/bench (which compares with the peers
-// and the direct-stdio ceiling); use it with -cpuprofile to find hot spots:
+// back. It is the in-repo companion of ../shared/bench (which compares with
+// the peers and the direct-stdio ceiling); use it with -cpuprofile to find
+// hot spots, -trace to count goroutine hand-offs:
 //
-//	go test -run '^$' -bench Echo -benchtime 3s -cpuprofile cpu.out ./internal/gateway/
+//	go test -run '^$' -bench Echo -benchmem -benchtime 3s -cpuprofile cpu.out ./internal/gateway/
+//
+// c1 is one call in flight on one kept-alive connection, the harness's
+// "echo 64 B, c1 s1" setting, driven by a raw HTTP/1.1 client that
+// allocates nothing per call: its allocs/op and profile are the gateway's
+// own. The parallel cases run about 16 calls in flight through net/http's
+// client (whose allocations are counted too), for one session and for many
+// sessions sharing one process or each owning one.
 func BenchmarkEcho(b *testing.B) {
-	exe, err := os.Executable()
-	if err != nil {
-		b.Fatal(err)
-	}
+	b.Run("c1", func(b *testing.B) {
+		url := benchGateway(b, "shared")
+		c := benchInit(b, &http.Client{}, url)
+		rc := dialRaw(b, url, c)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			resp := rc.call(b, int64(i+1))
+			if !bytes.Contains(resp, rc.want) {
+				b.Fatalf("unexpected answer %s", resp)
+			}
+		}
+	})
 	for _, bc := range []struct {
 		name      string
 		isolation string
@@ -40,37 +58,7 @@ func BenchmarkEcho(b *testing.B) {
 		{"session/16-sessions", "session", 16},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			yaml := fmt.Sprintf(`listen: 127.0.0.1:0
-max_sessions: 100
-destinations:
-  d:
-    type: stdio
-    command: [%q]
-    isolation: %s
-    env: {%s: plain, GORACE: atexit_sleep_ms=0}
-`, exe, bc.isolation, "SWITCHBOARD_TEST_SERVER")
-			cfg, err := config.Parse([]byte(yaml), "bench.yaml")
-			if err != nil {
-				b.Fatal(err)
-			}
-			g, err := gateway.New(cfg, gateway.Options{Logger: slog.New(slog.DiscardHandler), AuditWriter: io.Discard})
-			if err != nil {
-				b.Fatal(err)
-			}
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				b.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			served := make(chan error, 1)
-			go func() { served <- g.Serve(ctx, ln) }()
-			defer func() {
-				b.StopTimer() // shutdown is not what is measured
-				cancel()
-				<-served
-			}()
-
-			url := "http://" + ln.Addr().String() + "/d/mcp"
+			url := benchGateway(b, bc.isolation)
 			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 			ids := make([]string, bc.sessions)
 			for i := range ids {
@@ -79,6 +67,7 @@ destinations:
 			var next, rid atomic.Int64
 			// About 16 calls in flight, as the shared harness runs them.
 			b.SetParallelism(max(1, 16/runtime.GOMAXPROCS(0)))
+			b.ReportAllocs()
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				sid := ids[int(next.Add(1))%len(ids)]
@@ -94,6 +83,126 @@ destinations:
 			})
 		})
 	}
+}
+
+// benchGateway serves a gateway with one stdio destination d (the test
+// binary's own server) until the benchmark ends, and returns its /d/mcp URL.
+func benchGateway(b *testing.B, isolation string) string {
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	yaml := fmt.Sprintf(`listen: 127.0.0.1:0
+max_sessions: 100
+destinations:
+  d:
+    type: stdio
+    command: [%q]
+    isolation: %s
+    env: {%s: plain, GORACE: atexit_sleep_ms=0}
+`, exe, isolation, "SWITCHBOARD_TEST_SERVER")
+	cfg, err := config.Parse([]byte(yaml), "bench.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	g, err := gateway.New(cfg, gateway.Options{Logger: slog.New(slog.DiscardHandler), AuditWriter: io.Discard})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- g.Serve(ctx, ln) }()
+	b.Cleanup(func() {
+		b.StopTimer() // shutdown is not what is measured
+		cancel()
+		<-served
+	})
+	return "http://" + ln.Addr().String() + "/d/mcp"
+}
+
+// rawClient speaks HTTP/1.1 on one kept-alive connection with buffers it
+// reuses, so that a benchmark's allocations are the server's. It reads
+// only answers with a Content-Length (JSON), which is what a tools/call
+// echo gets.
+type rawClient struct {
+	conn      net.Conn
+	br        *bufio.Reader
+	head      []byte // the request up to the Content-Length value
+	req, body []byte // reused
+	text      string // the echo text, 64 bytes as in the harness
+	want      []byte // the text as it comes back
+}
+
+func dialRaw(b *testing.B, url, sid string) *rawClient {
+	host := strings.TrimPrefix(url, "http://")
+	host, path, _ := strings.Cut(host, "/")
+	conn, err := net.Dial("tcp", host)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { conn.Close() })
+	text := strings.Repeat("0123456789abcdef", 4)
+	return &rawClient{
+		conn: conn, br: bufio.NewReaderSize(conn, 64<<10),
+		head: []byte("POST /" + path + " HTTP/1.1\r\nHost: " + host + "\r\nUser-Agent: bench\r\n" +
+			"Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n" +
+			"Mcp-Session-Id: " + sid + "\r\nMcp-Protocol-Version: 2025-06-18\r\nContent-Length: "),
+		text: text, want: []byte(`"` + text + `"`),
+	}
+}
+
+// call sends a tools/call of echo with id and returns the answer's body,
+// valid until the next call.
+func (c *rawClient) call(b *testing.B, id int64) []byte {
+	c.body = append(c.body[:0], `{"jsonrpc":"2.0","id":`...)
+	c.body = strconv.AppendInt(c.body, id, 10)
+	c.body = append(c.body, `,"method":"tools/call","params":{"name":"echo","arguments":{"text":"`...)
+	c.body = append(c.body, c.text...)
+	c.body = append(c.body, `"}}}`...)
+	c.req = append(c.req[:0], c.head...)
+	c.req = strconv.AppendInt(c.req, int64(len(c.body)), 10)
+	c.req = append(c.req, "\r\n\r\n"...)
+	c.req = append(c.req, c.body...)
+	if _, err := c.conn.Write(c.req); err != nil {
+		b.Fatal(err)
+	}
+	status, err := c.br.ReadSlice('\n')
+	if err != nil {
+		b.Fatal(err)
+	}
+	if !bytes.HasPrefix(status, []byte("HTTP/1.1 200 ")) {
+		b.Fatalf("status %q", status)
+	}
+	n := -1
+	for {
+		line, err := c.br.ReadSlice('\n')
+		if err != nil {
+			b.Fatal(err)
+		}
+		line = bytes.TrimRight(line, "\r\n")
+		if len(line) == 0 {
+			break
+		}
+		if k, v, ok := bytes.Cut(line, []byte(":")); ok && bytes.EqualFold(k, []byte("Content-Length")) {
+			n, _ = strconv.Atoi(string(bytes.TrimSpace(v)))
+		}
+	}
+	if n < 0 {
+		b.Fatal("answer without Content-Length")
+	}
+	c.body = c.body[:0]
+	if cap(c.body) < n {
+		c.body = make([]byte, n)
+	}
+	c.body = c.body[:n]
+	if _, err := io.ReadFull(c.br, c.body); err != nil {
+		b.Fatal(err)
+	}
+	return c.body
 }
 
 func benchInit(b *testing.B, c *http.Client, url string) string {
