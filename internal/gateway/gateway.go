@@ -35,6 +35,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/router"
 	"github.com/switchboard-mcp/switchboard/internal/session"
 	"github.com/switchboard-mcp/switchboard/internal/sse"
+	"github.com/switchboard-mcp/switchboard/internal/statusui"
 )
 
 // Gateway serves a config, and the configs it is reloaded with.
@@ -51,6 +52,8 @@ type Gateway struct {
 	// exist whether or not the config enables /metrics, so a reload can
 	// turn it on.
 	metrics *metrics.Metrics
+	// statusPage is /ui (statuspage.go), fed like the metrics.
+	statusPage *statusui.Page
 
 	// cur is what requests see: replaced whole by a reload (reload.go).
 	cur atomic.Pointer[state]
@@ -149,6 +152,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	}
 	g.audit = audit.New(aw, audit.Options{LogBodies: cfg.Audit.LogBodies, Redact: red})
 	g.metrics = metrics.New(metrics.Options{ToolLabels: cfg.Metrics.ToolLabels, Status: g.metricsStatus, Version: buildVersion()})
+	g.statusPage = statusui.New(statusui.Options{Status: g.uiStatus, Redact: red.String})
 	g.sessions = &session.Table{Max: cfg.MaxSessions, Idle: cfg.SessionIdleTimeout,
 		OnDrop: func(s *session.Session) {
 			g.metrics.QueueDropped(s.Dest)
@@ -249,6 +253,7 @@ func (g *Gateway) Handler() http.Handler {
 	mux.HandleFunc("GET /healthz", g.healthz)      // HEAD too; other methods 405 with Allow
 	mux.HandleFunc("GET /health", g.health)        // the seeds' liveness probe (health.go); HEAD too, others 405
 	mux.HandleFunc("GET /metrics", g.serveMetrics) // Prometheus (observe.go); 404 when metrics are off
+	g.routeStatusPage(mux)                         // GET /ui, /ui/status.json, … (statuspage.go)
 	mux.HandleFunc("/{dest}/{endpoint}", func(w http.ResponseWriter, r *http.Request) {
 		h := g.state().fronts[r.PathValue("dest")+"/"+r.PathValue("endpoint")]
 		if h == nil {

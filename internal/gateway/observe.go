@@ -35,6 +35,9 @@ func (g *Gateway) observe(rec *audit.Record) {
 	if cfg.Metrics.Enabled {
 		g.metrics.Observe(rec)
 	}
+	if cfg.UI.Enabled {
+		g.statusPage.Observe(rec)
+	}
 }
 
 // serveMetrics serves /metrics when metrics are enabled (404 otherwise).
@@ -54,30 +57,38 @@ func (g *Gateway) metricsStatus() metrics.Status {
 	g.reloadMu.Unlock()
 	st := metrics.Status{Reloads: ok, ReloadFailures: failed, LastReloadOK: last.OK, LastReload: last.Time,
 		ConfigLoaded: cur.loadedAt, AuditWriteErrors: g.audit.WriteErrors()}
-	st.Destinations = g.destinationStatus(cur)
+	for _, d := range g.destinationStatus(cur) {
+		st.Destinations = append(st.Destinations, d.Destination)
+	}
 	return st
+}
+
+// destStatus is one destination's state, and why it is not ready.
+type destStatus struct {
+	metrics.Destination
+	err string
 }
 
 // destinationStatus reads every destination's state, as /healthz does
 // (remote probes concurrently; each is cached for a few seconds).
-func (g *Gateway) destinationStatus(cur *state) []metrics.Destination {
+func (g *Gateway) destinationStatus(cur *state) []destStatus {
 	names := make([]string, 0, len(cur.dests))
 	for n := range cur.dests {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	out := make([]metrics.Destination, len(names))
+	out := make([]destStatus, len(names))
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
 	var wg sync.WaitGroup
 	for i, n := range names {
 		wg.Go(func() {
 			d := cur.dests[n]
-			st, _ := d.State(ctx)
+			st, msg := d.State(ctx)
 			members, children := d.usage()
-			out[i] = metrics.Destination{Name: n, Type: cur.cfg.Destinations[n].Type, State: st,
+			out[i] = destStatus{Destination: metrics.Destination{Name: n, Type: cur.cfg.Destinations[n].Type, State: st,
 				Sessions: g.sessions.Count(n), Members: members, Children: children,
-				InFlight: d.inFlight(), Restarts: d.restarts()}
+				InFlight: d.inFlight(), Restarts: d.restarts()}, err: msg}
 		})
 	}
 	wg.Wait()

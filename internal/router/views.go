@@ -25,6 +25,10 @@ type View struct {
 	Filters map[string][]Filter
 }
 
+// Admits reports whether the view shows the tool name of server (its
+// tools filters; names as the server gives them).
+func (v *View) Admits(server, name string) bool { return v.admits(server, name) }
+
 // admits reports whether the view shows a tool of server.
 func (v *View) admits(server, name string) bool {
 	if f := (Filter{Allow: v.Allow, Deny: v.Deny}); !f.Empty() && !admitted([]Filter{f}, server, name) {

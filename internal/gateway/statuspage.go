@@ -1,0 +1,100 @@
+package gateway
+
+import (
+	"net/http"
+	"sort"
+
+	"github.com/switchboard-mcp/switchboard/internal/router"
+	"github.com/switchboard-mcp/switchboard/internal/statusui"
+)
+
+// The status page, /ui (internal/statusui): its routes, and the state it
+// shows, read from the same structures as /healthz on every poll.
+
+// routeStatusPage registers the page's routes; they answer 404 while the
+// config has ui.enabled false.
+func (g *Gateway) routeStatusPage(mux *http.ServeMux) {
+	h := g.statusPage.Handler()
+	serve := func(w http.ResponseWriter, r *http.Request) {
+		if !g.state().cfg.UI.Enabled {
+			http.NotFound(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}
+	for _, p := range []string{"GET /ui", "GET /ui/style.css", "GET /ui/app.js", "GET /ui/status.json"} {
+		mux.HandleFunc(p, serve)
+	}
+}
+
+// uiStatus is the gateway's state for one poll of the page
+// (statusui.Options.Status).
+func (g *Gateway) uiStatus(r *http.Request) statusui.Status {
+	cur := g.state()
+	g.reloadMu.Lock()
+	last := g.lastReload
+	g.reloadMu.Unlock()
+	st := statusui.Status{Version: buildVersion(), ConfigLoaded: cur.loadedAt.UTC(),
+		LastReload: statusui.Reload{Time: last.Time.UTC(), OK: last.OK, Error: last.Error}}
+	for _, d := range g.destinationStatus(cur) {
+		st.Destinations = append(st.Destinations, statusui.Destination{Name: d.Name, Type: d.Type, State: d.State,
+			Error: g.redactor.String(d.err), Restarts: d.Restarts, Sessions: d.Sessions, Members: d.Members, InFlight: d.InFlight})
+	}
+	st.Views = g.uiViews(cur)
+	return st
+}
+
+// uiViews describes every aggregated view and the tools it exposes: those
+// of its own last tools/list answer to a client, else the ones its
+// servers' last answers give under its naming policy and filters.
+func (g *Gateway) uiViews(cur *state) []statusui.View {
+	if cur.views == nil {
+		return []statusui.View{}
+	}
+	names := make([]string, 0, len(cur.views.routers))
+	for n := range cur.views.routers {
+		names = append(names, n)
+	}
+	sort.Strings(names) // "" (the default view) first
+	out := make([]statusui.View, 0, len(names))
+	for _, n := range names {
+		v := cur.views.routers[n].View()
+		uv := statusui.View{Name: n, Path: "/" + viewKey(n), Prefix: v.Prefix, Servers: []string{}, Tools: []statusui.Tool{}}
+		for _, s := range v.Servers {
+			uv.Servers = append(uv.Servers, s.Name())
+		}
+		if listed, ok := g.statusPage.Tools(viewKey(n)); ok {
+			uv.Source = "listed"
+			for _, t := range listed {
+				uv.Tools = append(uv.Tools, statusui.Tool{Name: t})
+			}
+			out = append(out, uv)
+			continue
+		}
+		var items []router.Item
+		seen := false
+		for _, s := range uv.Servers {
+			tools, ok := g.statusPage.Tools(s)
+			seen = seen || ok
+			for _, t := range tools {
+				if v.Admits(s, t) {
+					items = append(items, router.Item{Server: s, Name: t})
+				}
+			}
+		}
+		if seen {
+			uv.Source = "derived"
+			exposed, err := router.ExposeNames(v.Prefix, items)
+			if err != nil {
+				uv.Error = err.Error()
+			}
+			for i, name := range exposed {
+				if name != "" {
+					uv.Tools = append(uv.Tools, statusui.Tool{Name: name, Server: items[i].Server})
+				}
+			}
+		}
+		out = append(out, uv)
+	}
+	return out
+}

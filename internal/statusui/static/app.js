@@ -1,0 +1,110 @@
+// Switchboard status page: polls /ui/status.json every second and renders
+// it with DOM calls only (no innerHTML: every value is text).
+"use strict";
+
+const POLL_MS = 1000;
+let lastOK = 0;
+
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "class") e.className = v; else e.setAttribute(k, v);
+  }
+  for (const c of children) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return e;
+}
+
+function badge(text, cls) { return el("span", { class: "badge " + (cls || text) }, text); }
+
+function fixed(n, digits) { return n ? n.toFixed(digits) : "–"; }
+
+function ago(iso, now) {
+  const s = Math.max(0, (Date.parse(now) - Date.parse(iso)) / 1000);
+  if (s < 60) return Math.round(s) + " s ago";
+  if (s < 3600) return Math.round(s / 60) + " min ago";
+  return Math.round(s / 3600) + " h ago";
+}
+
+function renderDestinations(st) {
+  const body = document.querySelector("#destinations tbody");
+  const rows = st.destinations.map((d) => {
+    const state = el("td", {}, badge(d.state));
+    if (d.error) state.title = d.error;
+    return el("tr", { "data-destination": d.name },
+      el("td", {}, d.name), el("td", { class: "muted" }, d.type), state,
+      el("td", { class: "num", "data-field": "restarts" }, d.restarts),
+      el("td", { class: "num" }, d.sessions), el("td", { class: "num" }, d.in_flight),
+      el("td", { class: "num" }, d.calls_per_s ? d.calls_per_s.toFixed(1) : "0"),
+      el("td", { class: "num" }, fixed(d.p50_ms, 2)), el("td", { class: "num" }, fixed(d.p99_ms, 2)),
+      el("td", { class: "num" }, d.calls), el("td", { class: "num" }, d.errors));
+  });
+  body.replaceChildren(...rows);
+}
+
+function renderReload(st) {
+  const r = st.last_reload;
+  const p = document.getElementById("reload");
+  p.replaceChildren(badge(r.ok ? "ok" : "rejected", r.ok ? "ok" : "bad"), " ", ago(r.time, st.now));
+  if (r.error) p.append(el("div", { class: "msg" }, r.error));
+  document.getElementById("loaded").textContent = "config loaded " + ago(st.config_loaded_at, st.now);
+}
+
+function renderErrors(st) {
+  const body = document.querySelector("#errors tbody");
+  body.replaceChildren(...st.errors.map((e) => el("tr", {},
+    el("td", { class: "muted" }, new Date(e.time).toLocaleTimeString()),
+    el("td", {}, e.destination || "–"), el("td", {}, e.method || "–"),
+    el("td", { class: "num" }, e.status), el("td", { class: "msg" }, e.message))));
+  document.getElementById("noerrors").hidden = st.errors.length > 0;
+}
+
+function renderViews(st) {
+  const box = document.getElementById("views");
+  if (!st.views.length) {
+    box.replaceChildren(el("p", { class: "muted" }, "no aggregated views"));
+    return;
+  }
+  box.replaceChildren(...st.views.map((v) => {
+    const head = el("h3", {}, v.path);
+    const info = el("div", { class: "muted" },
+      (v.name ? "namespace " + v.name : "default view") + " · servers: " + (v.servers.join(", ") || "none") +
+      " · tool_prefix: " + (v.tool_prefix || "always"));
+    const tools = el("div", { class: "tools" }, ...v.tools.map((t) => el("span", { class: "tool", title: t.server || "" }, t.name)));
+    let note;
+    if (v.error) note = el("div", { class: "msg" }, badge("error", "bad"), " ", v.error);
+    else if (v.source === "") note = el("div", { class: "muted" }, "no tools/list seen yet for this view or its servers");
+    else note = el("div", { class: "muted note" }, v.tools.length + " tools, " +
+      (v.source === "listed" ? "as this view last listed them to a client" : "derived from its servers' last tools/list answers"));
+    return el("div", { class: "view", "data-view": v.path }, head, info, tools, note);
+  }));
+}
+
+function render(st) {
+  document.getElementById("version").textContent = st.version;
+  renderDestinations(st);
+  renderReload(st);
+  renderErrors(st);
+  renderViews(st);
+}
+
+function setLive(state, text) {
+  const live = document.getElementById("live");
+  live.dataset.state = state;
+  live.textContent = text;
+}
+
+async function poll() {
+  try {
+    const resp = await fetch("/ui/status.json", { cache: "no-store" });
+    if (!resp.ok) throw new Error("HTTP " + resp.status);
+    render(await resp.json());
+    lastOK = Date.now();
+    setLive("live", "live");
+  } catch (err) {
+    setLive("down", "disconnected" + (lastOK ? " (last update " + Math.round((Date.now() - lastOK) / 1000) + " s ago)" : ""));
+  } finally {
+    setTimeout(poll, POLL_MS);
+  }
+}
+
+poll();
