@@ -1,0 +1,173 @@
+package statusui
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/audit"
+)
+
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func rec(dest, method string, at time.Time, lat time.Duration, status int, errMsg string) *audit.Record {
+	return &audit.Record{Time: at, Destination: dest, MCPMethod: method, RPCID: json.RawMessage("1"),
+		Latency: lat, Status: status, Error: errMsg}
+}
+
+func newPage(now *time.Time) *Page {
+	return New(Options{
+		Status: func(*http.Request) Status {
+			return Status{Destinations: []Destination{{Name: "a"}, {Name: "b"}}, Views: []View{}}
+		},
+		Redact: func(s string) string { return strings.ReplaceAll(s, "hunter2", "[REDACTED]") },
+		Now:    func() time.Time { return *now },
+	})
+}
+
+// TestPageRatesAndPercentiles: calls/s over the last 10 s, p50/p99 over the
+// last minute, totals over everything.
+func TestPageRatesAndPercentiles(t *testing.T) {
+	now := t0.Add(2 * time.Minute)
+	p := newPage(&now)
+	// 100 calls a minute and a half ago (out of both windows), then 100
+	// calls of 1..100 ms in the last 5 s.
+	for i := range 100 {
+		p.Observe(rec("a", "tools/call", t0.Add(30*time.Second), time.Second, 200, ""))
+		p.Observe(rec("a", "tools/call", now.Add(-5*time.Second), time.Duration(i+1)*time.Millisecond, 200, ""))
+	}
+	note := rec("a", "notifications/initialized", now, 0, 202, "")
+	note.RPCID = nil
+	p.Observe(note) // a notification: not a call
+	p.Observe(&audit.Record{Destination: "a", HTTPMethod: "GET", Status: 200})
+	st := Status{Destinations: []Destination{{Name: "a"}, {Name: "b"}}}
+	p.fill(&st)
+	a := st.Destinations[0]
+	if a.Calls != 200 || a.Errors != 0 {
+		t.Errorf("calls %d errors %d; want 200, 0", a.Calls, a.Errors)
+	}
+	if a.CallsPerSecond != 10 {
+		t.Errorf("calls/s = %v; want 10 (100 calls in the 10 s window)", a.CallsPerSecond)
+	}
+	if a.P50MS != 50 || a.P99MS != 99 {
+		t.Errorf("p50 %v p99 %v; want 50, 99", a.P50MS, a.P99MS)
+	}
+	if b := st.Destinations[1]; b.Calls != 0 || b.P50MS != 0 {
+		t.Errorf("b: %+v; want nothing", b)
+	}
+}
+
+// TestPageErrors: the last MaxErrors errors, newest first, redacted.
+func TestPageErrors(t *testing.T) {
+	now := t0
+	p := newPage(&now)
+	for i := range MaxErrors + 5 {
+		p.Observe(rec("a", "tools/call", t0.Add(time.Duration(i)*time.Second), time.Millisecond, 200, fmt.Sprint("boom ", i, " hunter2")))
+	}
+	p.Observe(&audit.Record{Time: t0.Add(time.Hour), Destination: "", HTTPMethod: "GET", Status: 404})
+	st := Status{}
+	p.fill(&st)
+	if len(st.Errors) != MaxErrors {
+		t.Fatalf("%d errors kept; want %d", len(st.Errors), MaxErrors)
+	}
+	if e := st.Errors[0]; e.Status != 404 || e.Message != "Not Found" {
+		t.Errorf("newest error %+v; want the 404", e)
+	}
+	if e := st.Errors[1]; e.Message != fmt.Sprint("boom ", MaxErrors+4, " [REDACTED]") || e.Method != "tools/call" {
+		t.Errorf("second newest %+v", e)
+	}
+	if e := st.Errors[MaxErrors-1]; e.Message != "boom 6 [REDACTED]" {
+		t.Errorf("oldest kept %+v; want boom 6", e)
+	}
+}
+
+// TestPageTools: the last tools/list answer per endpoint, pages together.
+func TestPageTools(t *testing.T) {
+	now := t0
+	p := newPage(&now)
+	list := func(cursor string, names ...string) *audit.Record {
+		r := rec("mcp/dev", "tools/list", t0, time.Millisecond, 200, "")
+		params := "{}"
+		if cursor != "" {
+			params = `{"cursor":"` + cursor + `"}`
+		}
+		r.RequestBody = []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":` + params + `}`)
+		var tools []string
+		for _, n := range names {
+			tools = append(tools, `{"name":"`+n+`","inputSchema":{}}`)
+		}
+		r.ResponseBody = []byte(`{"jsonrpc":"2.0","id":1,"result":{"tools":[` + strings.Join(tools, ",") + `]}}`)
+		return r
+	}
+	if _, ok := p.Tools("mcp/dev"); ok {
+		t.Fatal("tools before any list")
+	}
+	p.Observe(list("", "a", "b"))
+	p.Observe(list("c2", "c", "a"))
+	if got, _ := p.Tools("mcp/dev"); !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Errorf("two pages: %v; want [a b c]", got)
+	}
+	p.Observe(list("", "x"))
+	if got, _ := p.Tools("mcp/dev"); !slices.Equal(got, []string{"x"}) {
+		t.Errorf("a new first page: %v; want [x]", got)
+	}
+	failed := list("", "y")
+	failed.Error = "nope"
+	p.Observe(failed)
+	if got, _ := p.Tools("mcp/dev"); !slices.Equal(got, []string{"x"}) {
+		t.Errorf("after a failed list: %v; want [x]", got)
+	}
+}
+
+// TestPageObserveAllocs: a successful call costs no allocation.
+func TestPageObserveAllocs(t *testing.T) {
+	now := t0
+	p := newPage(&now)
+	r := rec("a", "tools/call", t0, time.Millisecond, 200, "")
+	p.Observe(r)
+	if n := testing.AllocsPerRun(1000, func() { p.Observe(r) }); n != 0 {
+		t.Errorf("Observe allocates %v times per call; want 0", n)
+	}
+}
+
+// TestPageHandler: the page, its files and its data are served with a
+// strict CSP; anything else under /ui is 404.
+func TestPageHandler(t *testing.T) {
+	now := t0
+	p := newPage(&now)
+	h := p.Handler()
+	get := func(path string) *httptest.ResponseRecorder {
+		rr := httptest.NewRecorder()
+		h.ServeHTTP(rr, httptest.NewRequest("GET", path, nil))
+		return rr
+	}
+	for path, ctype := range map[string]string{"/ui": "text/html", "/ui/app.js": "text/javascript",
+		"/ui/style.css": "text/css", "/ui/status.json": "application/json"} {
+		rr := get(path)
+		if rr.Code != 200 || !strings.HasPrefix(rr.Header().Get("Content-Type"), ctype) {
+			t.Errorf("GET %s: %d %s", path, rr.Code, rr.Header().Get("Content-Type"))
+		}
+		if csp := rr.Header().Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") {
+			t.Errorf("GET %s: CSP %q", path, csp)
+		}
+	}
+	if rr := get("/ui/other.js"); rr.Code != 404 {
+		t.Errorf("GET /ui/other.js: %d; want 404", rr.Code)
+	}
+	var st Status
+	if err := json.Unmarshal(get("/ui/status.json").Body.Bytes(), &st); err != nil || len(st.Destinations) != 2 || !st.Now.Equal(t0) {
+		t.Errorf("status.json: %v %+v", err, st)
+	}
+	// The page loads nothing from elsewhere.
+	for _, f := range []string{"index.html", "app.js", "style.css"} {
+		b, _ := static.ReadFile("static/" + f)
+		if strings.Contains(string(b), "http://") || strings.Contains(string(b), "https://") {
+			t.Errorf("%s refers to another origin", f)
+		}
+	}
+}
