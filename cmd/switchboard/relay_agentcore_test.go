@@ -418,7 +418,8 @@ func TestRelayAWSUsageErrors(t *testing.T) {
 	if code := runRelay([]string{"-h"}, strings.NewReader(""), &stdout, &stderr); code != 2 {
 		t.Errorf("-h exit %d", code)
 	}
-	for _, flag := range []string{"--sigv4", "--aws-service", "--aws-region", "--aws-profile", "--assume-role-arn", "--role-session-name", "--agentcore-arn", "--qualifier", "--session-mode"} {
+	for _, flag := range []string{"--url", "--transport", "--header", "--log", "--debug", "--reconnect",
+		"--sigv4", "--aws-service", "--aws-region", "--aws-profile", "--assume-role-arn", "--role-session-name", "--agentcore-arn", "--qualifier", "--session-mode"} {
 		if !strings.Contains(stderr.String(), flag) {
 			t.Errorf("relay -h does not document %s", flag)
 		}
