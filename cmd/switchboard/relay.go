@@ -43,7 +43,7 @@ AgentCore (--agentcore-arn ARN, env AGENTCORE_AGENT_ARN or AGENT_ARN; always sig
   --qualifier NAME            runtime endpoint (default DEFAULT)
   --session-mode MODE         session (one runtime session per relay), identity (from sts:GetCallerIdentity
                               of the base credentials) or request (one per request); env RUNTIME_SESSION_MODE
-  --aws-region REGION         signing region (default: the ARN's)
+  --aws-region REGION         signing region: the ARN's (any other is an error)
   --aws-profile NAME          shared-config profile (default AWS_PROFILE, else the default credential chain)
   --assume-role-arn ARN       role to assume (env AGENTCORE_ASSUME_ROLE_ARN)
   --role-session-name NAME    (env AGENTCORE_ASSUME_ROLE_SESSION_NAME, default mcpAgentCoreProxy)

@@ -276,11 +276,11 @@ func TestRelayAgentCoreEnv(t *testing.T) {
 	}
 }
 
-// TestRelayAgentCoreFlags: --aws-region and --aws-profile reach the
-// signer (a profile's keys sign; the region is the scope's).
+// TestRelayAgentCoreFlags: --aws-region (which may only repeat the ARN's)
+// and --aws-profile reach the signer (a profile's keys sign).
 func TestRelayAgentCoreFlags(t *testing.T) {
 	env := peers.NewAWSEnv(t)
-	emu := peers.NewAgentCore(t, peers.AgentCoreOptions{Verify: env.Verify(agentcore.Service, "eu-west-3")})
+	emu := peers.NewAgentCore(t, peers.AgentCoreOptions{Verify: env.Verify(agentcore.Service, "eu-central-1")})
 	t.Setenv("AWS_ENDPOINT_URL_BEDROCK_AGENTCORE", emu.URL)
 	for _, k := range []string{"AGENTCORE_AGENT_ARN", "AGENT_ARN", "RUNTIME_SESSION_MODE", "AGENTCORE_ASSUME_ROLE_ARN"} {
 		t.Setenv(k, "")
@@ -293,7 +293,7 @@ func TestRelayAgentCoreFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	env.Creds["AKIDPROFILEKEY"] = peers.Credentials{Secret: "profile-secret"}
-	r := startRunRelay(t, "--agentcore-arn", relayTestARN, "--aws-region", "eu-west-3", "--aws-profile", "relay-prof")
+	r := startRunRelay(t, "--agentcore-arn", relayTestARN, "--aws-region", "eu-central-1", "--aws-profile", "relay-prof")
 	if got := r.call(t, "echo", map[string]any{"text": "p"}); got != "agentcore echo: p" {
 		t.Errorf("echo = %q", got)
 	}
@@ -405,6 +405,7 @@ func TestRelayAWSUsageErrors(t *testing.T) {
 		{"no region", []string{"--url", "https://mcp.example.com/mcp", "--sigv4"}, "no AWS region"},
 		{"no profile", []string{"--url", "https://billing.us-east-1.api.aws/mcp", "--aws-profile", "absent"}, "absent"},
 		{"no profile for arn", []string{"--agentcore-arn", relayTestARN, "--aws-profile", "absent"}, "absent"},
+		{"region not the arn's", []string{"--agentcore-arn", relayTestARN, "--aws-region", "us-east-1"}, `region "us-east-1" is not the region of the runtime ARN (eu-central-1)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

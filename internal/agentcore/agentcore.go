@@ -83,8 +83,14 @@ func Resolve(ctx context.Context, opts Options) (*Runtime, error) {
 	}
 	aws := opts.AWS
 	aws.Service = Service
-	if aws.Region == "" {
+	switch aws.Region {
+	case "":
 		aws.Region = region
+	case region:
+	default:
+		// The endpoint is the ARN's region's; a signature for another
+		// region could only be refused there.
+		return nil, fmt.Errorf("agentcore: region %q is not the region of the runtime ARN (%s); leave it out", aws.Region, region)
 	}
 	if aws.Logger == nil {
 		aws.Logger = opts.Logger
