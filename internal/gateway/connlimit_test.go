@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -87,5 +89,60 @@ func TestConnLimitWaitsWhileAllBusy(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Accept still waiting 5s after Close")
+	}
+}
+
+// emfileListener fails its first accepts with EMFILE, then accepts.
+type emfileListener struct {
+	net.Listener
+	fails int
+}
+
+func (l *emfileListener) Accept() (net.Conn, error) {
+	if l.fails > 0 {
+		l.fails--
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EMFILE)}
+	}
+	return l.Listener.Accept()
+}
+
+// Out of descriptors, Accept closes the connection idle longest and tries
+// again after a backoff: it does not return the error (net/http would
+// only log it and retry, freeing nothing).
+func TestConnLimitEMFILEBacksOffAndFreesIdle(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim := newConnLimit(10, slog.New(slog.DiscardHandler))
+	fl := &emfileListener{Listener: ln}
+	ll := lim.listen(fl)
+	defer ll.Close()
+	c1, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c1.Close()
+	idle, err := ll.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim.connState(idle, http.StateIdle)
+	fl.fails = 3
+	c2, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	got, err := ll.Accept()
+	if err != nil {
+		t.Fatalf("Accept after EMFILE: %v, want a connection", err)
+	}
+	defer got.Close()
+	if _, err := idle.Read(make([]byte, 1)); err == nil {
+		t.Fatal("the idle connection was not closed to free a descriptor")
+	}
+	if fl.fails != 0 {
+		t.Fatalf("%d EMFILE failures left, want all retried", fl.fails)
 	}
 }
