@@ -34,20 +34,28 @@ import (
 // own. The parallel cases run about 16 calls in flight through net/http's
 // client (whose allocations are counted too), for one session and for many
 // sessions sharing one process or each owning one.
+//
+// Every case runs with observability off and on (obs=off: metrics and ui
+// disabled; obs=on: /metrics and /ui, the defaults), so their cost shows:
+//
+//	go test -run '^$' -bench 'Echo/c1' -count 10 ./internal/gateway/ > bench.txt
+//	benchstat -col /obs bench.txt
 func BenchmarkEcho(b *testing.B) {
-	b.Run("c1", func(b *testing.B) {
-		url := benchGateway(b, "shared")
-		c := benchInit(b, &http.Client{}, url)
-		rc := dialRaw(b, url, c)
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			resp := rc.call(b, int64(i+1))
-			if !bytes.Contains(resp, rc.want) {
-				b.Fatalf("unexpected answer %s", resp)
+	for _, obs := range benchObs {
+		b.Run("c1/obs="+obs, func(b *testing.B) {
+			url := benchGateway(b, "shared", obs)
+			c := benchInit(b, &http.Client{}, url)
+			rc := dialRaw(b, url, c)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				resp := rc.call(b, int64(i+1))
+				if !bytes.Contains(resp, rc.want) {
+					b.Fatalf("unexpected answer %s", resp)
+				}
 			}
-		}
-	})
+		})
+	}
 	for _, bc := range []struct {
 		name      string
 		isolation string
@@ -57,50 +65,62 @@ func BenchmarkEcho(b *testing.B) {
 		{"shared/16-sessions", "shared", 16},
 		{"session/16-sessions", "session", 16},
 	} {
-		b.Run(bc.name, func(b *testing.B) {
-			url := benchGateway(b, bc.isolation)
-			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-			ids := make([]string, bc.sessions)
-			for i := range ids {
-				ids[i] = benchInit(b, client, url)
-			}
-			var next, rid atomic.Int64
-			// About 16 calls in flight, as the shared harness runs them.
-			b.SetParallelism(max(1, 16/runtime.GOMAXPROCS(0)))
-			b.ReportAllocs()
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				sid := ids[int(next.Add(1))%len(ids)]
-				for pb.Next() {
-					n := rid.Add(1) // ids are unique per session while in flight
-					body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}`, n)
-					resp := benchPost(b, client, url, sid, body)
-					if !bytes.Contains(resp, []byte(`"hello"`)) {
-						b.Errorf("unexpected answer %s", resp)
-						return
-					}
-				}
-			})
-		})
+		for _, obs := range benchObs {
+			benchParallel(b, bc.name+"/obs="+obs, bc.isolation, bc.sessions, obs)
+		}
 	}
 }
 
-// benchGateway serves a gateway with one stdio destination d (the test
-// binary's own server) until the benchmark ends, and returns its /d/mcp URL.
-func benchGateway(b *testing.B, isolation string) string {
+// benchObs are the observability settings each case runs with.
+var benchObs = []string{"off", "on"}
+
+// benchParallel is a parallel case of BenchmarkEcho: about 16 calls in
+// flight over net/http's client, spread over sessions.
+func benchParallel(b *testing.B, name, isolation string, sessions int, obs string) {
+	b.Run(name, func(b *testing.B) {
+		url := benchGateway(b, isolation, obs)
+		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+		ids := make([]string, sessions)
+		for i := range ids {
+			ids[i] = benchInit(b, client, url)
+		}
+		var next, rid atomic.Int64
+		// About 16 calls in flight, as the shared harness runs them.
+		b.SetParallelism(max(1, 16/runtime.GOMAXPROCS(0)))
+		b.ReportAllocs()
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			sid := ids[int(next.Add(1))%len(ids)]
+			for pb.Next() {
+				n := rid.Add(1) // ids are unique per session while in flight
+				body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}`, n)
+				resp := benchPost(b, client, url, sid, body)
+				if !bytes.Contains(resp, []byte(`"hello"`)) {
+					b.Errorf("unexpected answer %s", resp)
+					return
+				}
+			}
+		})
+	})
+}
+
+func benchGateway(b *testing.B, isolation, obs string) string {
 	exe, err := os.Executable()
 	if err != nil {
 		b.Fatal(err)
 	}
+	on := obs == "on"
 	yaml := fmt.Sprintf(`listen: 127.0.0.1:0
 max_sessions: 100
+metrics: {enabled: %[4]v}
+ui: {enabled: %[4]v}
 destinations:
   d:
     type: stdio
-    command: [%q]
-    isolation: %s
-    env: {%s: plain, GORACE: atexit_sleep_ms=0}
-`, exe, isolation, "SWITCHBOARD_TEST_SERVER")
+    command: [%[1]q]
+    isolation: %[2]s
+    env: {%[3]s: plain, GORACE: atexit_sleep_ms=0}
+`, exe, isolation, "SWITCHBOARD_TEST_SERVER", on)
 	cfg, err := config.Parse([]byte(yaml), "bench.yaml")
 	if err != nil {
 		b.Fatal(err)

@@ -171,3 +171,14 @@ func TestPageHandler(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkPageObserve is the status page's cost per call.
+func BenchmarkPageObserve(b *testing.B) {
+	now := t0
+	p := newPage(&now)
+	r := rec("a", "tools/call", t0, time.Millisecond, 200, "")
+	b.ReportAllocs()
+	for b.Loop() {
+		p.Observe(r)
+	}
+}
