@@ -161,6 +161,16 @@ func TestStatusUIChromium(t *testing.T) {
 		t.Errorf("dev tools = %v; want each server's 11 admitted tools, prefixed (tool_prefix conflict, all collide)", devTools)
 	}
 
+	// A client's tools/list on the view itself replaces the derived list.
+	agg, r0 := h.initAt("/mcp/dev")
+	if agg == nil {
+		t.Fatalf("initialize /mcp/dev: %s", r0)
+	}
+	if r := h.do("POST", "/mcp/dev", rpc(1, "tools/list", nil), "Mcp-Session-Id", agg.id); r.status != 200 {
+		t.Fatalf("tools/list on /mcp/dev: %s", r)
+	}
+	run("the view's own listing", waitFor, poll(`document.querySelector('[data-view="/mcp/dev"] .note')?.textContent.includes("as this view last listed them")`))
+
 	pids := procsWithEnv(tagEnv + "=a")
 	if len(pids) != 1 {
 		t.Fatalf("destination a runs %d processes (%v); want 1", len(pids), pids)

@@ -32,7 +32,7 @@ func newPage(now *time.Time) *Page {
 
 // TestPageRatesAndPercentiles: calls/s over the last 10 s, p50/p99 over the
 // last minute, totals over everything.
-func TestPageRatesAndPercentiles(t *testing.T) {
+func TestStatusUIPageRatesAndPercentiles(t *testing.T) {
 	now := t0.Add(2 * time.Minute)
 	p := newPage(&now)
 	// 100 calls a minute and a half ago (out of both windows), then 100
@@ -63,7 +63,7 @@ func TestPageRatesAndPercentiles(t *testing.T) {
 }
 
 // TestPageErrors: the last MaxErrors errors, newest first, redacted.
-func TestPageErrors(t *testing.T) {
+func TestStatusUIPageErrors(t *testing.T) {
 	now := t0
 	p := newPage(&now)
 	for i := range MaxErrors + 5 {
@@ -87,7 +87,7 @@ func TestPageErrors(t *testing.T) {
 }
 
 // TestPageTools: the last tools/list answer per endpoint, pages together.
-func TestPageTools(t *testing.T) {
+func TestStatusUIPageTools(t *testing.T) {
 	now := t0
 	p := newPage(&now)
 	list := func(cursor string, names ...string) *audit.Record {
@@ -125,7 +125,7 @@ func TestPageTools(t *testing.T) {
 }
 
 // TestPageObserveAllocs: a successful call costs no allocation.
-func TestPageObserveAllocs(t *testing.T) {
+func TestStatusUIPageObserveAllocs(t *testing.T) {
 	now := t0
 	p := newPage(&now)
 	r := rec("a", "tools/call", t0, time.Millisecond, 200, "")
@@ -137,7 +137,7 @@ func TestPageObserveAllocs(t *testing.T) {
 
 // TestPageHandler: the page, its files and its data are served with a
 // strict CSP; anything else under /ui is 404.
-func TestPageHandler(t *testing.T) {
+func TestStatusUIPageHandler(t *testing.T) {
 	now := t0
 	p := newPage(&now)
 	h := p.Handler()
