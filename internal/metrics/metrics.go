@@ -156,9 +156,11 @@ func Outcome(r *audit.Record) string {
 //
 // plus the Go runtime's and the process's standard metrics.
 //
-// The durations are observed for MCP requests that expect an answer
-// (notifications and subscriptions/listen streams are counted, not timed);
-// the upstream and gateway-added ones only for calls a server answered.
+// The durations are observed for MCP requests answered on their own HTTP
+// response (notifications, subscriptions/listen streams and legacy SSE
+// requests, whose POST gets 202 and whose answer goes to the stream, are
+// counted, not timed); the upstream and gateway-added ones only for calls a
+// server answered.
 type Metrics struct {
 	reg     *prometheus.Registry
 	handler http.Handler
@@ -310,8 +312,11 @@ func (m *Metrics) Observe(r *audit.Record) {
 	if r.MCPMethod == "tools/call" && m.toolCap.Load() > 0 {
 		m.toolCalls.WithLabelValues(dest, m.toolLabel(dest, r, outcome), outcome).Inc()
 	}
-	if r.RPCID == nil || r.MCPMethod == "subscriptions/listen" {
-		return // a notification; a subscription stream lasts as long as it is wanted
+	if r.RPCID == nil || r.MCPMethod == "subscriptions/listen" || r.Status == http.StatusAccepted {
+		// A notification; a subscription stream lasts as long as it is
+		// wanted; a legacy SSE request is answered on its stream, after
+		// its POST got 202.
+		return
 	}
 	m.duration.WithLabelValues(dest, method).Observe(r.Latency.Seconds())
 	if r.Upstream > 0 {

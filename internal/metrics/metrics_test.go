@@ -153,3 +153,17 @@ func BenchmarkObserve(b *testing.B) {
 		m.Observe(r)
 	}
 }
+
+// TestMetricsLegacySSE: a legacy SSE request (its POST answered 202, the
+// answer sent on the stream) is counted but not timed.
+func TestMetricsLegacySSE(t *testing.T) {
+	m := New(Options{})
+	r := call("a", "tools/call", "echo", 202, "", time.Millisecond, 0)
+	m.Observe(r)
+	if got := testutil.ToFloat64(m.mcpRequests.WithLabelValues("a", "tools/call", "ok")); got != 1 {
+		t.Errorf("counted %v; want 1", got)
+	}
+	if n := testutil.CollectAndCount(m.duration); n != 0 {
+		t.Errorf("%d duration series; want none", n)
+	}
+}

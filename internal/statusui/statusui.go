@@ -160,15 +160,19 @@ func New(opts Options) *Page {
 		totals: map[string]*[2]uint64{}}
 }
 
-// Observe takes in one finished request's record. Only MCP requests with an
-// id are calls; errors are any request with an error or a status ≥ 400.
+// Observe takes in one finished request's record. Calls are MCP requests
+// answered on their own response; errors are any request with an error or a
+// status ≥ 400.
 // It does not keep r.
 func (p *Page) Observe(r *audit.Record) {
 	if p == nil || r == nil {
 		return
 	}
 	failed := r.Error != "" || r.Status >= 400
-	call := r.MCPMethod != "" && r.RPCID != nil && r.MCPMethod != "subscriptions/listen"
+	// A call is a request answered on its own response: not a
+	// subscription stream, nor a legacy SSE request (202, answered on the
+	// session's stream).
+	call := r.MCPMethod != "" && r.RPCID != nil && r.MCPMethod != "subscriptions/listen" && r.Status != http.StatusAccepted
 	if !call && !failed {
 		return
 	}
