@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -101,7 +102,8 @@ func (h *harness) waitMetrics(want map[string]float64) (string, map[string]float
 // state gauges match /healthz; the output passes promlint (and promtool
 // when installed). /metrics itself is not audited.
 func TestMetricsScrape(t *testing.T) {
-	h := start(t, "metrics: {tool_labels: 5}\n", dest{name: "a", mode: "plain"}, dest{name: "b", mode: "plain"})
+	h := start(t, "metrics: {tool_labels: 5}\nrestart: {delays: [0s]}\n",
+		dest{name: "a", mode: "plain", env: map[string]string{"SWITCHBOARD_TEST_DEST": "a"}}, dest{name: "b", mode: "plain"})
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
 
@@ -186,6 +188,28 @@ func TestMetricsScrape(t *testing.T) {
 			t.Errorf("/metrics was audited: %+v", l)
 		}
 	}
+
+	// An open GET stream is counted while it is open.
+	st := h.open("GET", "/a/mcp", nil, s.hdr()...)
+	if st.status != 200 {
+		t.Fatalf("GET stream: %d", st.status)
+	}
+	h.waitMetrics(map[string]float64{a("switchboard_open_streams", ""): 1, "switchboard_http_requests_in_flight": 1})
+	st.close()
+	h.waitMetrics(map[string]float64{a("switchboard_open_streams", ""): 0, "switchboard_http_requests_in_flight": 0})
+
+	// A killed child is a restart, and the state shows it.
+	pids := procsWithEnv("SWITCHBOARD_TEST_DEST=a")
+	if len(pids) != 1 {
+		t.Fatalf("destination a runs %v; want one process", pids)
+	}
+	if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	h.waitMetrics(map[string]float64{
+		a("switchboard_upstream_restarts_total", ""):         1,
+		a("switchboard_destination_state", `,state="ready"`): 1, // restarted (restart delay 0)
+	})
 }
 
 // TestMetricsReloadAndOff: reloads are counted by result, and a reload
