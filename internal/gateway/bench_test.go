@@ -14,7 +14,9 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/gateway"
@@ -47,6 +49,7 @@ func BenchmarkEcho(b *testing.B) {
 			c := benchInit(b, &http.Client{}, url)
 			rc := dialRaw(b, url, c)
 			b.ReportAllocs()
+			cpu0 := processCPU(b)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				resp := rc.call(b, int64(i+1))
@@ -54,6 +57,11 @@ func BenchmarkEcho(b *testing.B) {
 					b.Fatalf("unexpected answer %s", resp)
 				}
 			}
+			b.StopTimer()
+			// The CPU of this process (the gateway and the raw client, not
+			// the server child) per call: steadier than wall time on a
+			// shared machine.
+			b.ReportMetric(float64((processCPU(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
 		})
 	}
 	for _, bc := range []struct {
@@ -69,6 +77,15 @@ func BenchmarkEcho(b *testing.B) {
 			benchParallel(b, bc.name+"/obs="+obs, bc.isolation, bc.sessions, obs)
 		}
 	}
+}
+
+// processCPU is the CPU time (user and system) this process has used.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // benchObs are the observability settings each case runs with.
