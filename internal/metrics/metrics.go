@@ -241,9 +241,6 @@ func (m *Metrics) Handler() http.Handler {
 	return m.handler
 }
 
-// Registry returns the registry holding the metrics, for tests and linting.
-func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
-
 // SetToolLabels changes the cap on tool names (a reload). Names already
 // admitted keep their series.
 func (m *Metrics) SetToolLabels(n int) {
