@@ -16,7 +16,7 @@ import (
 //     " \ $ ` and newline (a backslash-newline disappears);
 //   - outside quotes a backslash escapes the next character (a
 //     backslash-newline disappears);
-//   - "" and '' make an empty word.
+//   - a pair of double quotes, or of single quotes, makes an empty word.
 //
 // An unbalanced quote or a trailing backslash is an error; so is a line with
 // no word at all.

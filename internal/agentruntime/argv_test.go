@@ -47,7 +47,8 @@ func TestSplitCommandErrors(t *testing.T) {
 }
 
 // FuzzSplitCommand checks that SplitCommand never panics, and that what it
-// returns quotes back to itself: each word single-quoted ('\'' inside)
+// returns quotes back to itself: each word single-quoted (a single quote
+// inside written as quote, backslash, quote, quote)
 // splits to the same words.
 func FuzzSplitCommand(f *testing.F) {
 	for _, s := range []string{"python server.py", `a "b c" 'd e' f\ g`, `"unbalanced`, `x\`, "", `"a\"b"`, "a\\\nb"} {
