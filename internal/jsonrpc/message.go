@@ -55,7 +55,9 @@ func (m *Message) LookupMeta(key string) (val []byte, start, end int, ok bool) {
 		return nil, 0, 0, false
 	}
 	if m.metaOf != &m.Params[0] || m.metaLen != len(m.Params) {
-		if _, s, e, found := Lookup(m.Params, "_meta"); found {
+		if !mayHaveMember(m.Params, `"_meta"`) {
+			m.metaStart, m.metaEnd = -1, 0
+		} else if _, s, e, found := Lookup(m.Params, "_meta"); found {
 			m.metaStart, m.metaEnd = s, e
 		} else {
 			m.metaStart, m.metaEnd = -1, 0
@@ -70,6 +72,15 @@ func (m *Message) LookupMeta(key string) (val []byte, start, end int, ok bool) {
 		return nil, 0, 0, false
 	}
 	return v, m.metaStart + s, m.metaStart + e, true
+}
+
+// mayHaveMember reports whether obj may have a member whose key is the
+// quoted key: false only when the key's bytes appear nowhere and no
+// backslash does (an escaped key, "\u005fmeta", is the same key to a JSON
+// parser). Both searches are vectorised and far cheaper than walking the
+// object, so a message without the member (most of them) is not walked.
+func mayHaveMember(obj []byte, quotedKey string) bool {
+	return bytes.Contains(obj, []byte(quotedKey)) || bytes.IndexByte(obj, '\\') >= 0
 }
 
 // MetaString returns params._meta[key] if it is a string.
@@ -120,7 +131,7 @@ func Decode(b []byte) (*Message, error) {
 		case "method":
 			// A bad method is reported only once the whole input is
 			// known to be JSON: invalid JSON is a ParseError.
-			s, ok := unquote(val)
+			s, ok := method(val)
 			m.Method, hasMethod, badMethod = s, true, !ok
 		case "params":
 			m.Params = val
@@ -168,6 +179,41 @@ func Decode(b []byte) (*Message, error) {
 		return nil, &Error{Code: InvalidRequest, Message: "invalid request: no method, result or error"}
 	}
 	return m, nil
+}
+
+// method returns the string a raw JSON method name holds, without
+// allocating for the methods MCP defines (every request and notification
+// names one, on the hot path both ways).
+func method(raw []byte) (string, bool) {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
+		switch string(raw[1 : len(raw)-1]) { // no allocation: compared, not kept
+		case "tools/call":
+			return "tools/call", true
+		case "tools/list":
+			return "tools/list", true
+		case "notifications/progress":
+			return "notifications/progress", true
+		case "notifications/message":
+			return "notifications/message", true
+		case "notifications/cancelled":
+			return "notifications/cancelled", true
+		case "notifications/initialized":
+			return "notifications/initialized", true
+		case "resources/read":
+			return "resources/read", true
+		case "resources/list":
+			return "resources/list", true
+		case "prompts/get":
+			return "prompts/get", true
+		case "prompts/list":
+			return "prompts/list", true
+		case "ping":
+			return "ping", true
+		case "initialize":
+			return "initialize", true
+		}
+	}
+	return unquote(raw)
 }
 
 // validID reports whether id is a JSON string or an integer.

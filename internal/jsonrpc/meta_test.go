@@ -35,3 +35,37 @@ func TestLookupMeta(t *testing.T) {
 		t.Fatal("nil params found a key")
 	}
 }
+
+// An escaped key is the same key: the fast "no _meta here" answer must not
+// miss it.
+func TestLookupMetaEscapedKey(t *testing.T) {
+	for _, params := range []string{
+		`{"\u005fmeta":{"progressToken":5}}`,
+		`{"_met\u0061":{"progressToken":5}}`,
+		`{"a":"x\"y","_meta":{"progressToken":5}}`,
+	} {
+		m := &Message{Params: []byte(params)}
+		if v, _, _, ok := m.LookupMeta("progressToken"); !ok || string(v) != "5" {
+			t.Errorf("%s: %q %v", params, v, ok)
+		}
+	}
+	m := &Message{Params: []byte(`{"meta":{"progressToken":5},"x":"_meta"}`)}
+	if _, _, _, ok := m.LookupMeta("progressToken"); ok {
+		t.Error("found _meta in a value")
+	}
+}
+
+// Decode names the methods MCP defines without allocating, and still
+// unescapes any other.
+func TestDecodeMethod(t *testing.T) {
+	for raw, want := range map[string]string{`"tools/call"`: "tools/call", `"tools\/call"`: "tools/call", `"x/y"`: "x/y", `"ping"`: "ping"} {
+		m, err := Decode([]byte(`{"jsonrpc":"2.0","id":1,"method":` + raw + `}`))
+		if err != nil || m.Method != want {
+			t.Errorf("%s: %q %v", raw, m.Method, err)
+		}
+	}
+	b := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}`)
+	if n := testing.AllocsPerRun(100, func() { _, _ = Decode(b) }); n != 1 {
+		t.Errorf("Decode of a tools/call: %v allocations, want 1 (the Message)", n)
+	}
+}

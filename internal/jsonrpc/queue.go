@@ -12,7 +12,8 @@ import (
 // queued messages, pushes of notifications are dropped and counted.
 type Queue struct {
 	mu      sync.Mutex
-	items   []*Message    // guarded by mu
+	items   []*Message    // guarded by mu; backed by first while it holds one
+	first   [1]*Message   // guarded by mu: room for the common single message
 	closed  bool          // guarded by mu; no more pushes are taken
 	dropped int           // guarded by mu
 	signal  chan struct{} // cap 1: "items or closed changed"
@@ -20,7 +21,20 @@ type Queue struct {
 }
 
 // NewQueue returns a queue holding at most max messages (plus forced ones).
-func NewQueue(max int) *Queue { return &Queue{signal: make(chan struct{}, 1), max: max} }
+func NewQueue(max int) *Queue {
+	q := &Queue{}
+	q.Init(max)
+	return q
+}
+
+// Init readies a zero Queue (one embedded in a larger struct, which saves
+// an allocation) as NewQueue(max) would. It must be called before any other
+// method and only once.
+func (q *Queue) Init(max int) {
+	q.signal = make(chan struct{}, 1)
+	q.max = max
+	q.items = q.first[:0]
+}
 
 // Push appends m; it reports false if the queue is closed or full (a final
 // message always fits: force).
@@ -37,6 +51,35 @@ func (q *Queue) Push(m *Message, force bool) bool {
 	q.mu.Unlock()
 	q.wake()
 	return true
+}
+
+// PushLast appends m, a final message that always fits, and closes the
+// queue, under one lock and with one wake-up: a call's response. It reports
+// false (m dropped) if the queue was already closed.
+func (q *Queue) PushLast(m *Message) bool {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return false
+	}
+	q.items = append(q.items, m)
+	q.closed = true
+	q.mu.Unlock()
+	q.wake()
+	return true
+}
+
+// take removes and returns the first message; mu held, items not empty.
+// An emptied queue goes back to its inline slot, so the next single
+// message needs no allocation either.
+func (q *Queue) take() *Message {
+	m := q.items[0]
+	q.items[0] = nil
+	q.items = q.items[1:]
+	if len(q.items) == 0 {
+		q.items = q.first[:0]
+	}
+	return m
 }
 
 // wake leaves a token on signal. signal holds one token for any number of
@@ -64,13 +107,8 @@ func (q *Queue) Pop(ctx context.Context) (*Message, error) {
 	for {
 		q.mu.Lock()
 		if len(q.items) > 0 {
-			m := q.items[0]
-			q.items[0] = nil
-			q.items = q.items[1:]
-			if len(q.items) == 0 {
-				q.items = nil
-			}
-			more := q.items != nil || q.closed
+			m := q.take()
+			more := len(q.items) > 0 || q.closed
 			q.mu.Unlock()
 			if more {
 				q.wake()
@@ -98,10 +136,7 @@ func (q *Queue) TryPop() *Message {
 	if len(q.items) == 0 {
 		return nil
 	}
-	m := q.items[0]
-	q.items[0] = nil
-	q.items = q.items[1:]
-	return m
+	return q.take()
 }
 
 // Dropped returns how many pushes were refused because the queue was full.
@@ -134,9 +169,7 @@ func (q *Queue) Poll() (m *Message, done bool) {
 		}
 		return nil, q.closed
 	}
-	m = q.items[0]
-	q.items[0] = nil
-	q.items = q.items[1:]
+	m = q.take()
 	if len(q.items) > 0 || q.closed {
 		q.wake()
 	}

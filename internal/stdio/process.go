@@ -229,7 +229,30 @@ func (p *Process) Write(msg []byte) error {
 	}
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
-	p.wbuf = append(append(p.wbuf[:0], msg...), '\n')
+	return p.flushLine(append(p.wbuf[:0], msg...))
+}
+
+// Appender is a message that encodes itself (*jsonrpc.Message).
+type Appender = interface{ AppendTo([]byte) []byte }
+
+// WriteFrom sends one message as Write does, encoded by m straight into the
+// write buffer: no encoded copy of its own is made. The encoding must not
+// contain a newline.
+func (p *Process) WriteFrom(m Appender) error {
+	select {
+	case <-p.done:
+		return ErrExited
+	default:
+	}
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	return p.flushLine(m.AppendTo(p.wbuf[:0]))
+}
+
+// flushLine writes b, the message in (what was) wbuf, with its newline, in
+// one system call; wmu held.
+func (p *Process) flushLine(b []byte) error {
+	p.wbuf = append(b, '\n')
 	if _, err := p.stdin.Write(p.wbuf); err != nil {
 		return fmt.Errorf("stdio: write: %w", err)
 	}

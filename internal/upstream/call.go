@@ -19,7 +19,12 @@ type Call struct {
 	clientID json.RawMessage
 	token    json.RawMessage // the client's progress token; nil if none
 	method   string
-	q        *jsonrpc.Queue
+	q        jsonrpc.Queue // embedded: one allocation fewer per call
+	// out is the request as written to the server, and idBuf the digits
+	// of id it carries: both live in the call, which is allocated anyway.
+	// Only call uses them, only while it writes.
+	out   jsonrpc.Message
+	idBuf [20]byte
 
 	internal     bool // Switchboard's own request (handshake, setLevel)
 	local        bool // answered by Switchboard without the server
@@ -102,11 +107,10 @@ func (c *Call) Abandon(cancel bool) {
 // fail ends the call with an error response.
 func (c *Call) fail(e *jsonrpc.Error) {
 	if c.internal {
-		c.q.Push(jsonrpc.NewError(jsonrpc.IntID(c.id), e), true)
+		c.q.PushLast(jsonrpc.NewError(jsonrpc.IntID(c.id), e))
 	} else {
-		c.q.Push(jsonrpc.NewError(c.clientID, e), true)
+		c.q.PushLast(jsonrpc.NewError(c.clientID, e))
 	}
-	c.q.Close()
 }
 
 // deliver hands a related message to the client: on the call's own stream

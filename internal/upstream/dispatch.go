@@ -56,8 +56,7 @@ func (u *Upstream) response(msg *jsonrpc.Message) {
 		c.q.Close()
 		return
 	}
-	c.q.Push(msg, true)
-	c.q.Close()
+	c.q.PushLast(msg)
 }
 
 // oversize fails the call whose response was too large, when its id can be

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
@@ -213,8 +214,13 @@ func (u *Upstream) call(ctx context.Context, m *Member, req *jsonrpc.Message) (*
 	c.sent = time.Now() // before pending holds it: the reader's response sees it
 	u.pending[c.id] = c
 	u.mu.Unlock()
-	out := &jsonrpc.Message{ID: jsonrpc.IntID(c.id), Method: req.Method, Params: params}
-	if err := u.write(out); err != nil {
+	// The request is built in the call (which the reader may already hold:
+	// it reads only the fields set before pending did) and encoded straight
+	// into the connection's buffer: no allocation of its own.
+	c.out = jsonrpc.Message{ID: strconv.AppendInt(c.idBuf[:0], c.id, 10), Method: req.Method, Params: params}
+	err := u.write(&c.out)
+	c.out = jsonrpc.Message{}
+	if err != nil {
 		u.forget(c)
 		return nil, err
 	}
@@ -223,9 +229,9 @@ func (u *Upstream) call(ctx context.Context, m *Member, req *jsonrpc.Message) (*
 
 // localCall returns a Call already holding its response.
 func (u *Upstream) localCall(m *Member, req *jsonrpc.Message, result json.RawMessage) *Call {
-	c := &Call{u: u, member: m, clientID: req.ID, method: req.Method, q: jsonrpc.NewQueue(1), local: true}
-	c.q.Push(jsonrpc.NewResult(req.ID, result), true)
-	c.q.Close()
+	c := &Call{u: u, member: m, clientID: req.ID, method: req.Method, local: true}
+	c.q.Init(1)
+	c.q.PushLast(jsonrpc.NewResult(req.ID, result))
 	return c
 }
 

@@ -53,6 +53,13 @@ type Conn interface {
 	Close(ctx context.Context) error
 }
 
+// AppendWriter is implemented by connections that encode a message straight
+// into their own write buffer (*stdio.Process): no encoded copy is made for
+// Write. *jsonrpc.Message is an Appender.
+type AppendWriter interface {
+	WriteFrom(m interface{ AppendTo([]byte) []byte }) error
+}
+
 // Dialer opens a connection. deliver is called for each message received,
 // with a slice valid only during the call; it may be called from several
 // goroutines at once (an HTTP connection reads several response streams),
@@ -679,7 +686,13 @@ func (u *Upstream) write(m *jsonrpc.Message) error {
 	if conn == nil {
 		return fmt.Errorf("%w: %s is not connected", ErrUnavailable, u.opts.Name)
 	}
-	if err := conn.Write(m.Encode()); err != nil {
+	var err error
+	if aw, ok := conn.(AppendWriter); ok {
+		err = aw.WriteFrom(m) // encoded straight into the connection's buffer
+	} else {
+		err = conn.Write(m.Encode())
+	}
+	if err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrUnavailable, u.opts.Name, err)
 	}
 	return nil
@@ -729,5 +742,7 @@ func (u *Upstream) newCall(m *Member, clientID json.RawMessage, method string) *
 	u.nextID++
 	id := u.nextID
 	u.mu.Unlock()
-	return &Call{u: u, member: m, id: id, clientID: clientID, method: method, q: jsonrpc.NewQueue(u.opts.QueueLimit)}
+	c := &Call{u: u, member: m, id: id, clientID: clientID, method: method}
+	c.q.Init(u.opts.QueueLimit)
+	return c
 }
