@@ -200,6 +200,7 @@ func TestImportRules(t *testing.T) {
 		// that redaction happens before the cut.
 		{"internal/stdio", func(imp string) bool { return isStd(imp) || imp == module+"/internal/audit" }, "the standard library and internal/audit only"},
 		{"internal/audit", isStd, "the standard library only"},
+		{"internal/buildinfo", isStd, "the standard library only"},
 		{"internal/sigv4", func(imp string) bool { return !isInternal(imp) }, "no internal package"},
 	} {
 		for _, imp := range byPath[r.pkg].Imports {

@@ -369,7 +369,7 @@ func TestContainerfile(t *testing.T) {
 			t.Fatal(err)
 		}
 		text := string(b)
-		for _, want := range []string{"CGO_ENABLED=0", "-trimpath", "-X main.buildVersion=$VERSION", "./cmd/switchboard"} {
+		for _, want := range []string{"CGO_ENABLED=0", "-trimpath", "-X github.com/switchboard-mcp/switchboard/internal/buildinfo.version=$VERSION", "./cmd/switchboard"} {
 			if !strings.Contains(text, want) {
 				t.Errorf("%s: no %q", p, want)
 			}

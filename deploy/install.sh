@@ -88,7 +88,7 @@ do_install() {
     version="$(git -C "$REPO" describe --tags --always --dirty 2>/dev/null || echo dev)"
     say "building switchboard $version"
     (cd "$REPO" && CGO_ENABLED=0 go build -trimpath \
-      -ldflags "-s -w -X main.buildVersion=$version -X main.buildCommit=$(git -C "$REPO" rev-parse HEAD 2>/dev/null || true) -X main.buildDate=$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+      -ldflags "-s -w -X github.com/switchboard-mcp/switchboard/internal/buildinfo.version=$version -X github.com/switchboard-mcp/switchboard/internal/buildinfo.commit=$(git -C "$REPO" rev-parse HEAD 2>/dev/null || true) -X github.com/switchboard-mcp/switchboard/internal/buildinfo.date=$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
       -o "$tmp/switchboard" ./cmd/switchboard)
     binary="$tmp/switchboard"
   fi

@@ -29,7 +29,7 @@ if [[ ${#targets[@]} -eq 0 ]]; then
 fi
 
 mkdir -p "$DIST"
-ldflags="-s -w -X main.buildVersion=$VERSION -X main.buildCommit=$COMMIT -X main.buildDate=$DATE"
+ldflags="-s -w -X github.com/switchboard-mcp/switchboard/internal/buildinfo.version=$VERSION -X github.com/switchboard-mcp/switchboard/internal/buildinfo.commit=$COMMIT -X github.com/switchboard-mcp/switchboard/internal/buildinfo.date=$DATE"
 files=()
 for t in "${targets[@]}"; do
   IFS=/ read -r os arch arm <<<"$t"

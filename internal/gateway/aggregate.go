@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"runtime/debug"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/audit"
+	"github.com/switchboard-mcp/switchboard/internal/buildinfo"
 	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/router"
 	"github.com/switchboard-mcp/switchboard/internal/sse"
@@ -76,7 +76,7 @@ func (g *Gateway) buildViews(cfg *config.Config, dests map[string]*destination) 
 	for name, v := range vs {
 		rt := g.routers[name]
 		if rt == nil {
-			rt = router.New(v, router.Options{Version: buildVersion(), Timeout: cfg.Timeout, Logger: g.log})
+			rt = router.New(v, router.Options{Version: buildinfo.Version(), Timeout: cfg.Timeout, Logger: g.log})
 			g.routers[name] = rt
 		} else {
 			rt.Update(v)
@@ -197,11 +197,4 @@ func (g *Gateway) ServeStdio(ctx context.Context, view string, in io.Reader, out
 		return err
 	}
 	return nil
-}
-
-func buildVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "(devel)"
 }

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/audit"
+	"github.com/switchboard-mcp/switchboard/internal/buildinfo"
 	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/metrics"
 	"github.com/switchboard-mcp/switchboard/internal/reqbody"
@@ -151,7 +152,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		aw = w
 	}
 	g.audit = audit.New(aw, audit.Options{LogBodies: cfg.Audit.LogBodies, Redact: red})
-	g.metrics = metrics.New(metrics.Options{ToolLabels: cfg.Metrics.ToolLabels, Status: g.metricsStatus, Version: buildVersion()})
+	g.metrics = metrics.New(metrics.Options{ToolLabels: cfg.Metrics.ToolLabels, Status: g.metricsStatus, Version: buildinfo.Version()})
 	g.statusPage = statusui.New(statusui.Options{Status: g.uiStatus, Redact: red.String})
 	g.sessions = &session.Table{Max: cfg.MaxSessions, Idle: cfg.SessionIdleTimeout,
 		OnDrop: func(s *session.Session) {

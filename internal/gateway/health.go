@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/switchboard-mcp/switchboard/internal/buildinfo"
 	"github.com/switchboard-mcp/switchboard/internal/config"
 )
 
@@ -23,5 +24,5 @@ func (g *Gateway) health(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(struct {
 		Status  string `json:"status"`
 		Version string `json:"version"`
-	}{status, buildVersion()})
+	}{status, buildinfo.Version()})
 }

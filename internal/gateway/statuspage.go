@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"sort"
 
+	"github.com/switchboard-mcp/switchboard/internal/buildinfo"
 	"github.com/switchboard-mcp/switchboard/internal/router"
 	"github.com/switchboard-mcp/switchboard/internal/statusui"
 )
@@ -34,7 +35,7 @@ func (g *Gateway) uiStatus(r *http.Request) statusui.Status {
 	g.reloadMu.Lock()
 	last := g.lastReload
 	g.reloadMu.Unlock()
-	st := statusui.Status{Version: buildVersion(), ConfigLoaded: cur.loadedAt.UTC(),
+	st := statusui.Status{Version: buildinfo.Version(), ConfigLoaded: cur.loadedAt.UTC(),
 		LastReload: statusui.Reload{Time: last.Time.UTC(), OK: last.OK, Error: last.Error}}
 	for _, d := range g.destinationStatus(cur) {
 		st.Destinations = append(st.Destinations, statusui.Destination{Name: d.Name, Type: d.Type, State: d.State,
