@@ -86,6 +86,10 @@ type jobs struct {
 // reap holds the jobs (the name matches the Unix reaper's client).
 var reap jobs
 
+// prepare does nothing: a job is made per child in register, and there is
+// no reaper process to start first.
+func (j *jobs) prepare() {}
+
 // register puts the new child pid in a job of its own.
 func (j *jobs) register(pid int) {
 	proc, err := syscall.OpenProcess(processSetQuota|processTerminate, false, uint32(pid))
