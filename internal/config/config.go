@@ -122,6 +122,10 @@ type Config struct {
 	// UI configures the status page, /ui (`ui`).
 	UI UI
 
+	// Tracing configures OpenTelemetry traces (`tracing`). Off unless the
+	// block is present.
+	Tracing Tracing
+
 	// Destinations holds the upstream servers by name (`destinations`).
 	Destinations map[string]*Destination
 
@@ -218,6 +222,31 @@ type UI struct {
 	// Enabled serves /ui and /ui/status.json (`enabled`). Default true;
 	// false answers 404. Changes take effect on reload.
 	Enabled bool
+}
+
+// Tracing configures OpenTelemetry traces, exported over OTLP/HTTP
+// (protobuf): a server span per MCP request and a client span per upstream
+// call, W3C trace context taken from the client and passed on upstream. It
+// is read when Switchboard starts; a reload does not change it.
+type Tracing struct {
+	// Enabled turns tracing on. Default false; a `tracing` block sets it
+	// true unless it says `enabled: false`.
+	Enabled bool
+
+	// Endpoint is the collector's OTLP/HTTP base URL (`endpoint`), such as
+	// http://127.0.0.1:4318; spans are posted to its /v1/traces. An http
+	// URL is sent in clear text. Default empty: OTEL_EXPORTER_OTLP_ENDPOINT,
+	// else http://localhost:4318.
+	Endpoint string
+
+	// SampleRatio is the share of traces started here that are recorded
+	// (`sample_ratio`, 0 to 1); a client's sampled flag is followed either
+	// way. Default 1: every trace.
+	SampleRatio float64
+
+	// ServiceName is the service.name resource attribute (`service_name`).
+	// Default "switchboard".
+	ServiceName string
 }
 
 // Destination is one upstream MCP server, served under /{Name}/.
@@ -440,6 +469,7 @@ func defaultConfig() *Config {
 		Log:          Log{Level: DefaultLogLevel},
 		Metrics:      Metrics{Enabled: true},
 		UI:           UI{Enabled: true},
+		Tracing:      Tracing{SampleRatio: 1, ServiceName: "switchboard"},
 		Destinations: map[string]*Destination{},
 		Namespaces:   map[string]*Namespace{},
 		Groups:       map[string]*Group{},

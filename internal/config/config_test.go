@@ -102,6 +102,12 @@ var expectedErrors = []struct {
 	{"metrics_tool_labels_large.bad.yaml", `:3: metrics.tool_labels: 5000 is more than 1000`},
 	{"metrics_enabled.bad.yaml", `:2: metrics.enabled:`},
 	{"metrics_unknown_key.bad.yaml", `:2: metrics: unknown key "path"`},
+	{"tracing_unknown_key.bad.yaml", `:3: tracing: unknown key "protocol"`},
+	{"tracing_sample_ratio.bad.yaml", `:3: tracing.sample_ratio: 1.5 is not between 0 and 1`},
+	{"tracing_sample_ratio_type.bad.yaml", `:2: tracing.sample_ratio: expected a number, got a string`},
+	{"tracing_endpoint.bad.yaml", `:2: tracing.endpoint: "127.0.0.1:4318" is not an http(s) URL`},
+	{"tracing_service_name.bad.yaml", `:3: tracing.service_name: must not be empty`},
+	{"tracing_enabled.bad.yaml", `:2: tracing.enabled:`},
 	{"ui_unknown_key.bad.yaml", `:3: ui: unknown key "theme"`},
 	{"negative_dest_timeout.bad.yaml", `:5: destinations.github: timeout must not be negative`},
 	{"negative_keep_alive.bad.yaml", `keep_alive: must not be negative`},
@@ -233,6 +239,7 @@ func TestFullConfig(t *testing.T) {
 		Log:                     Log{Level: "debug", File: "/var/log/switchboard.log"},
 		Metrics:                 Metrics{Enabled: true, ToolLabels: 50},
 		UI:                      UI{Enabled: false},
+		Tracing:                 Tracing{Enabled: true, Endpoint: "http://127.0.0.1:4318", SampleRatio: 0.5, ServiceName: "switchboard-test"},
 		Destinations: map[string]*Destination{
 			"github": {
 				Name: "github", Type: TypeStreamableHTTP, URL: "https://api.githubcopilot.com/mcp",

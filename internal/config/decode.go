@@ -215,6 +215,24 @@ func (d *decoder) decodeNative(root *yaml.Node, c *Config, dir string, readFile 
 					d.unknown(path, key)
 				}
 			})
+		case "tracing":
+			if v = resolve(v); !isNull(v) {
+				c.Tracing.Enabled = true
+			}
+			d.each(v, path, func(key string, v *yaml.Node, path string) {
+				switch key {
+				case "enabled":
+					d.setBool(&c.Tracing.Enabled, v, path)
+				case "endpoint":
+					d.setString(&c.Tracing.Endpoint, v, path, scope{})
+				case "sample_ratio":
+					d.setFloat(&c.Tracing.SampleRatio, v, path)
+				case "service_name":
+					d.setString(&c.Tracing.ServiceName, v, path, scope{})
+				default:
+					d.unknown(path, key)
+				}
+			})
 		case "destinations", "namespaces", "groups":
 			later = append(later, pair{key, path, v})
 		default:

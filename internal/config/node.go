@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -356,6 +357,27 @@ func (d *decoder) setInt(p *int, n *yaml.Node, path string) {
 		return
 	}
 	*p = int(i)
+}
+
+// setFloat takes an integer or a float ("1" and "0.25" alike).
+func (d *decoder) setFloat(p *float64, n *yaml.Node, path string) {
+	if n = resolve(n); isNull(n) {
+		return
+	}
+	s, ref, ok := d.scalar(n, path, "a number", scope{})
+	if !ok {
+		return
+	}
+	if t := n.ShortTag(); t != "!!float" && t != "!!int" && !ref {
+		d.typeErr(n, path, "a number")
+		return
+	}
+	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil || math.IsNaN(f) {
+		d.errorf(n, path, "invalid number %q", s)
+		return
+	}
+	*p = f
 }
 
 func (d *decoder) setDuration(p *time.Duration, n *yaml.Node, path string) {

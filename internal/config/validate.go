@@ -81,6 +81,17 @@ func (d *decoder) validateGlobal(c *Config) {
 	case n > MaxToolLabels:
 		d.errorAt("metrics.tool_labels", "metrics.tool_labels", "%d is more than %d: each name is a series per outcome; keep the cap small", n, MaxToolLabels)
 	}
+	if r := c.Tracing.SampleRatio; r < 0 || r > 1 {
+		d.errorAt("tracing.sample_ratio", "tracing.sample_ratio", "%g is not between 0 and 1", r)
+	}
+	if e := c.Tracing.Endpoint; e != "" {
+		if u, err := url.Parse(e); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			d.errorAt("tracing.endpoint", "tracing.endpoint", "%q is not an http(s) URL", e)
+		}
+	}
+	if c.Tracing.ServiceName == "" {
+		d.errorAt("tracing.service_name", "tracing.service_name", "must not be empty")
+	}
 	if c.Restart.MaxAttempts < 0 {
 		d.errorAt("restart.max_attempts", "restart.max_attempts", "must not be negative")
 	}
