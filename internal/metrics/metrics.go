@@ -101,12 +101,14 @@ const (
 	OutcomeInternal    = "internal"    // any other 5xx
 )
 
-// Outcome classifies a finished request's record.
+// Outcome classifies a finished request's record. An error the server
+// answered with is OutcomeError whatever HTTP status carried it (2026-07-28
+// maps some to 4xx).
 func Outcome(r *audit.Record) string {
 	switch s := r.Status; {
 	case s < 400 && r.Error == "":
 		return OutcomeOK
-	case s < 400:
+	case s < 400 || r.Upstream > 0:
 		return OutcomeError
 	case s == 499:
 		return OutcomeCancelled

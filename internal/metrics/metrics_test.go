@@ -141,6 +141,11 @@ func TestOutcome(t *testing.T) {
 			t.Errorf("Outcome(%d, %q) = %s; want %s", c.status, c.err, got, c.want)
 		}
 	}
+	// A 2026-07-28 -32601 from the server travels with 404: still the
+	// server's error, not a refusal.
+	if got := Outcome(&audit.Record{Status: 404, Error: "method not found", Upstream: time.Millisecond}); got != OutcomeError {
+		t.Errorf("a server's error with 404 = %s; want %s", got, OutcomeError)
+	}
 }
 
 // BenchmarkObserve is the metrics' cost per request: one tools/call
