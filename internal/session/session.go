@@ -159,6 +159,24 @@ func (s *Session) Acquire() (release func()) {
 	}
 }
 
+// Hold marks the session busy, as Acquire does, without allocating a
+// release func: the caller must call Release exactly once (a request's
+// handler: s.Hold(); defer s.Release()).
+func (s *Session) Hold() {
+	s.mu.Lock()
+	s.busy++
+	s.lastSeen = time.Now()
+	s.mu.Unlock()
+}
+
+// Release ends one Hold.
+func (s *Session) Release() {
+	s.mu.Lock()
+	s.busy--
+	s.lastSeen = time.Now()
+	s.mu.Unlock()
+}
+
 // ErrTooMany is returned by Table.New when a destination is at its cap and
 // every one of its sessions is busy.
 var ErrTooMany = errors.New("too many sessions")

@@ -478,6 +478,30 @@ func TestAcquire(t *testing.T) {
 	})
 }
 
+// TestHold: Hold and Release count like Acquire and its release, and do
+// not allocate (they are on every request's path).
+func TestHold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tbl := &Table{Idle: time.Minute}
+		s, _ := tbl.New("d")
+		s.Hold()
+		release := s.Acquire()
+		time.Sleep(time.Hour)
+		release()
+		if n := tbl.Expire(time.Now().Add(time.Hour)); n != 0 {
+			t.Fatal("expired while held")
+		}
+		s.Release()
+		if n := tbl.Expire(time.Now().Add(time.Hour)); n != 1 {
+			t.Fatal("did not expire once released and idle")
+		}
+	})
+	s := &Session{}
+	if n := testing.AllocsPerRun(100, func() { s.Hold(); s.Release() }); n != 0 {
+		t.Errorf("Hold and Release: %v allocations", n)
+	}
+}
+
 // TestEvictAtCap: at the cap New ends the least recently used idle session
 // (and reports it), never a busy or not yet set up one; ErrTooMany only when
 // none is evictable.

@@ -250,8 +250,8 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, rec *audit.Record
 		return
 	}
 	rec.Session = s.ID
-	release := s.Acquire()
-	defer release()
+	s.Hold()
+	defer s.Release()
 	b := s.Backend()
 	switch {
 	case msg.IsRequest():
