@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/audit"
@@ -28,8 +29,8 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, rec *audit.Reco
 	var timer *time.Timer
 	var expired <-chan time.Time
 	if timeout > 0 {
-		timer = time.NewTimer(timeout)
-		defer timer.Stop()
+		timer = getTimer(timeout)
+		defer putTimer(timer)
 		expired = timer.C
 	}
 	var keep <-chan time.Time
@@ -113,6 +114,25 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, rec *audit.Reco
 	}
 }
 
+// timers recycles the response timers of answer: a call in flight needs
+// one, and a new one costs three allocations. Since Go 1.23 a timer that
+// Stop or Reset returned from never delivers a stale value, so a pooled
+// timer is as good as a new one.
+var timers sync.Pool
+
+func getTimer(d time.Duration) *time.Timer {
+	if t, ok := timers.Get().(*time.Timer); ok {
+		t.Reset(d)
+		return t
+	}
+	return time.NewTimer(d)
+}
+
+func putTimer(t *time.Timer) {
+	t.Stop()
+	timers.Put(t)
+}
+
 // upstreamTimer is a call that knows how long its server took to answer
 // (*upstream.Call, and the router's calls forwarded to one).
 type upstreamTimer interface{ UpstreamTime() time.Duration }
@@ -146,11 +166,19 @@ func (h *Handler) writeFinal(w http.ResponseWriter, rec *audit.Record, m *jsonrp
 		return
 	}
 	hd := w.Header()
-	hd.Set("Content-Type", "application/json")
-	hd.Set("Cache-Control", "no-store")
+	hd["Content-Type"] = hdrJSON
+	hd["Cache-Control"] = hdrNoStore
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }
+
+// Header values of every JSON answer, shared rather than allocated per
+// answer: net/http only reads them, and an Add after ours appends to a
+// full slice, which copies.
+var (
+	hdrJSON    = []string{"application/json"}
+	hdrNoStore = []string{"no-store"}
+)
 
 // statusForCode maps the error codes Switchboard itself produces (and the
 // 2026-07-28 header errors) to HTTP statuses; every other JSON-RPC error is
