@@ -124,7 +124,8 @@ func (l *Logger) WriteErrors() uint64 {
 
 // line is the JSON shape of one record; field order is the output order.
 type line struct {
-	Time         string          `json:"time"`
+	Time         time.Time       `json:"time"` // written in UTC, RFC 3339 with nanoseconds
+
 	Destination  string          `json:"destination"`
 	Session      string          `json:"session"`
 	SourceIP     string          `json:"source_ip"`
@@ -157,7 +158,7 @@ func (l *Logger) Log(r *Record) {
 		t = time.Now()
 	}
 	ln := line{
-		Time:        t.UTC().Format(time.RFC3339Nano),
+		Time:        t,
 		Destination: rd.String(r.Destination),
 		Session:     rd.String(r.Session),
 		SourceIP:    rd.String(r.SourceIP),
@@ -189,8 +190,9 @@ func (l *Logger) Log(r *Record) {
 // hand-written because the audit log is on every request's path: it costs
 // a fraction of encoding/json's reflection and allocates nothing.
 func (ln *line) appendTo(b []byte) []byte {
-	b = append(b, `{"time":`...)
-	b = appendJSONString(b, ln.Time)
+	b = append(b, `{"time":"`...)
+	b = appendTime(b, ln.Time)
+	b = append(b, '"')
 	b = append(b, `,"destination":`...)
 	b = appendJSONString(b, ln.Destination)
 	b = append(b, `,"session":`...)
@@ -227,6 +229,50 @@ func (ln *line) appendTo(b []byte) []byte {
 		b = append(b, `,"truncated":true`...)
 	}
 	return append(b, "}\n"...)
+}
+
+// appendTime appends t in UTC as time.RFC3339Nano formats it
+// ("2006-01-02T15:04:05.999999999Z": trailing zeros of the fraction
+// dropped, no fraction at all when it is zero). It is hand-written because
+// it is on every request's path: Format costs a fifth of the whole audit
+// line (layout parsing, an allocation), this a few dozen instructions.
+// Years outside 0000-9999 take Format's way.
+func appendTime(b []byte, t time.Time) []byte {
+	t = t.UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return t.AppendFormat(b, time.RFC3339Nano)
+	}
+	hour, min, sec := t.Clock()
+	b = append(b, byte('0'+year/1000), byte('0'+year/100%10), byte('0'+year/10%10), byte('0'+year%10), '-')
+	b = append2(b, int(month), '-')
+	b = append2(b, day, 'T')
+	b = append2(b, hour, ':')
+	b = append2(b, min, ':')
+	b = append2(b, sec, 0)
+	if ns := t.Nanosecond(); ns != 0 {
+		var frac [10]byte
+		frac[0] = '.'
+		for i := 9; i >= 1; i-- {
+			frac[i] = byte('0' + ns%10)
+			ns /= 10
+		}
+		n := 10
+		for frac[n-1] == '0' {
+			n--
+		}
+		b = append(b, frac[:n]...)
+	}
+	return append(b, 'Z')
+}
+
+// append2 appends v as two digits, then sep unless it is 0.
+func append2(b []byte, v int, sep byte) []byte {
+	b = append(b, byte('0'+v/10), byte('0'+v%10))
+	if sep != 0 {
+		b = append(b, sep)
+	}
+	return b
 }
 
 // appendJSONString appends s as a JSON string, as encoding/json does with
