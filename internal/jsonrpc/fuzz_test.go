@@ -292,3 +292,54 @@ func FuzzPeekID(f *testing.F) {
 		t.Fatalf("PeekID(%q) = %q, the message's ids are %q", prefix, id, ids)
 	})
 }
+
+// FuzzSkipString checks the word-at-a-time string scanner against a plain
+// byte loop: the same end, the same verdict, for any bytes after a quote.
+func FuzzSkipString(f *testing.F) {
+	for _, s := range []string{`"abc"`, `"0123456789abcdef"`, `"a\"b"`, `"tab	"`, `"\u00e9\u0041"`, `"héllo wörld 😀 0123456789"`, `"unterminated`, `"\x01"`, `"\\"x`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) == 0 || b[0] != '"' {
+			return
+		}
+		gotEnd, gotOK := skipString(b, 0)
+		wantEnd, wantOK := skipStringSlow(b)
+		if gotEnd != wantEnd || gotOK != wantOK {
+			t.Fatalf("skipString(%q) = %d %v, want %d %v", b, gotEnd, gotOK, wantEnd, wantOK)
+		}
+	})
+}
+
+// skipStringSlow is skipString one byte at a time.
+func skipStringSlow(b []byte) (int, bool) {
+	for i := 1; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '"':
+			return i + 1, true
+		case c < 0x20:
+			return 0, false
+		case c == '\\':
+			if i+1 >= len(b) {
+				return 0, false
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i++
+			case 'u':
+				if i+6 > len(b) {
+					return 0, false
+				}
+				for _, h := range b[i+2 : i+6] {
+					if !isHex(h) {
+						return 0, false
+					}
+				}
+				i += 5
+			default:
+				return 0, false
+			}
+		}
+	}
+	return 0, false
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"math/bits"
 	"unicode/utf8"
 )
 
@@ -88,10 +89,13 @@ func skipString(b []byte, i int) (int, bool) {
 	i++
 	for i < len(b) {
 		// Fast path: skip 8 plain bytes at a time (no quote, backslash or
-		// control character among them). Long strings (base64 images, file
-		// contents) are most of what a gateway scans.
+		// control character among them), and land on the first special
+		// byte of a word at once. Long strings (base64 images, file
+		// contents) are most of what a gateway scans; short ones (keys)
+		// end within their first word.
 		for i+8 <= len(b) {
-			if special(binary.LittleEndian.Uint64(b[i:])) {
+			if m := specialMask(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
 				break
 			}
 			i += 8
@@ -139,12 +143,15 @@ const (
 	highs = 0x8080808080808080
 )
 
-// special reports whether any byte of x is a control character (< 0x20), a
-// quote or a backslash.
-func special(x uint64) bool {
+// specialMask has the high bit of each byte of x (little-endian: the first
+// byte is the lowest) that is a control character (< 0x20), a quote or a
+// backslash set; it is zero when there is none. Bytes above the first such
+// byte may be flagged falsely (a borrow carries upward), those below it
+// never are, so the lowest set bit is exactly the first special byte.
+func specialMask(x uint64) uint64 {
 	q := x ^ (ones * '"')
 	bs := x ^ (ones * '\\')
-	return ((x-ones*0x20)&^x|(q-ones)&^q|(bs-ones)&^bs)&highs != 0
+	return ((x-ones*0x20)&^x | (q-ones)&^q | (bs-ones)&^bs) & highs
 }
 
 func isHex(c byte) bool {
