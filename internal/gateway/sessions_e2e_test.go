@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -151,20 +152,35 @@ func TestSessionCapAllBusy(t *testing.T) {
 // process with it; a session of a shared server keeps the longer timeout.
 func TestSessionChildIdleTimeout(t *testing.T) {
 	t.Parallel()
-	h := startAgg(t, "session_child_idle_timeout: 300ms\n", "namespaces:\n  ns:\n    servers: [d]\n",
+	// 1s, not less: every step below must come within it of the one
+	// before, on a loaded machine too.
+	h := startAgg(t, "session_child_idle_timeout: 1s\n", "namespaces:\n  ns:\n    servers: [d]\n",
 		dest{name: "d", mode: "plain", isolation: "session"}, dest{name: "s", mode: "plain"})
 	direct := h.initialize("d", "")
 	pid := direct.tool("pid", nil).PID
+	before := procsWithEnv(envServerTag + "=" + h.tag)
 	agg, r := h.initAt("/mcp/ns")
 	if agg == nil {
 		t.Fatalf("initialize /mcp/ns: %s", r)
 	}
+	withAgg := procsWithEnv(envServerTag + "=" + h.tag)
 	shared := h.initialize("s", "")
 	pids := procsWithEnv(envServerTag + "=" + h.tag)
 	if len(pids) < 3 { // d twice, s once (plus the modern-era children, if started)
 		t.Fatalf("%d processes, want at least 3", len(pids))
 	}
-	waitGone(t, waitFor, pid)
+	// Wait for the children to go without asking the sessions anything:
+	// every request would count as activity and keep them alive.
+	gone := []int{pid}
+	for _, p := range withAgg {
+		if !slices.Contains(before, p) {
+			gone = append(gone, p) // the aggregated session's child of d
+		}
+	}
+	if len(gone) < 2 {
+		t.Fatalf("the aggregated session started no child of d (processes before %v, after %v)", before, withAgg)
+	}
+	waitGone(t, waitFor, gone...)
 	for _, s := range []*rawSession{{h, "/d/mcp", direct.id}, agg} {
 		deadline := time.Now().Add(waitFor)
 		for {
@@ -179,6 +195,6 @@ func TestSessionChildIdleTimeout(t *testing.T) {
 		}
 	}
 	if r := shared.call("tools/list", nil); r.status != 200 {
-		t.Fatalf("shared-server session after 300ms idle: %s, want it alive", r)
+		t.Fatalf("shared-server session after 1s idle: %s, want it alive", r)
 	}
 }

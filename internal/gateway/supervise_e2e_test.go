@@ -225,7 +225,7 @@ func TestSuperviseMissingCommand(t *testing.T) {
 // out for that client alone. The same process serves all along.
 func TestSuperviseServerIgnoringPing(t *testing.T) {
 	t.Parallel()
-	h := start(t, fastRestart, dest{name: "quiet", mode: "noping", extra: "timeout: 250ms"})
+	h := start(t, fastRestart, dest{name: "quiet", mode: "noping", extra: "timeout: 1s"})
 	s := h.connect("/quiet/mcp")
 	l := s.listen()
 	pid := s.tool("pid", nil).PID
@@ -243,7 +243,9 @@ func TestSuperviseServerIgnoringPing(t *testing.T) {
 	}
 	// A ping on the destination's own session reaches the server, which
 	// ignores it: the client gets a timeout, the server is left alone.
-	// Four of them: a second of a server that answers no ping.
+	// Four of them: four seconds of a server that answers no ping. (The
+	// timeout is 1 s, not less, so that the echo load beside it never
+	// times out on a loaded machine.)
 	t0 := time.Now()
 	for i := 1; i <= 4; i++ {
 		r, err := s.send("ping", nil)
@@ -254,8 +256,8 @@ func TestSuperviseServerIgnoringPing(t *testing.T) {
 		h.logs.waitCount(t, slog.LevelWarn, "stderr", i)
 		ld.progress(2)
 	}
-	if el := time.Since(t0); el < time.Second {
-		t.Fatalf("four ignored pings took %s, want 4×250ms", el)
+	if el := time.Since(t0); el < 4*time.Second {
+		t.Fatalf("four ignored pings took %s, want 4×1s", el)
 	}
 	for _, r := range h.logs.all() {
 		if r.Msg == "stderr" && !strings.Contains(r.Attrs, "ignored") {
