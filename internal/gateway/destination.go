@@ -50,6 +50,10 @@ type destination struct {
 	// toolHeaders caches the x-mcp-header bindings of modern's tools
 	// (see paramHeaders).
 	toolHeaders toolHeaders
+	// traced is set, before any call, when the gateway traces (tracing.go):
+	// calls get client spans and streamable HTTP connections copy
+	// params._meta.traceparent into their header.
+	traced bool
 
 	mu      sync.Mutex
 	private map[*upstream.Upstream]struct{} // guarded by mu: per-session upstreams
@@ -104,7 +108,7 @@ func newDestination(cfg *config.Destination, global *config.Config, log *slog.Lo
 					// once cannot help; the next session tries again.
 					return nil, upstream.Permanent(err)
 				}
-				return dial(ctx, cfg.URL, hdr, client, maxMsg, dlog, deliver, oversize)
+				return dial(ctx, cfg.URL, hdr, client, maxMsg, dlog, d.traced, deliver, oversize)
 			}
 		}
 	case config.TypeAgentCore:
@@ -209,6 +213,9 @@ func (d *destination) Stateless(ctx context.Context, req *jsonrpc.Message) (sess
 	if d.modern == nil {
 		return nil, jsonrpc.Errorf(jsonrpc.UnsupportedProtocolVersion,
 			"destination %s is a legacy HTTP+SSE server; send initialize (protocol 2025-11-25 or earlier)", d.name)
+	}
+	if d.traced {
+		return d.tracedSend(ctx, req, d.modern.CallStateless)
 	}
 	c, err := d.modern.CallStateless(ctx, req)
 	if err != nil {
@@ -391,6 +398,9 @@ type memberBackend struct {
 }
 
 func (b *memberBackend) Call(ctx context.Context, req *jsonrpc.Message) (session.Call, error) {
+	if b.d.traced {
+		return b.d.tracedSend(ctx, req, b.Member.Call)
+	}
 	c, err := b.Member.Call(ctx, req)
 	if err != nil {
 		return nil, err

@@ -37,6 +37,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/session"
 	"github.com/switchboard-mcp/switchboard/internal/sse"
 	"github.com/switchboard-mcp/switchboard/internal/statusui"
+	"github.com/switchboard-mcp/switchboard/internal/tracing"
 )
 
 // Gateway serves a config, and the configs it is reloaded with.
@@ -55,6 +56,9 @@ type Gateway struct {
 	metrics *metrics.Metrics
 	// statusPage is /ui (statuspage.go), fed like the metrics.
 	statusPage *statusui.Page
+	// tracer makes the spans of every request (tracing.go); nil when the
+	// config Switchboard started with has no tracing block. Set by New.
+	tracer *tracing.Tracer
 
 	// cur is what requests see: replaced whole by a reload (reload.go).
 	cur atomic.Pointer[state]
@@ -153,6 +157,14 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	}
 	g.audit = audit.New(aw, audit.Options{LogBodies: cfg.Audit.LogBodies, Redact: red})
 	g.metrics = metrics.New(metrics.Options{ToolLabels: cfg.Metrics.ToolLabels, Status: g.metricsStatus, Version: buildinfo.Version()})
+	tr, err := newTracer(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	if tr != nil {
+		g.tracer = tr
+		g.closers = append(g.closers, tracerCloser{tr})
+	}
 	g.statusPage = statusui.New(statusui.Options{Status: g.uiStatus, Redact: red.String})
 	g.sessions = &session.Table{Max: cfg.MaxSessions, Idle: cfg.SessionIdleTimeout,
 		OnDrop: func(s *session.Session) {
@@ -283,6 +295,10 @@ func (g *Gateway) audited(next http.Handler) http.Handler {
 			sw.m = g.metrics
 		}
 		ctx := withClientHeader(audit.WithRecord(r.Context(), rec), r.Header)
+		q := g.tracer.Start(r, start) // nil when tracing is off
+		if q != nil {
+			ctx = tracing.NewContext(ctx, q)
+		}
 		sw.m.RequestStarted()
 		next.ServeHTTP(sw, r.WithContext(ctx))
 		sw.m.RequestDone()
@@ -292,6 +308,7 @@ func (g *Gateway) audited(next http.Handler) http.Handler {
 			rec.Status = http.StatusOK
 		}
 		rec.Latency = time.Since(start)
+		q.End(rec) // a no-op when tracing is off
 		g.audit.Log(rec)
 		g.observe(rec)
 	})

@@ -56,6 +56,7 @@ func (g *Gateway) build(cfg *config.Config, prev *state) (*state, []*destination
 			}
 		}
 		st.dests[name] = newDestination(cfg.Destinations[name], cfg, g.log)
+		st.dests[name].traced = g.tracer != nil
 	}
 	var stale []*destination
 	if prev != nil {

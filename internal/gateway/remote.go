@@ -11,9 +11,11 @@ import (
 )
 
 // dialStreamable opens a connection to a remote Streamable HTTP server
-// through client (nil: the transport's default client).
-func dialStreamable(ctx context.Context, url string, hdr http.Header, client *http.Client, maxMsg int, log *slog.Logger, deliver, oversize func([]byte)) (upstream.Conn, error) {
-	c, err := streamable.Dial(ctx, streamable.ClientOptions{URL: url, Header: hdr, HTTPClient: client, MaxMessage: maxMsg, Logger: log}, deliver, oversize)
+// through client (nil: the transport's default client). traced copies each
+// message's params._meta.traceparent into its POST's traceparent header.
+func dialStreamable(ctx context.Context, url string, hdr http.Header, client *http.Client, maxMsg int, log *slog.Logger, traced bool, deliver, oversize func([]byte)) (upstream.Conn, error) {
+	c, err := streamable.Dial(ctx, streamable.ClientOptions{URL: url, Header: hdr, HTTPClient: client, MaxMessage: maxMsg, Logger: log,
+		TraceHeader: traced}, deliver, oversize)
 	if err != nil {
 		return nil, err // not a nil *ClientConn inside a non-nil Conn
 	}
@@ -21,9 +23,11 @@ func dialStreamable(ctx context.Context, url string, hdr http.Header, client *ht
 }
 
 // dialSSE opens a connection to a remote legacy HTTP+SSE server through
-// client (nil: the transport's default client).
-func dialSSE(ctx context.Context, url string, hdr http.Header, client *http.Client, maxMsg int, log *slog.Logger, deliver, oversize func([]byte)) (upstream.Conn, error) {
-	c, err := sse.Dial(ctx, sse.ClientOptions{URL: url, Header: hdr, HTTPClient: client, MaxMessage: maxMsg, Logger: log}, deliver, oversize)
+// client (nil: the transport's default client); traced as for
+// dialStreamable.
+func dialSSE(ctx context.Context, url string, hdr http.Header, client *http.Client, maxMsg int, log *slog.Logger, traced bool, deliver, oversize func([]byte)) (upstream.Conn, error) {
+	c, err := sse.Dial(ctx, sse.ClientOptions{URL: url, Header: hdr, HTTPClient: client, MaxMessage: maxMsg, Logger: log,
+		TraceHeader: traced}, deliver, oversize)
 	if err != nil {
 		return nil, err
 	}

@@ -331,6 +331,7 @@ func (s *testServer) tool(ctx context.Context, m *wireMsg) {
 		Arguments toolArgs `json:"arguments"`
 		Meta      struct {
 			ProgressToken json.RawMessage `json:"progressToken"`
+			Traceparent   string          `json:"traceparent"` // echoed back (tracing_e2e_test.go)
 		} `json:"_meta"`
 	}
 	if err := json.Unmarshal(m.Params, &p); err != nil {
@@ -341,6 +342,9 @@ func (s *testServer) tool(ctx context.Context, m *wireMsg) {
 	tok := p.Meta.ProgressToken
 	text := func(t string, extra ...any) {
 		sc := map[string]any{"text": t, "pid": os.Getpid(), "id": m.ID}
+		if p.Meta.Traceparent != "" {
+			sc["traceparent"] = p.Meta.Traceparent
+		}
 		for i := 0; i+1 < len(extra); i += 2 {
 			sc[extra[i].(string)] = extra[i+1]
 		}

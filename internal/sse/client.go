@@ -337,6 +337,17 @@ type ClientOptions struct {
 	// reported to oversize and skipped. Zero means 16 MiB.
 	MaxMessage int
 	Logger     *slog.Logger // nil discards
+	// TraceHeader copies a message's params._meta.traceparent, when it has
+	// one, into the traceparent header of its POST (the gateway sets it
+	// when tracing is on). False sends the message's headers unchanged.
+	TraceHeader bool
+}
+
+// SetTraceHeader sets h's traceparent to params._meta.traceparent, if any.
+func SetTraceHeader(h http.Header, params []byte) {
+	if tp, ok := jsonrpc.StringMember(params, "_meta", "traceparent"); ok {
+		h.Set("Traceparent", tp)
+	}
 }
 
 // ClientConn is a connection to a legacy HTTP+SSE server: one long GET
@@ -602,6 +613,9 @@ func (c *ClientConn) post(msg []byte) {
 	CopyHeader(req.Header, c.opts.Header)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
+	if c.opts.TraceHeader {
+		SetTraceHeader(req.Header, m.Params)
+	}
 	resp, err := DoWithin(c.client, req, headerTimeout)
 	if err != nil {
 		if c.ctx.Err() == nil {

@@ -436,6 +436,9 @@ func (c *ClientConn) newPost(p *post) (req *http.Request, sid string, err error)
 	sse.CopyHeader(req.Header, c.opts.Header)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
+	if c.opts.TraceHeader {
+		sse.SetTraceHeader(req.Header, p.msg.Params)
+	}
 	switch {
 	case p.modern != "":
 		req.Header.Set(HeaderProtocolVersion, p.modern)

@@ -1,0 +1,345 @@
+// Package tracing provides Switchboard's OpenTelemetry traces: a server
+// span per MCP request and a client span per upstream call, exported over
+// OTLP/HTTP by the official Go SDK.
+//
+// The W3C trace context comes from the request's traceparent header or,
+// when that is absent, from params._meta.traceparent (as MCP's tracing
+// proposal has it). Each upstream call carries its client span's context
+// on in params._meta.traceparent (see [SetMeta]); HTTP connections copy
+// that into their traceparent header.
+//
+// A nil *Tracer is tracing off: [Tracer.Start] returns a nil *Request and
+// every method of a nil *Request or *Call does nothing, so the callers'
+// hot path is one nil check.
+package tracing
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/switchboard-mcp/switchboard/internal/audit"
+	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+)
+
+// Attribute keys the spans carry besides the HTTP ones.
+const (
+	// AttrMethod is the JSON-RPC method (MCP semantic conventions).
+	AttrMethod = "mcp.method.name"
+	// AttrTool is the tool of a tools/call (GenAI semantic conventions).
+	AttrTool = "gen_ai.tool.name"
+	// AttrSession is the client's Mcp-Session-Id.
+	AttrSession = "mcp.session.id"
+	// AttrDestination is the configured destination the call went to.
+	AttrDestination = "switchboard.destination"
+	// AttrRequestID is the JSON-RPC id, as sent.
+	AttrRequestID = "jsonrpc.request.id"
+)
+
+// MetaKey is the params._meta member that carries the trace context.
+const MetaKey = "traceparent"
+
+// Options configures a [Tracer]. The zero value exports to the SDK's
+// default endpoint (OTEL_EXPORTER_OTLP_ENDPOINT, else
+// http://localhost:4318) and samples nothing it starts itself.
+type Options struct {
+	// Endpoint is the OTLP/HTTP base URL; spans go to its /v1/traces. ""
+	// leaves it to the SDK (OTEL_EXPORTER_OTLP_ENDPOINT and friends).
+	Endpoint string
+	// SampleRatio is the share of root traces recorded, 0 to 1; a parent's
+	// sampled flag is followed whatever it is.
+	SampleRatio float64
+	// ServiceName and ServiceVersion are the resource's service.name and
+	// service.version ("" omits them).
+	ServiceName, ServiceVersion string
+}
+
+// Tracer makes the spans of one gateway. It owns the SDK's batch
+// processor goroutine, which Shutdown ends.
+type Tracer struct {
+	tp   *sdktrace.TracerProvider
+	tr   trace.Tracer
+	prop propagation.TraceContext
+}
+
+// New builds a Tracer exporting over OTLP/HTTP. Nothing is sent until a
+// span ends; an unreachable collector costs dropped spans, not requests.
+func New(opts Options) (*Tracer, error) {
+	var eo []otlptracehttp.Option
+	if opts.Endpoint != "" {
+		eo = append(eo, otlptracehttp.WithEndpointURL(opts.Endpoint+"/v1/traces"))
+	}
+	exp, err := otlptracehttp.New(context.Background(), eo...)
+	if err != nil {
+		return nil, fmt.Errorf("tracing: exporter: %w", err)
+	}
+	var attrs []attribute.KeyValue
+	if opts.ServiceName != "" {
+		attrs = append(attrs, attribute.String("service.name", opts.ServiceName))
+	}
+	if opts.ServiceVersion != "" {
+		attrs = append(attrs, attribute.String("service.version", opts.ServiceVersion))
+	}
+	tp := sdktrace.NewTracerProvider(
+		sdktrace.WithBatcher(exp),
+		sdktrace.WithResource(resource.NewSchemaless(attrs...)),
+		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(opts.SampleRatio))),
+	)
+	return &Tracer{tp: tp, tr: tp.Tracer("github.com/switchboard-mcp/switchboard")}, nil
+}
+
+// Flush exports every span ended so far, within ctx.
+func (t *Tracer) Flush(ctx context.Context) error {
+	if t == nil {
+		return nil
+	}
+	return t.tp.ForceFlush(ctx)
+}
+
+// Shutdown exports what is left and stops the exporter, within ctx. Spans
+// ended afterwards are dropped.
+func (t *Tracer) Shutdown(ctx context.Context) error {
+	if t == nil {
+		return nil
+	}
+	return t.tp.Shutdown(ctx)
+}
+
+// Request is the trace of one HTTP request: its server span, started with
+// the request's arrival time when its parent is known (the first upstream
+// call, whose params may carry one) or when the request ends. Safe for
+// concurrent use (an aggregated list calls several servers at once).
+type Request struct {
+	t      *Tracer
+	start  time.Time
+	header http.Header
+
+	mu   sync.Mutex
+	ctx  context.Context // guarded by mu: holds span once started
+	span trace.Span      // guarded by mu; nil until started
+	tool string          // guarded by mu: the tool of a tools/call
+}
+
+// Start begins the trace of r, arrived at start. A nil Tracer returns nil.
+func (t *Tracer) Start(r *http.Request, start time.Time) *Request {
+	if t == nil {
+		return nil
+	}
+	return &Request{t: t, start: start, header: r.Header}
+}
+
+type requestKey struct{}
+
+// NewContext returns ctx carrying q.
+func NewContext(ctx context.Context, q *Request) context.Context {
+	return context.WithValue(ctx, requestKey{}, q)
+}
+
+// FromContext returns the Request of ctx, or nil.
+func FromContext(ctx context.Context) *Request {
+	q, _ := ctx.Value(requestKey{}).(*Request)
+	return q
+}
+
+// server starts the server span if it has not started, its parent taken
+// from the traceparent header or else from meta (a traceparent value, or
+// ""), and returns the context holding it. Callers hold q.mu.
+func (q *Request) server(meta string) context.Context {
+	if q.span != nil {
+		return q.ctx
+	}
+	ctx := context.Background()
+	if q.header.Get("Traceparent") != "" {
+		ctx = q.t.prop.Extract(ctx, propagation.HeaderCarrier(q.header))
+	} else if meta != "" {
+		ctx = q.t.prop.Extract(ctx, propagation.MapCarrier{MetaKey: meta})
+	}
+	q.ctx, q.span = q.t.tr.Start(ctx, "mcp", trace.WithSpanKind(trace.SpanKindServer), trace.WithTimestamp(q.start))
+	return q.ctx
+}
+
+// Call is one upstream call's client span.
+type Call struct {
+	span  trace.Span
+	ended atomic.Bool
+}
+
+// Upstream starts the client span of req, sent to destination dest for
+// session, as a child of the request's server span, and returns req with
+// the span's context in params._meta.traceparent (a copy; req is not
+// changed). A nil q returns req and a nil Call.
+func (q *Request) Upstream(dest, session string, req *jsonrpc.Message) (*jsonrpc.Message, *Call) {
+	if q == nil {
+		return req, nil
+	}
+	var meta string
+	if raw, _, _, ok := jsonrpc.Lookup(req.Params, "_meta", MetaKey); ok {
+		meta, _ = jsonrpc.String(raw)
+	}
+	var tool string
+	if req.Method == "tools/call" {
+		tool, _ = jsonrpc.StringMember(req.Params, "name")
+	}
+	q.mu.Lock()
+	ctx := q.server(meta)
+	if tool != "" {
+		q.tool = tool
+	}
+	q.mu.Unlock()
+
+	attrs := []attribute.KeyValue{attribute.String(AttrMethod, req.Method), attribute.String(AttrDestination, dest)}
+	if tool != "" {
+		attrs = append(attrs, attribute.String(AttrTool, tool))
+	}
+	if session != "" {
+		attrs = append(attrs, attribute.String(AttrSession, session))
+	}
+	if req.ID != nil {
+		attrs = append(attrs, attribute.String(AttrRequestID, string(req.ID)))
+	}
+	ctx, span := q.t.tr.Start(ctx, spanName(req.Method, tool), trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	c := &Call{span: span}
+	carrier := propagation.MapCarrier{}
+	q.t.prop.Inject(ctx, carrier)
+	tp := carrier[MetaKey]
+	if tp == "" {
+		return req, c
+	}
+	params, ok := SetMeta(req.Params, MetaKey, tp)
+	if !ok {
+		return req, c
+	}
+	cp := *req
+	cp.Params = params
+	return &cp, c
+}
+
+// End ends the client span; answer is the upstream's response, nil when
+// none came (abandoned, the connection lost). Only the first End counts.
+func (c *Call) End(answer *jsonrpc.Message) {
+	if c == nil || !c.ended.CompareAndSwap(false, true) {
+		return
+	}
+	switch {
+	case answer == nil:
+		c.span.SetStatus(codes.Error, "no response")
+	case answer.Error != nil:
+		if e := answer.ErrorOf(); e != nil {
+			c.span.SetAttributes(attribute.String("rpc.response.status_code", strconv.Itoa(e.Code)))
+			c.span.SetStatus(codes.Error, e.Message)
+		} else {
+			c.span.SetStatus(codes.Error, "error response")
+		}
+	}
+	c.span.End()
+}
+
+// End ends the server span with the request's audit record, written
+// afterwards: its method, destination, session, status and error become
+// attributes. A nil q does nothing.
+func (q *Request) End(rec *audit.Record) {
+	if q == nil {
+		return
+	}
+	q.mu.Lock()
+	q.server("")
+	span, tool := q.span, q.tool
+	q.mu.Unlock()
+	attrs := []attribute.KeyValue{
+		attribute.String("http.request.method", rec.HTTPMethod),
+		attribute.String("url.path", rec.Path),
+		attribute.Int("http.response.status_code", rec.Status),
+	}
+	if rec.SourceIP != "" {
+		attrs = append(attrs, attribute.String("client.address", rec.SourceIP))
+	}
+	if rec.MCPMethod != "" {
+		attrs = append(attrs, attribute.String(AttrMethod, rec.MCPMethod))
+	}
+	if tool != "" {
+		attrs = append(attrs, attribute.String(AttrTool, tool))
+	}
+	if rec.Destination != "" {
+		attrs = append(attrs, attribute.String(AttrDestination, rec.Destination))
+	}
+	if rec.Session != "" {
+		attrs = append(attrs, attribute.String(AttrSession, rec.Session))
+	}
+	if rec.RPCID != nil {
+		attrs = append(attrs, attribute.String(AttrRequestID, string(rec.RPCID)))
+	}
+	span.SetAttributes(attrs...)
+	name := spanName(rec.MCPMethod, tool)
+	if rec.MCPMethod == "" {
+		name = rec.HTTPMethod
+	}
+	span.SetName(name)
+	if rec.Error != "" || rec.Status >= 500 {
+		span.SetStatus(codes.Error, rec.Error)
+	}
+	span.End(trace.WithTimestamp(rec.Time.Add(rec.Latency)))
+}
+
+// spanName is "{method} {tool}", as the MCP semantic conventions name spans.
+func spanName(method, tool string) string {
+	if tool == "" {
+		return method
+	}
+	return method + " " + tool
+}
+
+// SetMeta returns params with params._meta[key] set to the string value,
+// every other byte as it was: the member's value is replaced if present,
+// else the member is inserted first in _meta, else a _meta object is
+// inserted first in params; empty params become {"_meta":{...}}. ok is
+// false, and params returned as they are, when params or its _meta is not
+// an object. params is not modified.
+func SetMeta(params json.RawMessage, key, value string) (json.RawMessage, bool) {
+	member := append(append(jsonrpc.Quote(key), ':'), jsonrpc.Quote(value)...)
+	if len(bytes.TrimSpace(params)) == 0 {
+		out := append([]byte(`{"_meta":{`), member...)
+		return append(out, "}}"...), true
+	}
+	if _, s, e, ok := jsonrpc.Lookup(params, "_meta", key); ok {
+		return jsonrpc.Splice(params, s, e, jsonrpc.Quote(value)), true
+	}
+	if meta, s, _, ok := jsonrpc.Lookup(params, "_meta"); ok {
+		if len(meta) == 0 || meta[0] != '{' {
+			return params, false
+		}
+		return insertFirst(params, s, member), true
+	}
+	i := 0
+	for i < len(params) && (params[i] == ' ' || params[i] == '\t' || params[i] == '\n' || params[i] == '\r') {
+		i++
+	}
+	if i == len(params) || params[i] != '{' {
+		return params, false
+	}
+	obj := append(append([]byte(`"_meta":{`), member...), '}')
+	return insertFirst(params, i, obj), true
+}
+
+// insertFirst inserts member as the first member of the object whose '{'
+// is at b[open]: followed by a comma unless the object was empty.
+func insertFirst(b []byte, open int, member []byte) []byte {
+	rest := bytes.TrimLeft(b[open+1:], " \t\r\n")
+	if len(rest) == 0 || rest[0] != '}' {
+		member = append(member, ',')
+	}
+	return jsonrpc.Splice(b, open+1, open+1, member)
+}
