@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"runtime"
 	"strconv"
@@ -38,12 +39,15 @@ import (
 // sessions sharing one process or each owning one.
 //
 // Every case runs with observability off and on (obs=off: metrics and ui
-// disabled; obs=on: /metrics and /ui, the defaults), so their cost shows:
+// disabled; obs=on: /metrics and /ui, the defaults), so their cost shows;
+// c1 also runs with obs=trace, obs=on plus tracing sampled at 100% to an
+// OTLP receiver on loopback that discards what it gets (its cost against
+// obs=on is tracing's):
 //
 //	go test -run '^$' -bench 'Echo/c1' -count 10 ./internal/gateway/ > bench.txt
 //	benchstat -col /obs bench.txt
 func BenchmarkEcho(b *testing.B) {
-	for _, obs := range benchObs {
+	for _, obs := range append(benchObs, "trace") {
 		b.Run("c1/obs="+obs, func(b *testing.B) {
 			url := benchGateway(b, "shared", obs)
 			c := benchInit(b, &http.Client{}, url)
@@ -126,18 +130,28 @@ func benchGateway(b *testing.B, isolation, obs string) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	on := obs == "on"
+	on := obs == "on" || obs == "trace"
+	var tracing string
+	if obs == "trace" {
+		// A collector that takes every export and discards it.
+		rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+		}))
+		b.Cleanup(rcv.Close)
+		tracing = "tracing: {endpoint: " + rcv.URL + ", sample_ratio: 1}"
+	}
 	yaml := fmt.Sprintf(`listen: 127.0.0.1:0
 max_sessions: 100
 metrics: {enabled: %[4]v}
 ui: {enabled: %[4]v}
+%[5]s
 destinations:
   d:
     type: stdio
     command: [%[1]q]
     isolation: %[2]s
     env: {%[3]s: plain, GORACE: atexit_sleep_ms=0}
-`, exe, isolation, "SWITCHBOARD_TEST_SERVER", on)
+`, exe, isolation, "SWITCHBOARD_TEST_SERVER", on, tracing)
 	cfg, err := config.Parse([]byte(yaml), "bench.yaml")
 	if err != nil {
 		b.Fatal(err)

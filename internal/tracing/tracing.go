@@ -16,6 +16,7 @@ package tracing
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -166,10 +167,41 @@ func (q *Request) server(meta string) context.Context {
 	if q.header.Get("Traceparent") != "" {
 		ctx = q.t.prop.Extract(ctx, propagation.HeaderCarrier(q.header))
 	} else if meta != "" {
-		ctx = q.t.prop.Extract(ctx, propagation.MapCarrier{MetaKey: meta})
+		ctx = q.t.prop.Extract(ctx, metaCarrier(meta))
 	}
-	q.ctx, q.span = q.t.tr.Start(ctx, "mcp", trace.WithSpanKind(trace.SpanKindServer), trace.WithTimestamp(q.start))
+	q.ctx, q.span = q.t.tr.Start(ctx, "mcp", serverKind, trace.WithTimestamp(q.start))
 	return q.ctx
+}
+
+// The span kinds, as options made once.
+var (
+	serverKind = trace.WithSpanKind(trace.SpanKindServer)
+	clientKind = trace.WithSpanKind(trace.SpanKindClient)
+)
+
+// metaCarrier is a traceparent value read as a propagation carrier.
+type metaCarrier string
+
+func (c metaCarrier) Get(key string) string {
+	if key == MetaKey {
+		return string(c)
+	}
+	return ""
+}
+func (c metaCarrier) Set(string, string) {}
+func (c metaCarrier) Keys() []string     { return []string{MetaKey} }
+
+// traceparent renders sc as a W3C traceparent value.
+func traceparent(sc trace.SpanContext) string {
+	var b [55]byte
+	tid, sid := sc.TraceID(), sc.SpanID()
+	b[0], b[1], b[2] = '0', '0', '-'
+	hex.Encode(b[3:35], tid[:])
+	b[35] = '-'
+	hex.Encode(b[36:52], sid[:])
+	b[52] = '-'
+	hex.Encode(b[53:55], []byte{byte(sc.TraceFlags())})
+	return string(b[:])
 }
 
 // Call is one upstream call's client span.
@@ -201,25 +233,21 @@ func (q *Request) Upstream(dest, session string, req *jsonrpc.Message) (*jsonrpc
 	}
 	q.mu.Unlock()
 
-	attrs := []attribute.KeyValue{attribute.String(AttrMethod, req.Method), attribute.String(AttrDestination, dest)}
+	attrs := make([]attribute.KeyValue, 0, 4)
+	attrs = append(attrs, attribute.String(AttrMethod, req.Method), attribute.String(AttrDestination, dest))
 	if tool != "" {
 		attrs = append(attrs, attribute.String(AttrTool, tool))
 	}
 	if session != "" {
 		attrs = append(attrs, attribute.String(AttrSession, session))
 	}
-	if req.ID != nil {
-		attrs = append(attrs, attribute.String(AttrRequestID, string(req.ID)))
-	}
-	ctx, span := q.t.tr.Start(ctx, spanName(req.Method, tool), trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	_, span := q.t.tr.Start(ctx, spanName(req.Method, tool), clientKind, trace.WithAttributes(attrs...))
 	c := &Call{span: span}
-	carrier := propagation.MapCarrier{}
-	q.t.prop.Inject(ctx, carrier)
-	tp := carrier[MetaKey]
-	if tp == "" {
+	sc := span.SpanContext()
+	if !sc.IsValid() {
 		return req, c
 	}
-	params, ok := SetMeta(req.Params, MetaKey, tp)
+	params, ok := SetMeta(req.Params, MetaKey, traceparent(sc))
 	if !ok {
 		return req, c
 	}
@@ -259,14 +287,9 @@ func (q *Request) End(rec *audit.Record) {
 	q.server("")
 	span, tool := q.span, q.tool
 	q.mu.Unlock()
-	attrs := []attribute.KeyValue{
-		attribute.String("http.request.method", rec.HTTPMethod),
-		attribute.String("url.path", rec.Path),
-		attribute.Int("http.response.status_code", rec.Status),
-	}
-	if rec.SourceIP != "" {
-		attrs = append(attrs, attribute.String("client.address", rec.SourceIP))
-	}
+	attrs := make([]attribute.KeyValue, 0, 8)
+	attrs = append(attrs, attribute.String("http.request.method", rec.HTTPMethod),
+		attribute.String("url.path", rec.Path), attribute.Int("http.response.status_code", rec.Status))
 	if rec.MCPMethod != "" {
 		attrs = append(attrs, attribute.String(AttrMethod, rec.MCPMethod))
 	}

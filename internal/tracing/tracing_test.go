@@ -1,7 +1,11 @@
 package tracing
 
 import (
+	"context"
 	"testing"
+
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 )
 
 func TestTracingSetMeta(t *testing.T) {
@@ -32,5 +36,22 @@ func TestTracingSetMeta(t *testing.T) {
 	SetMeta(in[:len(in):len(in)], MetaKey, tp)
 	if string(in) != orig {
 		t.Errorf("input modified: %s", in)
+	}
+}
+
+// TestTracingTraceparent: the traceparent written upstream is the one the
+// SDK's W3C propagator writes, sampled or not.
+func TestTracingTraceparent(t *testing.T) {
+	for _, flags := range []trace.TraceFlags{0, trace.FlagsSampled} {
+		sc := trace.NewSpanContext(trace.SpanContextConfig{
+			TraceID:    trace.TraceID{0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0xa6, 0xa3, 0xce, 0x92, 0x9d, 0x0e, 0x0e, 0x47, 0x36},
+			SpanID:     trace.SpanID{0x00, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7},
+			TraceFlags: flags,
+		})
+		c := propagation.MapCarrier{}
+		propagation.TraceContext{}.Inject(trace.ContextWithSpanContext(context.Background(), sc), c)
+		if got, want := traceparent(sc), c.Get("traceparent"); got != want {
+			t.Errorf("traceparent = %q, want %q", got, want)
+		}
 	}
 }
