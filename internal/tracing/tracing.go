@@ -277,8 +277,8 @@ func (c *Call) End(answer *jsonrpc.Message) {
 }
 
 // End ends the server span with the request's audit record, written
-// afterwards: its method, destination, session, status and error become
-// attributes. A nil q does nothing.
+// afterwards: its method, destination, session, id, status and error
+// become attributes. A nil q does nothing.
 func (q *Request) End(rec *audit.Record) {
 	if q == nil {
 		return
@@ -287,9 +287,11 @@ func (q *Request) End(rec *audit.Record) {
 	q.server("")
 	span, tool := q.span, q.tool
 	q.mu.Unlock()
-	attrs := make([]attribute.KeyValue, 0, 8)
-	attrs = append(attrs, attribute.String("http.request.method", rec.HTTPMethod),
-		attribute.String("url.path", rec.Path), attribute.Int("http.response.status_code", rec.Status))
+	// Each attribute costs three allocations in the export: the HTTP
+	// method and path are left out (the destination and the MCP method say
+	// more).
+	attrs := make([]attribute.KeyValue, 0, 6)
+	attrs = append(attrs, attribute.Int("http.response.status_code", rec.Status))
 	if rec.MCPMethod != "" {
 		attrs = append(attrs, attribute.String(AttrMethod, rec.MCPMethod))
 	}
@@ -332,19 +334,23 @@ func spanName(method, tool string) string {
 // false, and params returned as they are, when params or its _meta is not
 // an object. params is not modified.
 func SetMeta(params json.RawMessage, key, value string) (json.RawMessage, bool) {
-	member := append(append(jsonrpc.Quote(key), ':'), jsonrpc.Quote(value)...)
 	if len(bytes.TrimSpace(params)) == 0 {
-		out := append([]byte(`{"_meta":{`), member...)
+		out := make([]byte, 0, len(key)+len(value)+16)
+		out = appendMember(append(out, `{"_meta":{`...), key, value)
 		return append(out, "}}"...), true
 	}
-	if _, s, e, ok := jsonrpc.Lookup(params, "_meta", key); ok {
-		return jsonrpc.Splice(params, s, e, jsonrpc.Quote(value)), true
-	}
-	if meta, s, _, ok := jsonrpc.Lookup(params, "_meta"); ok {
+	meta, ms, _, ok := jsonrpc.Lookup(params, "_meta")
+	if ok {
 		if len(meta) == 0 || meta[0] != '{' {
 			return params, false
 		}
-		return insertFirst(params, s, member), true
+		if _, s, e, ok := jsonrpc.Lookup(meta, key); ok {
+			out := make([]byte, 0, len(params)-(e-s)+len(value)+2)
+			out = append(out, params[:ms+s]...)
+			out = appendQuoted(out, value)
+			return append(out, params[ms+e:]...), true
+		}
+		return insertFirst(params, ms, "", key, value), true
 	}
 	i := 0
 	for i < len(params) && (params[i] == ' ' || params[i] == '\t' || params[i] == '\n' || params[i] == '\r') {
@@ -353,16 +359,42 @@ func SetMeta(params json.RawMessage, key, value string) (json.RawMessage, bool) 
 	if i == len(params) || params[i] != '{' {
 		return params, false
 	}
-	obj := append(append([]byte(`"_meta":{`), member...), '}')
-	return insertFirst(params, i, obj), true
+	return insertFirst(params, i, `"_meta":{`, key, value), true
 }
 
-// insertFirst inserts member as the first member of the object whose '{'
-// is at b[open]: followed by a comma unless the object was empty.
-func insertFirst(b []byte, open int, member []byte) []byte {
+// insertFirst inserts prefix, the member key: value and, when prefix is
+// not empty, a closing '}', as the first member of the object whose '{' is
+// at b[open], followed by a comma unless the object was empty. One
+// allocation: the result.
+func insertFirst(b []byte, open int, prefix, key, value string) []byte {
+	out := make([]byte, 0, len(b)+len(prefix)+len(key)+len(value)+8)
+	out = append(out, b[:open+1]...)
+	out = appendMember(append(out, prefix...), key, value)
+	if prefix != "" {
+		out = append(out, '}')
+	}
 	rest := bytes.TrimLeft(b[open+1:], " \t\r\n")
 	if len(rest) == 0 || rest[0] != '}' {
-		member = append(member, ',')
+		out = append(out, ',')
 	}
-	return jsonrpc.Splice(b, open+1, open+1, member)
+	return append(out, b[open+1:]...)
+}
+
+// appendMember appends "key":"value".
+func appendMember(dst []byte, key, value string) []byte {
+	return appendQuoted(append(appendQuoted(dst, key), ':'), value)
+}
+
+// appendQuoted appends s as a JSON string: as it is between quotes when it
+// needs no escape (a traceparent never does), else as jsonrpc.Quote
+// writes it.
+func appendQuoted(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+			return append(dst, jsonrpc.Quote(s)...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
 }

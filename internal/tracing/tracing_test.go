@@ -24,6 +24,9 @@ func TestTracingSetMeta(t *testing.T) {
 			t.Errorf("SetMeta(%s) = %s, %v; want %s", c.in, got, ok, c.want)
 		}
 	}
+	if got, _ := SetMeta([]byte(`{}`), MetaKey, `a"b`); string(got) != `{"_meta":{"traceparent":"a\"b"}}` {
+		t.Errorf("a value with a quote: %s", got)
+	}
 	for _, in := range []string{`[1,2]`, `{"_meta":[]}`, `{"_meta":"x"}`, `7`} {
 		got, ok := SetMeta([]byte(in), MetaKey, tp)
 		if ok || string(got) != in {
