@@ -253,6 +253,12 @@ func (g *Gateway) watch(ctx context.Context) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	var debounce <-chan time.Time
+	// The watched paths, cleaned, for the state they were computed from
+	// (a reload may name another secrets file). Every write to any file
+	// in a watched directory is an event (a log or audit file kept beside
+	// the config: one per request), so matching one must be cheap.
+	var files []string
+	var filesOf *state
 	for {
 		select {
 		case <-ctx.Done():
@@ -262,7 +268,10 @@ func (g *Gateway) watch(ctx context.Context) {
 				events = nil
 				continue
 			}
-			if g.watched(ev.Name) {
+			if st := g.state(); st != filesOf {
+				files, filesOf = g.cleanWatchFiles(), st
+			}
+			if slices.Contains(files, filepath.Clean(ev.Name)) {
 				// Wait for the writes to settle: a file being written
 				// (truncated, then filled) must not be loaded half-way.
 				debounce = time.After(reloadDebounce)
@@ -306,13 +315,14 @@ func (g *Gateway) watchDirs() []string {
 	return dirs
 }
 
-func (g *Gateway) watched(name string) bool {
-	for _, f := range g.watchFiles() {
-		if filepath.Clean(name) == filepath.Clean(f) {
-			return true
-		}
+// cleanWatchFiles returns watchFiles, each cleaned, to compare the events'
+// names with.
+func (g *Gateway) cleanWatchFiles() []string {
+	files := g.watchFiles()
+	for i, f := range files {
+		files[i] = filepath.Clean(f)
 	}
-	return false
+	return files
 }
 
 // checksum hashes the watched files' contents ("" for a missing file).
