@@ -13,8 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
-
 	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/streamable"
 )
@@ -232,23 +230,15 @@ func (g *Gateway) watch(ctx context.Context) {
 		interval = time.Second
 	}
 	last := g.watchSum
-	var events <-chan fsnotify.Event
-	if w, err := fsnotify.NewWatcher(); err != nil {
+	// Watch the directories: editors and config managers replace files by
+	// renaming, which a watch on the file itself would lose.
+	events, stop, err := watchDirs(g.watchDirs(), func(dir string, err error) {
+		g.log.Warn("config watch failed", "dir", dir, "err", err)
+	})
+	if err != nil {
 		g.log.Warn("config watch unavailable; polling only", "err", err)
 	} else {
-		defer w.Close()
-		// Watch the directory: editors and config managers replace files
-		// by renaming, which a watch on the file itself would lose.
-		for _, dir := range g.watchDirs() {
-			if err := w.Add(dir); err != nil {
-				g.log.Warn("config watch failed", "dir", dir, "err", err)
-			}
-		}
-		events = w.Events
-		go func() {
-			for range w.Errors {
-			}
-		}()
+		defer stop()
 	}
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
@@ -263,7 +253,7 @@ func (g *Gateway) watch(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case ev, ok := <-events:
+		case name, ok := <-events:
 			if !ok {
 				events = nil
 				continue
@@ -271,7 +261,7 @@ func (g *Gateway) watch(ctx context.Context) {
 			if st := g.state(); st != filesOf {
 				files, filesOf = g.cleanWatchFiles(), st
 			}
-			if slices.Contains(files, filepath.Clean(ev.Name)) {
+			if name == "" || slices.Contains(files, filepath.Clean(name)) { // "": events were lost
 				// Wait for the writes to settle: a file being written
 				// (truncated, then filled) must not be loaded half-way.
 				debounce = time.After(reloadDebounce)
