@@ -125,7 +125,6 @@ func (l *Logger) WriteErrors() uint64 {
 // line is the JSON shape of one record; field order is the output order.
 type line struct {
 	Time         time.Time       `json:"time"` // written in UTC, RFC 3339 with nanoseconds
-
 	Destination  string          `json:"destination"`
 	Session      string          `json:"session"`
 	SourceIP     string          `json:"source_ip"`
