@@ -47,7 +47,11 @@ func TestConformanceE2E(t *testing.T) {
 	}{
 		{"0.1.16", peers.ConformanceStable, nil, 40, true},
 		{"0.2.0-alpha.12/2025-11-25", peers.ConformanceNext, []string{"--requirements", "2025-11-25"}, 82, true},
-		{"0.2.0-alpha.12/2026-07-28", peers.ConformanceNext, []string{"--requirements", "2026-07-28"}, 165, false},
+		// 165 passed straight against everything-server; 164 is allowed
+		// because server-stateless runs one check only when a timing allows
+		// it (29 or 30 checks, never a failure), seen on a loaded CI machine.
+		// Every scenario but the tasks-* extension must still fail nothing.
+		{"0.2.0-alpha.12/2026-07-28", peers.ConformanceNext, []string{"--requirements", "2026-07-28"}, 164, false},
 	}
 	for _, isolation := range []string{"shared", "session"} {
 		t.Run("isolation="+isolation, func(t *testing.T) {
