@@ -220,7 +220,8 @@ func (p *Process) Err() error { return p.waitErr }
 // ErrExited is returned by Write after the child has exited.
 var ErrExited = errors.New("stdio: process exited")
 
-// Write sends one message, newline-terminated. msg must not contain a newline.
+// Write sends one message, newline-terminated: one line, whatever JSON
+// whitespace msg holds (see flushLine).
 func (p *Process) Write(msg []byte) error {
 	select {
 	case <-p.done:
@@ -236,8 +237,7 @@ func (p *Process) Write(msg []byte) error {
 type Appender = interface{ AppendTo([]byte) []byte }
 
 // WriteFrom sends one message as Write does, encoded by m straight into the
-// write buffer: no encoded copy of its own is made. The encoding must not
-// contain a newline.
+// write buffer: no encoded copy of its own is made.
 func (p *Process) WriteFrom(m Appender) error {
 	select {
 	case <-p.done:
@@ -250,8 +250,18 @@ func (p *Process) WriteFrom(m Appender) error {
 }
 
 // flushLine writes b, the message in (what was) wbuf, with its newline, in
-// one system call; wmu held.
+// one system call; wmu held. A line break inside the message can only be
+// JSON whitespace (a JSON string holds none unescaped): a client that
+// pretty-prints its request must not split it into two lines for the
+// child, so it becomes a space.
 func (p *Process) flushLine(b []byte) error {
+	if bytes.IndexByte(b, '\n') >= 0 || bytes.IndexByte(b, '\r') >= 0 {
+		for i, c := range b {
+			if c == '\n' || c == '\r' {
+				b[i] = ' '
+			}
+		}
+	}
 	p.wbuf = append(b, '\n')
 	if _, err := p.stdin.Write(p.wbuf); err != nil {
 		return fmt.Errorf("stdio: write: %w", err)

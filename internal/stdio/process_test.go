@@ -424,6 +424,32 @@ func TestEchoConcurrentWrites(t *testing.T) {
 	}
 }
 
+// A message with line breaks in its JSON whitespace (a client's
+// pretty-printed request) reaches the child as one line, by either write.
+func TestWriteOneLine(t *testing.T) {
+	t.Parallel()
+	r := &rec{}
+	p := start(t, spec(t, "echo"), r)
+	if err := p.Write([]byte("{\"a\":\n  1,\r\n\"s\":\"x\\ny\"}")); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.WriteFrom(appender("{\n\"b\": 2\n}")); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	lines, _ := r.got()
+	want := []string{`{"a":   1,  "s":"x\ny"}`, `{ "b": 2 }`}
+	if len(lines) != 2 || lines[0] != want[0] || lines[1] != want[1] {
+		t.Fatalf("lines %q, want %q", lines, want)
+	}
+}
+
+type appender string
+
+func (a appender) AppendTo(b []byte) []byte { return append(b, a...) }
+
 func isDone(p *Process) bool {
 	select {
 	case <-p.Done():
