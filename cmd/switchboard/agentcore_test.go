@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/peers"
 )
 
 func TestAgentCoreUsageErrors(t *testing.T) {
@@ -79,7 +81,7 @@ func TestBinaryAgentCore(t *testing.T) {
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait(); pw.Close() }()
-	var logs syncBuffer
+	var logs peers.Buffer
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		if t.Failed() {

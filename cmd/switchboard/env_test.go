@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/peers"
 )
 
 // TestCheckDestinationsConfigEnv: without --config, check reads the file
@@ -75,7 +77,7 @@ func TestServeMithrilEnv(t *testing.T) {
 	cmd := exec.Command(bin, "serve")
 	cmd.Env = append(os.Environ(), "DESTINATIONS_CONFIG="+cfgPath, "SECRETS_CONFIG="+secrets,
 		"LOG_FILE="+logPath, "STDIO_RESPONSE_TIMEOUT_SECS=0.5")
-	var stderr syncBuffer
+	var stderr peers.Buffer
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -99,7 +101,7 @@ func TestServeMithrilEnv(t *testing.T) {
 			t.Logf("switchboard stdout/stderr:\n%s", stderr.String())
 		}
 	})
-	var logText syncBuffer
+	var logText peers.Buffer
 	addrc := make(chan string, 1)
 	go func() {
 		re := regexp.MustCompile(`msg="switchboard listening" addr=(\S+)`)

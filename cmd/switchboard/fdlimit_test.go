@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/peers"
 )
 
 // The real binary under a 256-descriptor limit (prlimit), with 300 client
@@ -42,7 +44,7 @@ func TestFdLimitKeepsHealthzReachable(t *testing.T) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	pr, pw := io.Pipe()
 	cmd.Stderr = pw
-	var out syncBuffer
+	var out peers.Buffer
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

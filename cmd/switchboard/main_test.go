@@ -25,6 +25,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/peers"
 )
 
 const envMainServer = "SWITCHBOARD_MAIN_TEST_SERVER"
@@ -273,24 +275,6 @@ func TestBinaryCheckAndVersion(t *testing.T) {
 	}
 }
 
-// syncBuffer is a goroutine-safe buffer.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // procInfo returns the parent pid and state of pid.
 func procInfo(pid int) (ppid int, state byte, ok bool) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
@@ -385,7 +369,7 @@ destinations:
 	}
 
 	cmd := exec.Command(bin, "serve", "--config", cfgPath)
-	var stderrText syncBuffer
+	var stderrText peers.Buffer
 	pr, pw := io.Pipe()
 	cmd.Stderr = pw
 	cmd.Stdout = &stderrText

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/peers"
 )
 
 // The real binary is SIGKILLed while it runs a stdio destination whose
@@ -32,7 +34,7 @@ func TestSIGKILLLeavesNoGrandchild(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "serve", "--config", cfgPath)
-	var out syncBuffer
+	var out peers.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -33,7 +33,7 @@ const relayTestARN = "arn:aws:bedrock-agentcore:eu-central-1:123456789012:runtim
 // (2025-11-25: the stateful path) on its stdio.
 type relayRun struct {
 	cs       *mcp.ClientSession
-	stderr   *lockedBuf
+	stderr   *peers.Buffer
 	progress atomic.Int32
 	mu       sync.Mutex
 	logs     []string
@@ -41,7 +41,7 @@ type relayRun struct {
 
 func startRunRelay(t *testing.T, args ...string) *relayRun {
 	t.Helper()
-	r := &relayRun{stderr: &lockedBuf{}}
+	r := &relayRun{stderr: &peers.Buffer{}}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	done := make(chan int, 1)
@@ -425,22 +425,4 @@ func TestRelayAWSUsageErrors(t *testing.T) {
 			t.Errorf("relay -h does not document %s", flag)
 		}
 	}
-}
-
-// lockedBuf is a bytes.Buffer safe for a writer and a reader at once.
-type lockedBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

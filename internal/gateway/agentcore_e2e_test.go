@@ -491,7 +491,7 @@ func TestAgentCoreThroughRelay(t *testing.T) {
 					"AWS_ACCESS_KEY_ID=AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
 					"AWS_PROFILE=", "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null", "RUNTIME_SESSION_MODE=session")
 			}
-			var stderr syncBuf
+			var stderr peers.Buffer
 			cmd.Stderr = &stderr
 			defer func() {
 				if t.Failed() {
@@ -571,22 +571,4 @@ func TestAgentCoreThroughRelay(t *testing.T) {
 			}
 		})
 	}
-}
-
-// syncBuf is a bytes.Buffer safe for a writer and a reader at once.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuf) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuf) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

@@ -358,24 +358,6 @@ func buildSwitchboard(t *testing.T) string {
 	return bin
 }
 
-// lockedBuffer is a bytes.Buffer safe for concurrent use.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // relayProc is a `switchboard relay` process behind mcp.CommandTransport.
 // The command is wrapped so that a copy of the relay's stdout (what the
 // client reads) lands in a file: sh -c 'relay … | tee FILE'. The relay reads
@@ -383,12 +365,12 @@ func (l *lockedBuffer) String() string {
 type relayProc struct {
 	cmd    *exec.Cmd
 	stdout string        // the copy of the relay's stdout
-	stderr *lockedBuffer // the relay's stderr
+	stderr *peers.Buffer // the relay's stderr
 }
 
 func relayCommand(t *testing.T, bin string, args ...string) *relayProc {
 	t.Helper()
-	p := &relayProc{stdout: filepath.Join(t.TempDir(), "relay.stdout"), stderr: &lockedBuffer{}}
+	p := &relayProc{stdout: filepath.Join(t.TempDir(), "relay.stdout"), stderr: &peers.Buffer{}}
 	argv := append([]string{"-c", `"$0" "$@" | tee "$RELAY_STDOUT"`, bin, "relay"}, args...)
 	p.cmd = exec.Command("/bin/sh", argv...)
 	p.cmd.Env = append(os.Environ(), "RELAY_STDOUT="+p.stdout)

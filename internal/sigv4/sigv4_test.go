@@ -281,7 +281,7 @@ func TestVerifierRejects(t *testing.T) {
 func TestRetryOnce(t *testing.T) {
 	creds, _ := awsEnv(t, false)
 	up := newUpstream(t, peers.VerifySigV4(creds))
-	var logs lockedBuf
+	var logs peers.Buffer
 	s, err := sigv4.New(context.Background(), up.URL, sigv4.Options{Region: "us-east-1",
 		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
@@ -350,24 +350,6 @@ func TestRetryOnce(t *testing.T) {
 	if strings.Contains(text, testSecret) || strings.Contains(text, "Authorization") {
 		t.Errorf("the log holds a secret or the Authorization header:\n%s", text)
 	}
-}
-
-// lockedBuf is a bytes.Buffer safe for concurrent writers and a reader.
-type lockedBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // TestAssumeRoleRefresh: an assumed role's credentials come from STS,

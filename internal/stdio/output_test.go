@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/audit"
+	"github.com/switchboard-mcp/switchboard/internal/peers"
 )
 
 // countHandler counts what a Process logs: lines of child output, and the
@@ -141,7 +142,7 @@ func TestLoggedLinesRedactedBeforeClip(t *testing.T) {
 	t.Parallel()
 	const secret = "sk-test-STRADDLES-THE-CLIP-0123"
 	for _, withSpec := range []bool{false, true} {
-		var buf syncBuf
+		var buf peers.Buffer
 		s := spec(t, "secretlines", "STDIO_TEST_SECRET="+secret)
 		red := audit.NewRedactor([]string{secret})
 		s.Logger = slog.New(audit.RedactingHandler(slog.NewTextHandler(&buf, nil), red))
@@ -159,24 +160,6 @@ func TestLoggedLinesRedactedBeforeClip(t *testing.T) {
 			t.Errorf("Spec.Redact set %v: want both lines redacted, no prefix of the secret:\n%s", withSpec, out)
 		}
 	}
-}
-
-// syncBuf is a bytes.Buffer safe for concurrent writes.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuf) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuf) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 func TestExitErrorCarriesStderr(t *testing.T) {
