@@ -13,7 +13,6 @@ import (
 	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -30,40 +29,9 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/smithy-go/logging"
+
+	"github.com/switchboard-mcp/switchboard/internal/peers"
 )
-
-// suiteDir returns the suite's directory, or "" when there is none.
-func suiteDir(t *testing.T) string {
-	if d := os.Getenv("SWITCHBOARD_SIGV4_SUITE"); d != "" {
-		return d
-	}
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "..", "shared", "testdata", "aws-signing-test-suite", "v4")
-		}
-		if filepath.Dir(dir) == dir {
-			return ""
-		}
-	}
-}
-
-type suiteContext struct {
-	Credentials struct {
-		AccessKeyID     string `json:"access_key_id"`
-		SecretAccessKey string `json:"secret_access_key"`
-		Token           string `json:"token"`
-	} `json:"credentials"`
-	Normalize        bool      `json:"normalize"`
-	Region           string    `json:"region"`
-	Service          string    `json:"service"`
-	SignBody         bool      `json:"sign_body"`
-	Timestamp        time.Time `json:"timestamp"`
-	OmitSessionToken bool      `json:"omit_session_token"`
-}
 
 // parseSuiteRequest reads a case's request.txt: the request line (the path
 // may hold spaces), headers (a continuation line folds into the previous
@@ -126,17 +94,9 @@ func testSigner(service, region string, creds aws.Credentials, now time.Time, ca
 }
 
 func TestOfficialVectors(t *testing.T) {
-	dir := suiteDir(t)
-	entries, err := os.ReadDir(dir)
-	if dir == "" || err != nil {
-		t.Skipf("the AWS SigV4 test suite is not here (%s): set SWITCHBOARD_SIGV4_SUITE to aws-c-auth's tests/aws-signing-test-suite/v4", dir)
-	}
+	dir, cases := peers.SigV4Suite(t)
 	passed, skipped := 0, map[string]string{}
-	for _, e := range entries {
-		if !e.IsDir() {
-			continue
-		}
-		name := e.Name()
+	for _, name := range cases {
 		t.Run(name, func(t *testing.T) {
 			read := func(f string) string {
 				b, err := os.ReadFile(filepath.Join(dir, name, f))
@@ -145,8 +105,8 @@ func TestOfficialVectors(t *testing.T) {
 				}
 				return strings.TrimRight(string(b), "\n")
 			}
-			var ctx suiteContext
-			if err := json.Unmarshal([]byte(read("context.json")), &ctx); err != nil {
+			ctx, err := peers.ReadSigV4SuiteContext(dir, name)
+			if err != nil {
 				t.Fatal(err)
 			}
 			method, path, hdr, body, err := parseSuiteRequest([]byte(read("request.txt") + "\n"))
@@ -237,7 +197,7 @@ func TestOfficialVectors(t *testing.T) {
 	for _, n := range names {
 		t.Logf("skipped %s: %s", n, skipped[n])
 	}
-	t.Logf("official SigV4 vectors: %d passed, %d skipped, of %d", passed, len(skipped), len(entries))
+	t.Logf("official SigV4 vectors: %d passed, %d skipped, of %d", passed, len(skipped), len(cases))
 	if passed == 0 {
 		t.Error("no vector passed")
 	}
