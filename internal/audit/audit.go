@@ -49,6 +49,9 @@ type Record struct {
 	Path string
 	// MCPMethod is the JSON-RPC method, or "" (a GET stream, a response).
 	MCPMethod string
+	// Tool is the tool a tools/call names (params.name, as the client sent
+	// it), or "".
+	Tool string
 	// RPCID is the raw JSON-RPC id. Nil omits "rpc_id" (a notification or
 	// no JSON-RPC message). A value that is not valid JSON is written as a
 	// JSON string.
@@ -131,6 +134,7 @@ type line struct {
 	HTTPMethod   string          `json:"http_method"`
 	Path         string          `json:"path"`
 	MCPMethod    string          `json:"mcp_method"`
+	Tool         string          `json:"tool,omitempty"`
 	RPCID        json.RawMessage `json:"rpc_id,omitempty"`
 	Status       int             `json:"status"`
 	LatencyMS    float64         `json:"latency_ms"`
@@ -164,6 +168,7 @@ func (l *Logger) Log(r *Record) {
 		HTTPMethod:  rd.String(r.HTTPMethod),
 		Path:        rd.String(r.Path),
 		MCPMethod:   rd.String(r.MCPMethod),
+		Tool:        rd.String(r.Tool),
 		RPCID:       rpcID(rd, r.RPCID),
 		Status:      r.Status,
 		LatencyMS:   math.Round(float64(r.Latency)/1e3) / 1e3,
@@ -204,6 +209,10 @@ func (ln *line) appendTo(b []byte) []byte {
 	b = appendJSONString(b, ln.Path)
 	b = append(b, `,"mcp_method":`...)
 	b = appendJSONString(b, ln.MCPMethod)
+	if ln.Tool != "" {
+		b = append(b, `,"tool":`...)
+		b = appendJSONString(b, ln.Tool)
+	}
 	if len(ln.RPCID) > 0 {
 		b = append(b, `,"rpc_id":`...)
 		b = append(b, ln.RPCID...)

@@ -53,6 +53,7 @@ func TestLogShape(t *testing.T) {
 		HTTPMethod:  "POST",
 		Path:        "/github/mcp",
 		MCPMethod:   "tools/call",
+		Tool:        "create_issue",
 		RPCID:       json.RawMessage(`"abc"`),
 		Status:      200,
 		Latency:     12345678 * time.Nanosecond,
@@ -60,7 +61,7 @@ func TestLogShape(t *testing.T) {
 	})
 	const want = `{"time":"2025-01-02T02:04:05.123456789Z","destination":"github","session":"sess-1",` +
 		`"source_ip":"127.0.0.1","http_method":"POST","path":"/github/mcp","mcp_method":"tools/call",` +
-		`"rpc_id":"abc","status":200,"latency_ms":12.346}` + "\n"
+		`"tool":"create_issue","rpc_id":"abc","status":200,"latency_ms":12.346}` + "\n"
 	if line != want {
 		t.Errorf("line =\n%s\nwant\n%s", line, want)
 	}

@@ -29,13 +29,13 @@ type connLimit struct {
 
 	mu      sync.Mutex
 	conns   map[*limitedConn]struct{} // open connections
-	changed chan struct{}             // closed (and replaced) when one closes or goes idle
+	changed chan struct{}             // nil, or made by a waiter and closed (then nil again) when one closes or goes idle
 	refused int                       // connections closed at once, every one being busy (logged now and then)
 }
 
 // newConnLimit returns a limit of max connections (see Options.MaxConns).
 func newConnLimit(max int, log *slog.Logger) *connLimit {
-	return &connLimit{max: max, log: log, conns: map[*limitedConn]struct{}{}, changed: make(chan struct{})}
+	return &connLimit{max: max, log: log, conns: map[*limitedConn]struct{}{}}
 }
 
 // limitedConn is a connection counted by a connLimit.
@@ -62,9 +62,14 @@ func (l *connLimit) remove(c *limitedConn) {
 	l.mu.Unlock()
 }
 
+// signalLocked wakes the waiters, if any: the channel is made only when
+// one waits, so the request path (every request goes idle after) allocates
+// nothing here.
 func (l *connLimit) signalLocked() {
-	close(l.changed)
-	l.changed = make(chan struct{})
+	if l.changed != nil {
+		close(l.changed)
+		l.changed = nil
+	}
 }
 
 // connState is the servers' ConnState hook.
@@ -114,6 +119,9 @@ func (l *connLimit) wait(done <-chan struct{}) bool {
 		if len(l.conns) < l.max || l.oldestIdleLocked() != nil {
 			l.mu.Unlock()
 			return true
+		}
+		if l.changed == nil {
+			l.changed = make(chan struct{})
 		}
 		ch := l.changed
 		l.mu.Unlock()

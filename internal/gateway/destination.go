@@ -415,13 +415,13 @@ func (b *memberBackend) Leave() {
 	}
 }
 
+// headerKey is the context key of the client's request header, for
+// forward_headers; the audited request's context answers for it
+// (auditedRequest).
 type headerKey struct{}
 
-// withClientHeader records the client's request headers for forward_headers.
-func withClientHeader(ctx context.Context, h http.Header) context.Context {
-	return context.WithValue(ctx, headerKey{}, h)
-}
-
+// clientHeader returns the client's request header, nil outside an audited
+// request.
 func clientHeader(ctx context.Context) http.Header {
 	h, _ := ctx.Value(headerKey{}).(http.Header)
 	return h

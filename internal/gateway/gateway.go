@@ -32,7 +32,6 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/buildinfo"
 	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/metrics"
-	"github.com/switchboard-mcp/switchboard/internal/reqbody"
 	"github.com/switchboard-mcp/switchboard/internal/router"
 	"github.com/switchboard-mcp/switchboard/internal/session"
 	"github.com/switchboard-mcp/switchboard/internal/sse"
@@ -289,12 +288,15 @@ func (g *Gateway) audited(next http.Handler) http.Handler {
 			return
 		}
 		start := time.Now()
-		rec := &audit.Record{Time: start, SourceIP: audit.SourceIP(r), HTTPMethod: r.Method, Path: r.URL.Path}
-		sw := &statusWriter{ResponseWriter: w, rec: rec}
+		a := &auditedRequest{Context: r.Context(), header: r.Header}
+		rec := &a.rec
+		*rec = audit.Record{Time: start, SourceIP: audit.SourceIP(r), HTTPMethod: r.Method, Path: r.URL.Path}
+		sw := &a.sw
+		*sw = statusWriter{ResponseWriter: w, rec: rec}
 		if g.state().cfg.Metrics.Enabled {
 			sw.m = g.metrics
 		}
-		ctx := withClientHeader(audit.WithRecord(r.Context(), rec), r.Header)
+		var ctx context.Context = a
 		q := g.tracer.Start(r, start) // nil when tracing is off
 		if q != nil {
 			ctx = tracing.NewContext(ctx, q)
@@ -312,6 +314,28 @@ func (g *Gateway) audited(next http.Handler) http.Handler {
 		g.audit.Log(rec)
 		g.observe(rec)
 	})
+}
+
+// auditedRequest is what audited keeps per request, in one allocation: the
+// audit record, the response writer that fills it in, and the request's
+// context, which answers for the record ([audit.FromContext]) and the
+// client's header ([clientHeader]) itself instead of two context.WithValue
+// layers.
+type auditedRequest struct {
+	context.Context // the request's own
+	rec             audit.Record
+	sw              statusWriter
+	header          http.Header // the client's request header
+}
+
+func (a *auditedRequest) Value(key any) any {
+	switch key.(type) {
+	case audit.RecordKey:
+		return &a.rec
+	case headerKey:
+		return a.header
+	}
+	return a.Context.Value(key)
 }
 
 // statusWriter records the status code and the bytes written, and counts
@@ -443,7 +467,7 @@ type listener struct {
 // handler over the same gateway; the first one failing stops them all.
 //
 // Every server is bounded (Options): headers within readHeaderTimeout,
-// each request body byte within BodyIdleTimeout, kept-alive connections
+// each request body byte within BodyIdleTimeout (reqbody), kept-alive connections
 // closed after IdleTimeout, and the connections of all listeners capped
 // together at MaxConns (connlimit.go), so that running out of file
 // descriptors cannot stop /healthz.
@@ -464,11 +488,13 @@ func (g *Gateway) serveAll(ctx context.Context, lns []listener) error {
 		lim = newConnLimit(defaultMaxConns(), g.log)
 	}
 	for i, l := range lns {
-		srv := &http.Server{Handler: reqbody.Deadlines(l.h, bodyIdle), ReadHeaderTimeout: readHeaderTimeout,
+		// ReadTimeout is the body's idle bound: reqbody.Read renews it
+		// before every read after the first.
+		srv := &http.Server{Handler: l.h, ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: max(bodyIdle, 0),
 			IdleTimeout: idle, ErrorLog: slog.NewLogLogger(g.log.Handler(), slog.LevelWarn)}
 		if idle < 0 {
-			// net/http falls back to ReadTimeout (none) when this is zero.
-			srv.IdleTimeout = 0
+			// Zero would fall back to ReadTimeout: a century is never.
+			srv.IdleTimeout = 100 * 365 * 24 * time.Hour
 		}
 		if lim != nil {
 			srv.ConnState = lim.connState

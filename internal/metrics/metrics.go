@@ -36,7 +36,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/switchboard-mcp/switchboard/internal/audit"
-	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 )
 
 // Options configure Metrics. The zero value counts traffic only.
@@ -328,8 +327,8 @@ func (m *Metrics) Observe(r *audit.Record) {
 // "other". A name is admitted by a successful call while the destination
 // has fewer than the cap.
 func (m *Metrics) toolLabel(dest string, r *audit.Record, outcome string) string {
-	name, ok := jsonrpc.StringMember(r.RequestBody, "params", "name")
-	if !ok || name == "" || len(name) > 128 || !utf8.ValidString(name) {
+	name := r.Tool
+	if name == "" || len(name) > 128 || !utf8.ValidString(name) {
 		return "other"
 	}
 	m.toolsMu.Lock()

@@ -15,7 +15,7 @@ import (
 
 func call(dest, method, tool string, status int, errMsg string, total, up time.Duration) *audit.Record {
 	body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":{"name":"` + tool + `"}}`
-	return &audit.Record{Destination: dest, HTTPMethod: "POST", MCPMethod: method, RPCID: json.RawMessage("1"),
+	return &audit.Record{Destination: dest, HTTPMethod: "POST", MCPMethod: method, Tool: tool, RPCID: json.RawMessage("1"),
 		Status: status, Error: errMsg, Latency: total, Upstream: up, RequestBody: []byte(body), BytesOut: 10}
 }
 

@@ -172,6 +172,9 @@ func (s *Server) ServeMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec.MCPMethod, rec.RPCID = msg.Method, msg.ID
+	if msg.Method == "tools/call" {
+		rec.Tool, _ = jsonrpc.StringMember(msg.Params, "name")
+	}
 	b := sess.Backend()
 	if b == nil {
 		if msg.Method != "initialize" || !msg.IsRequest() {

@@ -220,6 +220,9 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, rec *audit.Record
 		return
 	}
 	rec.MCPMethod, rec.RPCID = msg.Method, msg.ID
+	if msg.Method == "tools/call" {
+		rec.Tool, _ = jsonrpc.StringMember(msg.Params, "name")
+	}
 	jsonOK = jsonOK && !preferSSE // from here: "may the answer be plain JSON"
 
 	hv := r.Header.Get(HeaderProtocolVersion)
