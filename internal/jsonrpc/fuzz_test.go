@@ -53,6 +53,9 @@ func unmarshalAny(b []byte) (any, error) {
 func fuzzSeeds() []string {
 	seeds := []string{
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"name":"x"},"n\u0061me":"b"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"m","params":{"name":"a"},"params":[1],"p\u0061rams":{"name":1}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"m","params":{"name":"a"},"params":{}}`,
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
 		`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}`,
 		`{"jsonrpc":"2.0","id":"a","result":null}`,
@@ -142,6 +145,29 @@ func FuzzDecode(f *testing.F) {
 		}
 		if !reflect.DeepEqual(m, m2) {
 			t.Fatalf("re-decoded message differs:\n%#v\n%#v", m, m2)
+		}
+		// ParamName: what a separate lookup finds, before and after Detach.
+		wantName, wantOK := StringMember(m.Params, "name")
+		if got, ok := m.ParamName(); got != wantName || ok != wantOK {
+			t.Fatalf("ParamName = %q, %v; StringMember finds %q, %v in %q", got, ok, wantName, wantOK, m.Params)
+		}
+		// Detach: the same wire form, kept when the input is overwritten,
+		// and dropped once a member is replaced.
+		buf := bytes.Clone(in)
+		d, _ := Decode(buf)
+		d.Detach()
+		for i := range buf {
+			buf[i] = 'x'
+		}
+		if got := d.Encode(); !bytes.Equal(got, out) || !bytes.Equal(d.AppendTo([]byte("> ")), append([]byte("> "), out...)) {
+			t.Fatalf("detached message encodes as %q, want %q", got, out)
+		}
+		if got, ok := d.ParamName(); got != wantName || ok != wantOK {
+			t.Fatalf("detached: ParamName = %q, %v; want %q, %v", got, ok, wantName, wantOK)
+		}
+		d.ID = json.RawMessage(`"replaced"`)
+		if got := d.Encode(); !bytes.Contains(got, []byte(`"id":"replaced"`)) {
+			t.Fatalf("detached message with a new id encodes as %q", got)
 		}
 		// encoding/json agrees on the envelope: the known members of the
 		// input (last duplicate wins, keys unescaped) are what Encode wrote.

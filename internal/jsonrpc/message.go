@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"unsafe"
 )
 
 // Message is one JSON-RPC 2.0 message. Which fields are set tells its kind:
@@ -44,6 +45,79 @@ type Message struct {
 	metaStart, metaEnd int
 	metaOf             *byte
 	metaLen            int
+
+	// wire, when not nil, is m's wire form as Detach made it, its members
+	// pointing into it; Encode and AppendTo use it while they still do
+	// (wireValid), so code that replaces a member never sends stale bytes.
+	wire                     []byte
+	wireMethod               string
+	wID, wParams, wRes, wErr []byte
+
+	// name is params.name as Decode found it (nil: none) while Params is
+	// nameFor; see ParamName.
+	name, nameFor []byte
+}
+
+// Detach makes m independent of the buffer it was decoded from (Decode
+// keeps slices of its input): its members are copied into one new buffer
+// that is also m's wire form, which Encode and AppendTo then return
+// without encoding again, as long as no member is replaced. Decoding in
+// place and detaching what is kept costs one copy of a message, where
+// decoding a copy and encoding it again for the client cost two.
+func (m *Message) Detach() {
+	var off [4][2]int // start and end of ID, Params, Result, Error in buf
+	buf := make([]byte, 0, 64+len(m.ID)+len(m.Method)+len(m.Params)+len(m.Result)+len(m.Error))
+	buf = append(buf, `{"jsonrpc":"2.0"`...)
+	member := func(i int, prefix string, v []byte) {
+		if v == nil {
+			return
+		}
+		buf = append(buf, prefix...)
+		off[i][0] = len(buf)
+		buf = append(buf, v...)
+		off[i][1] = len(buf)
+	}
+	member(0, `,"id":`, m.ID)
+	if m.Method != "" {
+		buf = append(buf, `,"method":`...)
+		buf = appendString(buf, m.Method)
+	}
+	member(1, `,"params":`, m.Params)
+	member(2, `,"result":`, m.Result)
+	member(3, `,"error":`, m.Error)
+	buf = append(buf, '}')
+	slice := func(i int, v []byte) []byte {
+		if v == nil {
+			return nil
+		}
+		return buf[off[i][0]:off[i][1]:off[i][1]]
+	}
+	nameOK := m.nameFor != nil && sameSlice(m.Params, m.nameFor)
+	nameOff := 0
+	if nameOK && m.name != nil {
+		nameOff = int(uintptr(unsafe.Pointer(unsafe.SliceData(m.name))) - uintptr(unsafe.Pointer(unsafe.SliceData(m.Params))))
+	}
+	m.ID, m.Params, m.Result, m.Error = slice(0, m.ID), slice(1, m.Params), slice(2, m.Result), slice(3, m.Error)
+	if nameOK {
+		if m.name != nil {
+			m.name = m.Params[nameOff : nameOff+len(m.name)]
+		}
+		m.nameFor = m.Params
+	}
+	m.wire, m.wireMethod = buf, m.Method
+	m.wID, m.wParams, m.wRes, m.wErr = m.ID, m.Params, m.Result, m.Error
+}
+
+// wireValid reports whether m.wire is still m's wire form: every member
+// is the very slice Detach set.
+func (m *Message) wireValid() bool {
+	return m.wire != nil && m.Method == m.wireMethod &&
+		sameSlice(m.ID, m.wID) && sameSlice(m.Params, m.wParams) &&
+		sameSlice(m.Result, m.wRes) && sameSlice(m.Error, m.wErr)
+}
+
+func sameSlice(a, b []byte) bool {
+	return len(a) == len(b) && unsafe.SliceData(a) == unsafe.SliceData(b)
 }
 
 // LookupMeta finds params._meta[key], like Lookup(m.Params, "_meta", key),
@@ -122,7 +196,10 @@ func Decode(b []byte) (*Message, error) {
 	m := &Message{}
 	var version []byte
 	var hasMethod, badMethod bool
-	end, err := eachMember(b, i, func(key, val []byte) error {
+	// params.name (tools/call, prompts/get) is noted while params is
+	// skipped, so that ParamName costs no second pass over large arguments.
+	pr := probe{in: "params", key: "name", at: -1}
+	end, err := walkObject(b, i, 0, func(key, val []byte) error {
 		switch string(key) {
 		case "jsonrpc":
 			version = val
@@ -141,7 +218,7 @@ func Decode(b []byte) (*Message, error) {
 			m.Error = val
 		}
 		return nil
-	})
+	}, &pr)
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +255,25 @@ func Decode(b []byte) (*Message, error) {
 	default:
 		return nil, &Error{Code: InvalidRequest, Message: "invalid request: no method, result or error"}
 	}
+	if pr.at >= 0 && len(m.Params) > 0 && &m.Params[0] == &b[pr.at] {
+		m.name, m.nameFor = pr.val, m.Params // nil: the object has no name
+	}
 	return m, nil
+}
+
+// ParamName returns params.name when it is a JSON string (the tool of a
+// tools/call, the prompt of a prompts/get), as StringMember(m.Params,
+// "name") would: the last such member wins, escapes are decoded. For a
+// message as Decode returned it, the member was found in the same pass
+// that decoded it, so this costs no scan of the arguments.
+func (m *Message) ParamName() (string, bool) {
+	if !sameSlice(m.Params, m.nameFor) {
+		return StringMember(m.Params, "name")
+	}
+	if m.name == nil {
+		return "", false
+	}
+	return unquote(m.name)
 }
 
 // method returns the string a raw JSON method name holds, without
@@ -236,7 +331,13 @@ func validID(id []byte) bool {
 }
 
 // Encode returns the wire form of m (no trailing newline).
+//
+// The result must not be modified: for a detached message it is the
+// message's own wire buffer.
 func (m *Message) Encode() []byte {
+	if m.wireValid() {
+		return m.wire
+	}
 	// 64 is the envelope around the members when all are present:
 	// {"jsonrpc":"2.0" ,"id": ,"method":"" ,"params": ,"result": ,"error": }
 	return m.AppendTo(make([]byte, 0, 64+len(m.ID)+len(m.Method)+len(m.Params)+len(m.Result)+len(m.Error)))
@@ -244,6 +345,9 @@ func (m *Message) Encode() []byte {
 
 // AppendTo appends the wire form of m to dst.
 func (m *Message) AppendTo(dst []byte) []byte {
+	if m.wireValid() {
+		return append(dst, m.wire...)
+	}
 	dst = append(dst, `{"jsonrpc":"2.0"`...)
 	if m.ID != nil {
 		dst = append(dst, `,"id":`...)

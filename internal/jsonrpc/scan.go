@@ -31,11 +31,13 @@ func skipSpace(b []byte, i int) int {
 // so that "progress\u0054oken" is the member a JSON parser upstream sees as
 // progressToken.
 func eachMember(b []byte, i int, fn func(key, val []byte) error) (int, error) {
-	return walkObject(b, i, 0, fn)
+	return walkObject(b, i, 0, fn, nil)
 }
 
 // walkObject is eachMember at a nesting depth; fn may be nil (skip only).
-func walkObject(b []byte, i, depth int, fn func(key, val []byte) error) (int, error) {
+// p, when not nil, notes one member of one nested object in the same pass
+// (see probe).
+func walkObject(b []byte, i, depth int, fn func(key, val []byte) error, p *probe) (int, error) {
 	i++ // '{'
 	i = skipSpace(b, i)
 	if i < len(b) && b[i] == '}' {
@@ -51,7 +53,7 @@ func walkObject(b []byte, i, depth int, fn func(key, val []byte) error) (int, er
 			return 0, errSyntax
 		}
 		key := b[i+1 : kend-1]
-		if fn != nil && bytes.IndexByte(key, '\\') >= 0 {
+		if (fn != nil || p != nil) && bytes.IndexByte(key, '\\') >= 0 {
 			k, _ := unquote(b[i:kend])
 			key = []byte(k)
 		}
@@ -60,9 +62,23 @@ func walkObject(b []byte, i, depth int, fn func(key, val []byte) error) (int, er
 			return 0, errSyntax
 		}
 		i = skipSpace(b, i+1)
-		vend, ok := skipValue(b, i, depth)
-		if !ok {
+		var vend int
+		if p != nil && !p.inside && i < len(b) && b[i] == '{' && string(key) == p.in {
+			if depth > maxDepth {
+				return 0, errSyntax
+			}
+			p.inside, p.at, p.val = true, i, nil
+			end, err := walkObject(b, i, depth+1, nil, p)
+			p.inside = false
+			if err != nil {
+				return 0, errSyntax
+			}
+			vend = end
+		} else if vend, ok = skipValue(b, i, depth); !ok {
 			return 0, errSyntax
+		}
+		if p != nil && p.inside && string(key) == p.key {
+			p.val = b[i:vend]
 		}
 		if fn != nil {
 			if err := fn(key, b[i:vend]); err != nil {
@@ -81,6 +97,16 @@ func walkObject(b []byte, i, depth int, fn func(key, val []byte) error) (int, er
 		}
 		i++
 	}
+}
+
+// probe notes, while an object is walked, the member key of its member in
+// when that is an object: the last such object's start (at) and the value
+// of its last key member (val, nil if none; at < 0 if no such object).
+type probe struct {
+	in, key string
+	inside  bool // walking the in object
+	at      int
+	val     []byte
 }
 
 // skipString returns the index just past the string starting at b[i] == '"'.
@@ -167,7 +193,7 @@ func skipValue(b []byte, i, depth int) (int, bool) {
 	case c == '"':
 		return skipString(b, i)
 	case c == '{':
-		end, err := walkObject(b, i, depth+1, nil)
+		end, err := walkObject(b, i, depth+1, nil, nil)
 		return end, err == nil
 	case c == '[':
 		i = skipSpace(b, i+1)

@@ -680,7 +680,7 @@ func (r *Router) routeCall(ctx context.Context, cat *catalog, req *jsonrpc.Messa
 		if req.Method == "prompts/get" {
 			k = kPrompts
 		}
-		name, ok := jsonrpc.StringMember(req.Params, "name")
+		name, ok := req.ParamName()
 		if !ok {
 			return failure(req, jsonrpc.Errorf(jsonrpc.InvalidParams, "%s: params.name must be a string", req.Method)), nil
 		}

@@ -173,7 +173,7 @@ func (s *Server) ServeMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	rec.MCPMethod, rec.RPCID = msg.Method, msg.ID
 	if msg.Method == "tools/call" {
-		rec.Tool, _ = jsonrpc.StringMember(msg.Params, "name")
+		rec.Tool, _ = msg.ParamName()
 	}
 	b := sess.Backend()
 	if b == nil {

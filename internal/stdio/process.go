@@ -310,7 +310,7 @@ func (p *Process) readStdout(r io.Reader, onLine func([]byte), onOversize func([
 			}
 			continue
 		}
-		if long != nil {
+		if len(long) > 0 {
 			long = append(long, frag...)
 			line = long
 		}
@@ -327,7 +327,12 @@ func (p *Process) readStdout(r io.Reader, onLine func([]byte), onOversize func([
 		} else {
 			p.line(bytes.TrimSpace(line), onLine)
 		}
-		long = nil
+		// onLine keeps no slice of the line: a long line's buffer is
+		// reused for the next one, unless it is unusually large.
+		long = long[:0]
+		if cap(long) > 1<<20 {
+			long = nil
+		}
 		if err != nil {
 			return
 		}

@@ -221,7 +221,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, rec *audit.Record
 	}
 	rec.MCPMethod, rec.RPCID = msg.Method, msg.ID
 	if msg.Method == "tools/call" {
-		rec.Tool, _ = jsonrpc.StringMember(msg.Params, "name")
+		rec.Tool, _ = msg.ParamName()
 	}
 	jsonOK = jsonOK && !preferSSE // from here: "may the answer be plain JSON"
 

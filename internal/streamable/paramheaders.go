@@ -82,7 +82,7 @@ func (h *Handler) checkParamHeaders(r *http.Request, msg *jsonrpc.Message) *json
 	if v := r.Header.Get(HeaderProtocolVersion); v == "" || v < ModernVersion {
 		return nil // no header–body validation before 2026-07-28
 	}
-	name, ok := jsonrpc.StringMember(msg.Params, "name")
+	name, ok := msg.ParamName()
 	if !ok {
 		return nil
 	}

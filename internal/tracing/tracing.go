@@ -224,7 +224,7 @@ func (q *Request) Upstream(dest, session string, req *jsonrpc.Message) (*jsonrpc
 	}
 	var tool string
 	if req.Method == "tools/call" {
-		tool, _ = jsonrpc.StringMember(req.Params, "name")
+		tool, _ = req.ParamName()
 	}
 	q.mu.Lock()
 	ctx := q.server(meta)

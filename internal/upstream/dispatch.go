@@ -14,9 +14,11 @@ import (
 const subscriptionIDKey = "io.modelcontextprotocol/subscriptionId"
 
 // dispatch routes one message from connection gen. It runs on the
-// connection's reader goroutine and never blocks on a client.
+// connection's reader goroutine and never blocks on a client. line is
+// valid only during the call: the message is decoded in place and
+// detached (copied once, in its wire form) only where it is kept.
 func (u *Upstream) dispatch(gen int, line []byte) {
-	msg, err := jsonrpc.Decode(bytes.Clone(line))
+	msg, err := jsonrpc.Decode(line)
 	if err != nil {
 		u.log.Warn("invalid message from server skipped", "err", err, "line", audit.Clip(line, 256))
 		return
@@ -25,8 +27,10 @@ func (u *Upstream) dispatch(gen int, line []byte) {
 	case msg.IsResponse():
 		u.response(msg)
 	case msg.IsRequest():
+		msg.Detach()
 		u.serverRequest(gen, msg)
 	default:
+		msg.Detach()
 		u.notification(msg)
 	}
 }
@@ -46,9 +50,6 @@ func (u *Upstream) response(msg *jsonrpc.Message) {
 		u.log.Debug("response to an unknown or finished request dropped", "id", string(msg.ID))
 		return
 	}
-	if !c.internal {
-		msg.ID = c.clientID
-	}
 	if !c.sent.IsZero() {
 		c.took = time.Since(c.sent)
 	}
@@ -56,6 +57,10 @@ func (u *Upstream) response(msg *jsonrpc.Message) {
 		c.q.Close()
 		return
 	}
+	if !c.internal {
+		msg.ID = c.clientID
+	}
+	msg.Detach() // the client's answer, in its wire form: written as it is
 	c.q.PushLast(msg)
 }
 
