@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -323,6 +324,16 @@ func FuzzPeekID(f *testing.F) {
 // byte loop: the same end, the same verdict, for any bytes after a quote.
 func FuzzSkipString(f *testing.F) {
 	for _, s := range []string{`"abc"`, `"0123456789abcdef"`, `"a\"b"`, `"tab	"`, `"\u00e9\u0041"`, `"héllo wörld 😀 0123456789"`, `"unterminated`, `"\x01"`, `"\\"x`} {
+		f.Add([]byte(s))
+	}
+	// Long strings, past the word-by-word start: escapes, a quote taken by
+	// an escape, control characters before and after the quote.
+	long := strings.Repeat("abcdefgh", 12)
+	for _, s := range []string{
+		`"` + long + `"`, `"` + long + `\"` + long + `"x`, `"` + long + `\\"`, `"` + long + `\u0022"`,
+		`"` + long + "\x1f" + long + `"`, `"` + long + `"` + "\x01", `"` + long + `\u00"`, `"` + long + `\`, `"` + long,
+		`"` + long + `\n\t\/` + long + `\"\"` + `"`,
+	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
