@@ -27,7 +27,6 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -80,11 +79,7 @@ type Tracer struct {
 // New builds a Tracer exporting over OTLP/HTTP. Nothing is sent until a
 // span ends; an unreachable collector costs dropped spans, not requests.
 func New(opts Options) (*Tracer, error) {
-	var eo []otlptracehttp.Option
-	if opts.Endpoint != "" {
-		eo = append(eo, otlptracehttp.WithEndpointURL(opts.Endpoint+"/v1/traces"))
-	}
-	exp, err := otlptracehttp.New(context.Background(), eo...)
+	exp, err := newExporterFromEnv(opts.Endpoint)
 	if err != nil {
 		return nil, fmt.Errorf("tracing: exporter: %w", err)
 	}
