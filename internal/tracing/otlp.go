@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -174,8 +173,8 @@ func validHeaderName(s string) bool {
 // exports. ExportSpans is called by the batch processor one at a time;
 // Shutdown may come from any goroutine, any number of times.
 type exporter struct {
-	cfg    exporterConfig
-	client *http.Client
+	cfg     exporterConfig
+	client  *http.Client
 	stopped context.Context // done once Shutdown is called
 	stop    context.CancelFunc
 }
@@ -300,15 +299,13 @@ func retryAfter(v string, now time.Time) time.Duration {
 	return defaultRetryDelay
 }
 
-// clip renders an answer's body for an error: valid UTF-8, blanks
-// trimmed, at most maxErrorBody bytes, "(empty)" when there is none.
+// clip renders an answer's body for an error: at most maxErrorBody
+// bytes, invalid UTF-8 replaced, blanks trimmed, "(empty)" when there is
+// none.
 func clip(b []byte) string {
 	cut := len(b) > maxErrorBody
 	if cut {
 		b = b[:maxErrorBody]
-		for len(b) > 0 && !utf8.Valid(b) {
-			b = b[:len(b)-1]
-		}
 	}
 	s := strings.TrimSpace(strings.ToValidUTF8(string(b), "\uFFFD"))
 	if s == "" {
