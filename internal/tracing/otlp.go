@@ -363,6 +363,7 @@ func resourceSpans(spans []sdktrace.ReadOnlySpan) []*tracepb.ResourceSpans {
 	var out []*tracepb.ResourceSpans
 	byRes := map[attribute.Distinct]*tracepb.ResourceSpans{}
 	byScope := map[scopeKey]*tracepb.ScopeSpans{}
+	c := newConverter(spans)
 	for _, sd := range spans {
 		if sd == nil {
 			continue
@@ -371,7 +372,7 @@ func resourceSpans(spans []sdktrace.ReadOnlySpan) []*tracepb.ResourceSpans {
 		rk := res.Equivalent()
 		rs, ok := byRes[rk]
 		if !ok {
-			rs = &tracepb.ResourceSpans{Resource: resourcePB(res), SchemaUrl: res.SchemaURL()}
+			rs = &tracepb.ResourceSpans{Resource: c.resource(res), SchemaUrl: res.SchemaURL()}
 			byRes[rk] = rs
 			out = append(out, rs)
 		}
@@ -379,64 +380,137 @@ func resourceSpans(spans []sdktrace.ReadOnlySpan) []*tracepb.ResourceSpans {
 		sk := scopeKey{rk, scope}
 		ss, ok := byScope[sk]
 		if !ok {
-			ss = &tracepb.ScopeSpans{Scope: scopePB(scope), SchemaUrl: scope.SchemaURL}
+			ss = &tracepb.ScopeSpans{Scope: c.scope(scope), SchemaUrl: scope.SchemaURL}
 			byScope[sk] = ss
 			rs.ScopeSpans = append(rs.ScopeSpans, ss)
 		}
-		ss.Spans = append(ss.Spans, spanPB(sd))
+		ss.Spans = append(ss.Spans, c.span(sd))
 	}
 	return out
 }
 
-func resourcePB(r *resource.Resource) *resourcepb.Resource {
+// converter converts one batch, taking the many small messages of its
+// spans and their attributes from chunks: a few allocations per batch
+// rather than about twenty per span.
+type converter struct {
+	spans    chunk[tracepb.Span]
+	statuses chunk[tracepb.Status]
+	kvs      chunk[commonpb.KeyValue]
+	anys     chunk[commonpb.AnyValue]
+	strs     chunk[commonpb.AnyValue_StringValue]
+	ints     chunk[commonpb.AnyValue_IntValue]
+	bools    chunk[commonpb.AnyValue_BoolValue]
+	doubles  chunk[commonpb.AnyValue_DoubleValue]
+	kvPtrs   slices[*commonpb.KeyValue]
+	ids      slices[byte]
+}
+
+// newConverter sizes the chunks of spans, statuses, ids and attributes for
+// spans, so that the batch takes one allocation of each.
+func newConverter(spans []sdktrace.ReadOnlySpan) *converter {
+	var n, attrs int
+	for _, sd := range spans {
+		if sd != nil {
+			n++
+			attrs += len(sd.Attributes())
+		}
+	}
+	c := &converter{}
+	c.spans.free = make([]tracepb.Span, n)
+	c.statuses.free = make([]tracepb.Status, n)
+	c.ids.free = make([]byte, n*(16+8+8))
+	c.kvs.free = make([]commonpb.KeyValue, attrs)
+	c.anys.free = make([]commonpb.AnyValue, attrs)
+	c.kvPtrs.free = make([]*commonpb.KeyValue, attrs)
+	return c
+}
+
+// chunkLen is how many values a chunk allocates at once when it has none
+// left.
+const chunkLen = 128
+
+// chunk hands out pointers to zero values of T, allocated chunkLen at a
+// time. A chunk's values live as long as any of them is referenced.
+type chunk[T any] struct{ free []T }
+
+func (c *chunk[T]) new() *T {
+	if len(c.free) == 0 {
+		c.free = make([]T, chunkLen)
+	}
+	p := &c.free[0]
+	c.free = c.free[1:]
+	return p
+}
+
+// slices hands out slices of T (capacity capped at their length) cut from
+// larger allocations.
+type slices[T any] struct{ free []T }
+
+func (c *slices[T]) take(n int) []T {
+	if len(c.free) < n {
+		c.free = make([]T, max(n, 8*chunkLen))
+	}
+	s := c.free[:n:n]
+	c.free = c.free[n:]
+	return s
+}
+
+// id copies an id into the batch's id bytes.
+func (c *converter) id(b []byte) []byte {
+	out := c.ids.take(len(b))
+	copy(out, b)
+	return out
+}
+
+func (c *converter) resource(r *resource.Resource) *resourcepb.Resource {
 	if r == nil {
 		return nil
 	}
-	return &resourcepb.Resource{Attributes: iterKV(r.Iter())}
+	return &resourcepb.Resource{Attributes: c.iterKV(r.Iter())}
 }
 
-func scopePB(s instrumentation.Scope) *commonpb.InstrumentationScope {
+func (c *converter) scope(s instrumentation.Scope) *commonpb.InstrumentationScope {
 	if s == (instrumentation.Scope{}) {
 		return nil
 	}
-	return &commonpb.InstrumentationScope{Name: s.Name, Version: s.Version, Attributes: iterKV(s.Attributes.Iter())}
+	return &commonpb.InstrumentationScope{Name: s.Name, Version: s.Version, Attributes: c.iterKV(s.Attributes.Iter())}
 }
 
-func spanPB(sd sdktrace.ReadOnlySpan) *tracepb.Span {
+func (c *converter) span(sd sdktrace.ReadOnlySpan) *tracepb.Span {
 	sc := sd.SpanContext()
 	tid, sid := sc.TraceID(), sc.SpanID()
-	st := sd.Status()
-	s := &tracepb.Span{
-		TraceId:                tid[:],
-		SpanId:                 sid[:],
-		TraceState:             sc.TraceState().String(),
-		Flags:                  spanFlags(sc.TraceFlags(), sd.Parent().IsRemote()),
-		Name:                   sd.Name(),
-		Kind:                   spanKind(sd.SpanKind()),
-		StartTimeUnixNano:      unixNano(sd.StartTime()),
-		EndTimeUnixNano:        unixNano(sd.EndTime()),
-		Attributes:             keyValues(sd.Attributes()),
-		DroppedAttributesCount: clampUint32(sd.DroppedAttributes()),
-		DroppedEventsCount:     clampUint32(sd.DroppedEvents()),
-		DroppedLinksCount:      clampUint32(sd.DroppedLinks()),
-		Status:                 &tracepb.Status{Code: statusCode(st.Code), Message: st.Description},
-	}
+	st := c.statuses.new()
+	st.Code, st.Message = statusCode(sd.Status().Code), sd.Status().Description
+	s := c.spans.new()
+	s.TraceId = c.id(tid[:])
+	s.SpanId = c.id(sid[:])
+	s.TraceState = sc.TraceState().String()
+	s.Flags = spanFlags(sc.TraceFlags(), sd.Parent().IsRemote())
+	s.Name = sd.Name()
+	s.Kind = spanKind(sd.SpanKind())
+	s.StartTimeUnixNano = unixNano(sd.StartTime())
+	s.EndTimeUnixNano = unixNano(sd.EndTime())
+	s.Attributes = c.keyValues(sd.Attributes())
+	s.DroppedAttributesCount = clampUint32(sd.DroppedAttributes())
+	s.DroppedEventsCount = clampUint32(sd.DroppedEvents())
+	s.DroppedLinksCount = clampUint32(sd.DroppedLinks())
+	s.Status = st
 	if psid := sd.Parent().SpanID(); psid.IsValid() {
-		s.ParentSpanId = psid[:]
+		s.ParentSpanId = c.id(psid[:])
 	}
 	if evs := sd.Events(); len(evs) > 0 {
 		s.Events = make([]*tracepb.Span_Event, len(evs))
 		for i, ev := range evs {
 			s.Events[i] = &tracepb.Span_Event{Name: ev.Name, TimeUnixNano: unixNano(ev.Time),
-				Attributes: keyValues(ev.Attributes), DroppedAttributesCount: clampUint32(ev.DroppedAttributeCount)}
+				Attributes: c.keyValues(ev.Attributes), DroppedAttributesCount: clampUint32(ev.DroppedAttributeCount)}
 		}
 	}
 	if ls := sd.Links(); len(ls) > 0 {
 		s.Links = make([]*tracepb.Span_Link, len(ls))
 		for i, l := range ls {
 			ltid, lsid := l.SpanContext.TraceID(), l.SpanContext.SpanID()
-			s.Links[i] = &tracepb.Span_Link{TraceId: ltid[:], SpanId: lsid[:], TraceState: l.SpanContext.TraceState().String(),
-				Attributes: keyValues(l.Attributes), DroppedAttributesCount: clampUint32(l.DroppedAttributeCount),
+			s.Links[i] = &tracepb.Span_Link{TraceId: c.id(ltid[:]), SpanId: c.id(lsid[:]), TraceState: l.SpanContext.TraceState().String(),
+				Attributes: c.keyValues(l.Attributes), DroppedAttributesCount: clampUint32(l.DroppedAttributeCount),
 				Flags: spanFlags(l.SpanContext.TraceFlags(), l.SpanContext.IsRemote())}
 		}
 	}
@@ -486,79 +560,106 @@ func clampUint32(n int) uint32 {
 	return uint32(min(max(n, 0), math.MaxUint32))
 }
 
-func iterKV(it attribute.Iterator) []*commonpb.KeyValue {
+func (c *converter) iterKV(it attribute.Iterator) []*commonpb.KeyValue {
 	if it.Len() == 0 {
 		return nil
 	}
-	out := make([]*commonpb.KeyValue, 0, it.Len())
-	for it.Next() {
-		kv := it.Attribute()
-		out = append(out, &commonpb.KeyValue{Key: string(kv.Key), Value: anyValue(kv.Value)})
+	out := c.kvPtrs.take(it.Len())
+	for i := 0; it.Next(); i++ {
+		out[i] = c.keyValue(it.Attribute())
 	}
 	return out
 }
 
-func keyValues(kvs []attribute.KeyValue) []*commonpb.KeyValue {
+func (c *converter) keyValues(kvs []attribute.KeyValue) []*commonpb.KeyValue {
 	if len(kvs) == 0 {
 		return nil
 	}
-	out := make([]*commonpb.KeyValue, len(kvs))
+	out := c.kvPtrs.take(len(kvs))
 	for i, kv := range kvs {
-		out[i] = &commonpb.KeyValue{Key: string(kv.Key), Value: anyValue(kv.Value)}
+		out[i] = c.keyValue(kv)
 	}
 	return out
+}
+
+func (c *converter) keyValue(kv attribute.KeyValue) *commonpb.KeyValue {
+	p := c.kvs.new()
+	p.Key, p.Value = string(kv.Key), c.anyValue(kv.Value)
+	return p
 }
 
 // anyValue converts v, every attribute.Type: slices become ArrayValues,
 // maps KeyValueLists, EMPTY an AnyValue with nothing set.
-func anyValue(v attribute.Value) *commonpb.AnyValue {
+func (c *converter) anyValue(v attribute.Value) *commonpb.AnyValue {
 	switch v.Type() {
 	case attribute.BOOL:
-		return &commonpb.AnyValue{Value: &commonpb.AnyValue_BoolValue{BoolValue: v.AsBool()}}
+		return c.boolAny(v.AsBool())
 	case attribute.INT64:
-		return &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: v.AsInt64()}}
+		return c.intAny(v.AsInt64())
 	case attribute.FLOAT64:
-		return &commonpb.AnyValue{Value: &commonpb.AnyValue_DoubleValue{DoubleValue: v.AsFloat64()}}
+		return c.doubleAny(v.AsFloat64())
 	case attribute.STRING:
-		return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v.AsString()}}
-	case attribute.BYTESLICE:
-		return &commonpb.AnyValue{Value: &commonpb.AnyValue_BytesValue{BytesValue: v.AsByteSlice()}}
+		return c.stringAny(v.AsString())
 	case attribute.BOOLSLICE:
-		return arrayOf(v.AsBoolSlice(), func(b bool) *commonpb.AnyValue {
-			return &commonpb.AnyValue{Value: &commonpb.AnyValue_BoolValue{BoolValue: b}}
-		})
+		return c.array(convertAll(v.AsBoolSlice(), c.boolAny))
 	case attribute.INT64SLICE:
-		return arrayOf(v.AsInt64Slice(), func(n int64) *commonpb.AnyValue {
-			return &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: n}}
-		})
+		return c.array(convertAll(v.AsInt64Slice(), c.intAny))
 	case attribute.FLOAT64SLICE:
-		return arrayOf(v.AsFloat64Slice(), func(f float64) *commonpb.AnyValue {
-			return &commonpb.AnyValue{Value: &commonpb.AnyValue_DoubleValue{DoubleValue: f}}
-		})
+		return c.array(convertAll(v.AsFloat64Slice(), c.doubleAny))
 	case attribute.STRINGSLICE:
-		return arrayOf(v.AsStringSlice(), func(s string) *commonpb.AnyValue {
-			return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: s}}
-		})
+		return c.array(convertAll(v.AsStringSlice(), c.stringAny))
 	case attribute.SLICE:
-		return arrayOf(v.AsSlice(), anyValue)
-	case attribute.MAP:
-		kvs := keyValues(v.AsMap())
-		if kvs == nil {
-			kvs = []*commonpb.KeyValue{}
-		}
-		return &commonpb.AnyValue{Value: &commonpb.AnyValue_KvlistValue{KvlistValue: &commonpb.KeyValueList{Values: kvs}}}
-	case attribute.EMPTY:
-		return &commonpb.AnyValue{}
+		return c.array(convertAll(v.AsSlice(), c.anyValue))
 	}
-	return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: "INVALID"}}
+	a := c.anys.new()
+	switch v.Type() {
+	case attribute.BYTESLICE:
+		a.Value = &commonpb.AnyValue_BytesValue{BytesValue: v.AsByteSlice()}
+	case attribute.MAP:
+		a.Value = &commonpb.AnyValue_KvlistValue{KvlistValue: &commonpb.KeyValueList{Values: c.keyValues(v.AsMap())}}
+	case attribute.EMPTY:
+	default:
+		return c.stringAny("INVALID")
+	}
+	return a
 }
 
-func arrayOf[T any](vs []T, conv func(T) *commonpb.AnyValue) *commonpb.AnyValue {
+func (c *converter) boolAny(b bool) *commonpb.AnyValue {
+	a, w := c.anys.new(), c.bools.new()
+	w.BoolValue, a.Value = b, w
+	return a
+}
+
+func (c *converter) intAny(n int64) *commonpb.AnyValue {
+	a, w := c.anys.new(), c.ints.new()
+	w.IntValue, a.Value = n, w
+	return a
+}
+
+func (c *converter) doubleAny(f float64) *commonpb.AnyValue {
+	a, w := c.anys.new(), c.doubles.new()
+	w.DoubleValue, a.Value = f, w
+	return a
+}
+
+func (c *converter) stringAny(s string) *commonpb.AnyValue {
+	a, w := c.anys.new(), c.strs.new()
+	w.StringValue, a.Value = s, w
+	return a
+}
+
+func (c *converter) array(vs []*commonpb.AnyValue) *commonpb.AnyValue {
+	a := c.anys.new()
+	a.Value = &commonpb.AnyValue_ArrayValue{ArrayValue: &commonpb.ArrayValue{Values: vs}}
+	return a
+}
+
+func convertAll[T any](vs []T, conv func(T) *commonpb.AnyValue) []*commonpb.AnyValue {
 	out := make([]*commonpb.AnyValue, len(vs))
 	for i, v := range vs {
 		out[i] = conv(v)
 	}
-	return &commonpb.AnyValue{Value: &commonpb.AnyValue_ArrayValue{ArrayValue: &commonpb.ArrayValue{Values: out}}}
+	return out
 }
 
 // newExporterFromEnv is the exporter New builds: opts' endpoint, else the
