@@ -170,8 +170,9 @@ func validHeaderName(s string) bool {
 }
 
 // exporter is an [sdktrace.SpanExporter] posting OTLP/HTTP protobuf
-// exports. ExportSpans is called by the batch processor one at a time;
-// Shutdown may come from any goroutine, any number of times.
+// exports. Its methods are safe for concurrent use (the batch processor
+// exports one batch at a time); Shutdown may be called any number of
+// times.
 type exporter struct {
 	cfg     exporterConfig
 	client  *http.Client
@@ -262,8 +263,13 @@ func (e *exporter) post(ctx context.Context, body []byte) (time.Duration, error)
 	}
 	resp, err := e.client.Do(req)
 	if err != nil {
-		// *url.Error quotes the URL, which is the operator's own config.
-		return -1, fmt.Errorf("tracing: OTLP export: %w", err)
+		// Quote the URL without its user info or query (the client's
+		// *url.Error keeps the query).
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err
+		}
+		return -1, fmt.Errorf("tracing: OTLP export to %s: %w", redactURL(e.cfg.url), err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {

@@ -634,12 +634,16 @@ func TestExportErrors(t *testing.T) {
 	}
 	closed := "http://" + l.Addr().String()
 	l.Close()
-	exp, err := newExporterFromEnv(closed)
+	exp, err := newExporterFromEnv("")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := exp.ExportSpans(context.Background(), oneSpan); err == nil || !strings.Contains(err.Error(), "connection refused") {
-		t.Errorf("export to a closed port: %v", err)
+	exp.cfg.url = "http://user:pw@" + l.Addr().String() + "/v1/traces?token=q"
+	err = exp.ExportSpans(context.Background(), oneSpan)
+	if err == nil || !strings.Contains(err.Error(), "connection refused") || !strings.Contains(err.Error(), closed+"/v1/traces:") {
+		t.Errorf("export to a closed port: %v; want connection refused, naming the URL", err)
+	} else if strings.Contains(err.Error(), "pw") || strings.Contains(err.Error(), "token") {
+		t.Errorf("export to a closed port: %v: the URL's credentials or query", err)
 	}
 
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
