@@ -5,8 +5,15 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"testing"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/switchboard-mcp/switchboard/internal/audit"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
@@ -47,5 +54,48 @@ func BenchmarkTracingRequest(b *testing.B) {
 	b.StopTimer()
 	if err := tr.Flush(context.Background()); err != nil {
 		b.Fatal(err)
+	}
+}
+
+// benchSpans are n ended spans like the gateway's: a server span and a
+// client span per request, with their attributes.
+func benchSpans(b *testing.B, n int) []sdktrace.ReadOnlySpan {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec),
+		sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", "bench"))))
+	tr := tp.Tracer("github.com/switchboard-mcp/switchboard")
+	for i := 0; len(rec.Ended()) < n; i++ {
+		ctx, s := tr.Start(context.Background(), "tools/call echo", trace.WithSpanKind(trace.SpanKindServer))
+		_, c := tr.Start(ctx, "tools/call echo", trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+			attribute.String(AttrMethod, "tools/call"), attribute.String(AttrDestination, "d"),
+			attribute.String(AttrTool, "echo"), attribute.String(AttrSession, "0d1e2f30-aaaa-4bbb-8ccc-000000000000")))
+		c.End()
+		s.SetAttributes(attribute.Int("http.response.status_code", 200), attribute.String(AttrMethod, "tools/call"),
+			attribute.String(AttrTool, "echo"), attribute.String(AttrDestination, "d"),
+			attribute.String(AttrSession, "0d1e2f30-aaaa-4bbb-8ccc-000000000000"), attribute.String(AttrRequestID, strconv.Itoa(i)))
+		s.End()
+	}
+	return rec.Ended()[:n]
+}
+
+// BenchmarkExport is one export of a full batch (512 spans, the batch
+// processor's default) to an OTLP receiver on loopback that reads and
+// discards it: conversion, encoding and the POST.
+func BenchmarkExport(b *testing.B) {
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+	}))
+	defer rcv.Close()
+	spans := benchSpans(b, 512)
+	exp, err := newExporterFromEnv(rcv.URL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer exp.Shutdown(context.Background())
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := exp.ExportSpans(context.Background(), spans); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
