@@ -105,8 +105,20 @@ type Process struct {
 	lines *LineLimit
 	tail  tail // the last stderr lines
 
-	wmu  sync.Mutex // wmu serialises writes to stdin, so lines never interleave
-	wbuf []byte     // guarded by wmu
+	// Writes to stdin are grouped (group commit): a line is appended to
+	// wbuf, and whoever finds no write in progress writes every line
+	// queued so far in one system call; the others wait for theirs to be
+	// written. At one message in flight that is one write per message, as
+	// before; under concurrency, fewer writes for the gateway and fewer
+	// reads for the child. Lines never interleave, and order is kept.
+	wmu     sync.Mutex
+	wcond   sync.Cond // on wmu: a write ended
+	wbuf    []byte    // guarded by wmu: lines queued, not yet being written
+	spare   []byte    // guarded by wmu: the buffer last written, reused
+	queued  uint64    // guarded by wmu: lines queued so far
+	written uint64    // guarded by wmu: lines written so far
+	writing bool      // guarded by wmu: a write is in progress
+	werr    error     // guarded by wmu: the write error that broke stdin
 
 	done      chan struct{} // closed when the process has exited and been reaped
 	waitErr   error         // set before done is closed
@@ -162,6 +174,7 @@ func Start(spec Spec, onLine func([]byte), onOversize func(prefix []byte)) (*Pro
 		lines = NewLineLimit(0, 0)
 	}
 	p := &Process{spec: spec, cmd: cmd, stdin: stdin, log: log, lines: lines, done: make(chan struct{})}
+	p.wcond.L = &p.wmu
 	var readers sync.WaitGroup
 	readers.Add(2)
 	go func() { defer readers.Done(); p.readStdout(stdout, onLine, onOversize) }()
@@ -221,16 +234,10 @@ func (p *Process) Err() error { return p.waitErr }
 var ErrExited = errors.New("stdio: process exited")
 
 // Write sends one message, newline-terminated: one line, whatever JSON
-// whitespace msg holds (see flushLine).
+// whitespace msg holds (see appendLine). It returns once the line is in
+// the pipe (or failed to get there).
 func (p *Process) Write(msg []byte) error {
-	select {
-	case <-p.done:
-		return ErrExited
-	default:
-	}
-	p.wmu.Lock()
-	defer p.wmu.Unlock()
-	return p.flushLine(append(p.wbuf[:0], msg...))
+	return p.send(func(b []byte) []byte { return append(b, msg...) })
 }
 
 // Appender is a message that encodes itself (*jsonrpc.Message).
@@ -239,6 +246,13 @@ type Appender = interface{ AppendTo([]byte) []byte }
 // WriteFrom sends one message as Write does, encoded by m straight into the
 // write buffer: no encoded copy of its own is made.
 func (p *Process) WriteFrom(m Appender) error {
+	return p.send(m.AppendTo)
+}
+
+// send queues the line add appends and returns once it is written: by
+// this caller, together with every line queued before it, or by another
+// caller that was writing when it was queued.
+func (p *Process) send(add func([]byte) []byte) error {
 	select {
 	case <-p.done:
 		return ErrExited
@@ -246,30 +260,57 @@ func (p *Process) WriteFrom(m Appender) error {
 	}
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
-	return p.flushLine(m.AppendTo(p.wbuf[:0]))
+	if p.werr != nil {
+		return p.werr
+	}
+	p.wbuf = appendLine(p.wbuf, add)
+	p.queued++
+	mine := p.queued
+	for p.writing && p.written < mine && p.werr == nil {
+		p.wcond.Wait()
+	}
+	switch {
+	case p.werr != nil:
+		return p.werr
+	case p.written >= mine:
+		return nil // written by another caller
+	}
+	// Nobody is writing and this line is still queued: write the lot.
+	out, upto := p.wbuf, p.queued
+	p.wbuf, p.spare = p.spare[:0], nil
+	p.writing = true
+	p.wmu.Unlock()
+	_, err := p.stdin.Write(out)
+	p.wmu.Lock()
+	p.writing = false
+	if cap(out) <= 1<<20 {
+		p.spare = out[:0] // do not pin a large buffer
+	}
+	if err != nil {
+		p.werr = fmt.Errorf("stdio: write: %w", err)
+	} else {
+		p.written = upto
+	}
+	p.wcond.Broadcast()
+	return p.werr
 }
 
-// flushLine writes b, the message in (what was) wbuf, with its newline, in
-// one system call; wmu held. A line break inside the message can only be
-// JSON whitespace (a JSON string holds none unescaped): a client that
-// pretty-prints its request must not split it into two lines for the
-// child, so it becomes a space.
-func (p *Process) flushLine(b []byte) error {
-	if bytes.IndexByte(b, '\n') >= 0 || bytes.IndexByte(b, '\r') >= 0 {
-		for i, c := range b {
+// appendLine appends the message add appends to b, and its newline. A
+// line break inside the message can only be JSON whitespace (a JSON
+// string holds none unescaped): a client that pretty-prints its request
+// must not split it into two lines for the child, so it becomes a space.
+func appendLine(b []byte, add func([]byte) []byte) []byte {
+	start := len(b)
+	b = add(b)
+	msg := b[start:]
+	if bytes.IndexByte(msg, '\n') >= 0 || bytes.IndexByte(msg, '\r') >= 0 {
+		for i, c := range msg {
 			if c == '\n' || c == '\r' {
-				b[i] = ' '
+				msg[i] = ' '
 			}
 		}
 	}
-	p.wbuf = append(b, '\n')
-	if _, err := p.stdin.Write(p.wbuf); err != nil {
-		return fmt.Errorf("stdio: write: %w", err)
-	}
-	if cap(p.wbuf) > 1<<20 {
-		p.wbuf = nil // do not pin a large buffer
-	}
-	return nil
+	return append(b, '\n')
 }
 
 func (p *Process) readStdout(r io.Reader, onLine func([]byte), onOversize func([]byte)) {

@@ -1,0 +1,140 @@
+package stdio
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+	"testing"
+)
+
+// gateWriter is a stdin whose first Write blocks until release is closed,
+// recording every Write it gets.
+type gateWriter struct {
+	entered chan struct{} // closed when the first Write starts
+	release chan struct{}
+	fail    error
+
+	mu     sync.Mutex
+	writes [][]byte
+}
+
+func (g *gateWriter) Write(b []byte) (int, error) {
+	g.mu.Lock()
+	first := len(g.writes) == 0
+	g.writes = append(g.writes, bytes.Clone(b))
+	g.mu.Unlock()
+	if first {
+		close(g.entered)
+		<-g.release
+	}
+	if g.fail != nil {
+		return 0, g.fail
+	}
+	return len(b), nil
+}
+
+func (g *gateWriter) Close() error { return nil }
+
+func newTestProcess(stdin io.WriteCloser) *Process {
+	p := &Process{stdin: stdin, done: make(chan struct{})}
+	p.wcond.L = &p.wmu
+	return p
+}
+
+type line string
+
+func (l line) AppendTo(b []byte) []byte { return append(b, l...) }
+
+// Lines queued while a write is in progress go out together in the next
+// write, whole, each on its own line, the first writer's first; every
+// caller returns only once its line is written.
+func TestWriteGroupCommit(t *testing.T) {
+	g := &gateWriter{entered: make(chan struct{}), release: make(chan struct{})}
+	p := newTestProcess(g)
+	first := make(chan error, 1)
+	go func() { first <- p.WriteFrom(line(`{"n":0}`)) }()
+	<-g.entered // the first line is being written, and blocks there
+
+	const n = 10
+	errs := make(chan error, n)
+	for i := 1; i <= n; i++ {
+		go func() { errs <- p.WriteFrom(line(fmt.Sprintf("{\"n\":%d,\n\"pretty\":true}", i))) }()
+	}
+	// Wait until all ten are queued behind the write in progress.
+	for {
+		p.wmu.Lock()
+		q := p.queued
+		p.wmu.Unlock()
+		if q == n+1 {
+			break
+		}
+		select {
+		case err := <-errs:
+			t.Fatalf("a queued write returned (%v) before the write in progress ended", err)
+		default:
+		}
+		runtime.Gosched()
+	}
+	close(g.release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(g.writes) != 2 {
+		t.Fatalf("%d writes for %d lines, want 2 (the first, then the ten queued meanwhile)", len(g.writes), n+1)
+	}
+	if string(g.writes[0]) != "{\"n\":0}\n" {
+		t.Fatalf("first write %q", g.writes[0])
+	}
+	lines := bytes.Split(bytes.TrimSuffix(g.writes[1], []byte("\n")), []byte("\n"))
+	seen := map[string]bool{}
+	for _, l := range lines {
+		seen[string(l)] = true
+	}
+	for i := 1; i <= n; i++ {
+		if want := fmt.Sprintf(`{"n":%d, "pretty":true}`, i); !seen[want] {
+			t.Fatalf("line %q missing (a line break in a message becomes a space) from %q", want, g.writes[1])
+		}
+	}
+}
+
+// A failed write fails its caller and every caller queued behind it, and
+// every later one.
+func TestWriteGroupCommitError(t *testing.T) {
+	broken := errors.New("broken pipe")
+	g := &gateWriter{entered: make(chan struct{}), release: make(chan struct{}), fail: broken}
+	p := newTestProcess(g)
+	first := make(chan error, 1)
+	go func() { first <- p.Write([]byte(`{"n":0}`)) }()
+	<-g.entered
+	queued := make(chan error, 1)
+	go func() { queued <- p.Write([]byte(`{"n":1}`)) }()
+	for {
+		p.wmu.Lock()
+		q := p.queued
+		p.wmu.Unlock()
+		if q == 2 {
+			break
+		}
+		runtime.Gosched()
+	}
+	close(g.release)
+	for _, c := range []chan error{first, queued} {
+		if err := <-c; !errors.Is(err, broken) {
+			t.Fatalf("error %v, want one wrapping %v", err, broken)
+		}
+	}
+	if err := p.Write([]byte(`{"n":2}`)); !errors.Is(err, broken) {
+		t.Fatalf("write after the failure: %v", err)
+	}
+	if len(g.writes) != 1 {
+		t.Fatalf("%d writes, want 1: nothing is written after the failure", len(g.writes))
+	}
+}
