@@ -500,3 +500,22 @@ destinations:
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// Without GOMAXPROCS, Switchboard takes half the CPUs Go would (at least
+// one); with it, what it says.
+func TestSetMaxProcs(t *testing.T) {
+	prev := runtime.GOMAXPROCS(0)
+	defer runtime.GOMAXPROCS(prev)
+	t.Setenv("GOMAXPROCS", "")
+	os.Unsetenv("GOMAXPROCS")
+	setMaxProcs()
+	if got, want := runtime.GOMAXPROCS(0), max(1, prev/2); got != want {
+		t.Errorf("GOMAXPROCS unset: %d, want %d", got, want)
+	}
+	runtime.GOMAXPROCS(prev)
+	t.Setenv("GOMAXPROCS", "7")
+	setMaxProcs()
+	if got := runtime.GOMAXPROCS(0); got != prev {
+		t.Errorf("GOMAXPROCS set: changed to %d", got)
+	}
+}
