@@ -38,6 +38,10 @@ type Record struct {
 	Time time.Time
 	// Destination is the configured destination name the request was for.
 	Destination string
+	// Client is the authenticated caller's name (internal/auth); "" omits
+	// "client" (authentication off, or an anonymous request). Never a
+	// credential.
+	Client string
 	// Session is the Mcp-Session-Id, or "" before a session exists.
 	Session string
 	// SourceIP is the client's address; see [SourceIP].
@@ -129,6 +133,7 @@ func (l *Logger) WriteErrors() uint64 {
 type line struct {
 	Time         time.Time       `json:"time"` // written in UTC, RFC 3339 with nanoseconds
 	Destination  string          `json:"destination"`
+	Client       string          `json:"client,omitempty"`
 	Session      string          `json:"session"`
 	SourceIP     string          `json:"source_ip"`
 	HTTPMethod   string          `json:"http_method"`
@@ -163,6 +168,7 @@ func (l *Logger) Log(r *Record) {
 	ln := line{
 		Time:        t,
 		Destination: rd.String(r.Destination),
+		Client:      rd.String(r.Client),
 		Session:     rd.String(r.Session),
 		SourceIP:    rd.String(r.SourceIP),
 		HTTPMethod:  rd.String(r.HTTPMethod),
@@ -199,6 +205,10 @@ func (ln *line) appendTo(b []byte) []byte {
 	b = append(b, '"')
 	b = append(b, `,"destination":`...)
 	b = appendJSONString(b, ln.Destination)
+	if ln.Client != "" {
+		b = append(b, `,"client":`...)
+		b = appendJSONString(b, ln.Client)
+	}
 	b = append(b, `,"session":`...)
 	b = appendJSONString(b, ln.Session)
 	b = append(b, `,"source_ip":`...)

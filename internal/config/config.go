@@ -126,6 +126,24 @@ type Config struct {
 	// block is present.
 	Tracing Tracing
 
+	// Auth configures inbound authentication (`auth`; auth.go).
+	Auth Auth
+
+	// Clients holds the gateway's callers by name (`clients`; auth.go).
+	// Nil when none are configured.
+	Clients map[string]*Client
+
+	// ClientOrder lists the keys of Clients in file order: an OAuth token
+	// is the first client it matches.
+	ClientOrder []string
+
+	// Limits bounds the traffic to destinations (`limits`; auth.go).
+	Limits Limits
+
+	// TLS serves HTTPS when set (`tls`; auth.go). Read at start, its
+	// files reloaded when they change.
+	TLS *TLS
+
 	// Destinations holds the upstream servers by name (`destinations`).
 	Destinations map[string]*Destination
 
@@ -470,6 +488,7 @@ func defaultConfig() *Config {
 		Metrics:      Metrics{Enabled: true},
 		UI:           UI{Enabled: true},
 		Tracing:      Tracing{SampleRatio: 1, ServiceName: "switchboard"},
+		Auth:         Auth{Realm: "switchboard"},
 		Destinations: map[string]*Destination{},
 		Namespaces:   map[string]*Namespace{},
 		Groups:       map[string]*Group{},

@@ -240,6 +240,11 @@ func TestFullConfig(t *testing.T) {
 		Metrics:                 Metrics{Enabled: true, ToolLabels: 50},
 		UI:                      UI{Enabled: false},
 		Tracing:                 Tracing{Enabled: true, Endpoint: "http://127.0.0.1:4318", SampleRatio: 0.5, ServiceName: "switchboard-test"},
+		Auth:                    fullAuth,
+		Clients:                 fullClients,
+		ClientOrder:             []string{"ci", "people"},
+		Limits:                  fullLimits,
+		TLS:                     &TLS{Cert: filepath.Join("testdata", "tls", "cert.pem"), Key: filepath.Join("testdata", "tls", "key.pem"), ClientCA: filepath.Join("testdata", "tls", "clients-ca.pem")},
 		Destinations: map[string]*Destination{
 			"github": {
 				Name: "github", Type: TypeStreamableHTTP, URL: "https://api.githubcopilot.com/mcp",
@@ -295,7 +300,7 @@ func TestFullConfig(t *testing.T) {
 			"everything": {Name: "everything", Namespaces: []string{"dev", "docs", "home"}, Forced: []string{"home"}},
 		},
 		Names:       []string{"github", "legacy", "context7", "files", "runtime", "billing", "signed"},
-		substituted: []string{"ghp_secret_from_file", "legacy-env-key"},
+		substituted: []string{"api-token-value", "ghp_secret_from_file", "legacy-env-key"},
 	}
 	assertEqual(t, c, want)
 }

@@ -233,7 +233,11 @@ func (d *decoder) decodeNative(root *yaml.Node, c *Config, dir string, readFile 
 					d.unknown(path, key)
 				}
 			})
-		case "destinations", "namespaces", "groups":
+		case "auth":
+			d.decodeAuth(c, v, path)
+		case "tls":
+			d.decodeTLS(c, v, path)
+		case "destinations", "namespaces", "groups", "clients", "limits":
 			later = append(later, pair{key, path, v})
 		default:
 			if !strings.HasPrefix(key, "x-") { // extension keys, for anchors
@@ -243,9 +247,16 @@ func (d *decoder) decodeNative(root *yaml.Node, c *Config, dir string, readFile 
 	})
 	d.loadSecrets(c, dir, readFile)
 	for _, p := range later {
-		d.each(p.v, p.path, func(name string, v *yaml.Node, path string) {
-			d.add(c, p.key, name, path, v)
-		})
+		switch p.key {
+		case "clients":
+			d.decodeClients(c, p.v, p.path)
+		case "limits":
+			d.decodeLimits(c, p.v, p.path)
+		default:
+			d.each(p.v, p.path, func(name string, v *yaml.Node, path string) {
+				d.add(c, p.key, name, path, v)
+			})
+		}
 	}
 }
 
@@ -517,6 +528,7 @@ func (d *decoder) finish(c *Config, dir string) {
 	}
 	abs(&c.Audit.Path)
 	abs(&c.Log.File)
+	d.finishAuth(c, dir)
 	for _, dst := range c.Destinations {
 		if dst.Type == TypeStdio {
 			if dst.Isolation == "" {

@@ -35,6 +35,7 @@ func (d *decoder) validate(c *Config) {
 	for _, name := range d.order["groups"] {
 		d.validateGroup(c, c.Groups[name], d.paths["groups."+name])
 	}
+	d.validateAuth(c)
 }
 
 func (d *decoder) validateGlobal(c *Config) {

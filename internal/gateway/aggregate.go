@@ -134,7 +134,9 @@ func (g *Gateway) serveView(current func() map[string]http.Handler, shadowed str
 			if d := g.state().fronts[shadowed+"/"+name]; d != nil {
 				_, isView := handlers[name]
 				if !isView || g.sessionDest(r) == shadowed {
-					d.ServeHTTP(w, r)
+					if permitDestination(w, r, shadowed) {
+						d.ServeHTTP(w, r)
+					}
 					return
 				}
 			}
@@ -149,6 +151,9 @@ func (g *Gateway) serveView(current func() map[string]http.Handler, shadowed str
 			w.WriteHeader(http.StatusNotFound)
 			_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": nil,
 				"error": map[string]any{"code": -32600, "message": fmt.Sprintf("no namespace or group named %q", name)}})
+			return
+		}
+		if !permitView(w, r, name) {
 			return
 		}
 		h.ServeHTTP(w, r)

@@ -101,6 +101,10 @@ func newDestination(cfg *config.Destination, global *config.Config, log *slog.Lo
 		d.aws = newAWSClient(cfg, dlog)
 		d.dialer = func(forward http.Header) upstream.Dialer {
 			hdr := upstreamHeader(cfg, forward)
+			if h := global.Auth.IdentityHeader; h != "" && forward.Get(h) != "" {
+				// Set by the authentication middleware: the caller's name.
+				hdr.Set(h, forward.Get(h))
+			}
 			return func(ctx context.Context, deliver func([]byte), oversize func([]byte)) (upstream.Conn, error) {
 				client, err := d.aws.get(ctx)
 				if err != nil {

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/audit"
+	"github.com/switchboard-mcp/switchboard/internal/auth"
 	"github.com/switchboard-mcp/switchboard/internal/buildinfo"
 	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/metrics"
@@ -91,6 +92,7 @@ type state struct {
 	views    *views                  // aggregated endpoints (aggregate.go)
 	loadedAt time.Time
 	guard    guardPolicy
+	auth     *auth.Authenticator // nil: authentication off (auth.go)
 }
 
 // Options are the parts of a Gateway that do not come from the config file.
@@ -262,20 +264,25 @@ func (g *Gateway) legacyFront(cfg *config.Config, name string, d *destination, d
 // Handler returns the gateway's HTTP handler: guard, audit, routes.
 func (g *Gateway) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", g.healthz)      // HEAD too; other methods 405 with Allow
-	mux.HandleFunc("GET /health", g.health)        // the seeds' liveness probe (health.go); HEAD too, others 405
-	mux.HandleFunc("GET /metrics", g.serveMetrics) // Prometheus (observe.go); 404 when metrics are off
-	g.routeStatusPage(mux)                         // GET /ui, /ui/status.json, … (statuspage.go)
+	mux.HandleFunc("GET /healthz", permitStatus(g.healthz))      // HEAD too; other methods 405 with Allow
+	mux.HandleFunc("GET /health", g.health)                      // the seeds' liveness probe (health.go); HEAD too, others 405
+	mux.HandleFunc("GET /metrics", permitStatus(g.serveMetrics)) // Prometheus (observe.go); 404 when metrics are off
+	g.routeStatusPage(mux)                                       // GET /ui, /ui/status.json, … (statuspage.go)
+	mux.HandleFunc("GET "+auth.MetadataPath, g.serveMetadata)    // RFC 9728 (auth.go); 404 without oauth
+	mux.HandleFunc("GET "+auth.MetadataPath+"/", g.serveMetadata)
 	mux.HandleFunc("/{dest}/{endpoint}", func(w http.ResponseWriter, r *http.Request) {
 		h := g.state().fronts[r.PathValue("dest")+"/"+r.PathValue("endpoint")]
 		if h == nil {
 			http.Error(w, "no such destination or endpoint: "+r.URL.Path, http.StatusNotFound)
 			return
 		}
+		if !permitDestination(w, r, r.PathValue("dest")) {
+			return
+		}
 		h.ServeHTTP(w, r)
 	})
 	g.routeViews(mux)
-	return g.audited(g.guard(mux)) // refused requests are audited too
+	return g.audited(g.guard(g.authenticate(mux))) // refused requests are audited too
 }
 
 // audited is the one call site of the audit log: every request gets a

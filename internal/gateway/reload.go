@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/internal/auth"
 	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/streamable"
 )
@@ -44,7 +45,8 @@ type reloadStatus struct {
 // returns the destinations of prev that the new state no longer uses.
 // reloadMu is held (or the Gateway is not yet shared).
 func (g *Gateway) build(cfg *config.Config, prev *state) (*state, []*destination) {
-	st := &state{cfg: cfg, dests: map[string]*destination{}, fronts: map[string]http.Handler{}, loadedAt: time.Now(), guard: newGuardPolicy(cfg)}
+	st := &state{cfg: cfg, dests: map[string]*destination{}, fronts: map[string]http.Handler{}, loadedAt: time.Now(), guard: newGuardPolicy(cfg),
+		auth: auth.New(cfg, auth.Options{})}
 	for _, name := range cfg.Names {
 		if prev != nil {
 			if old := prev.dests[name]; old != nil && sameDestination(prev.cfg, cfg, name) {

@@ -24,7 +24,7 @@ func (g *Gateway) routeStatusPage(mux *http.ServeMux) {
 		h.ServeHTTP(w, r)
 	}
 	for _, p := range []string{"GET /ui", "GET /ui/style.css", "GET /ui/app.js", "GET /ui/status.json"} {
-		mux.HandleFunc(p, serve)
+		mux.HandleFunc(p, permitStatus(serve))
 	}
 }
 

@@ -1,0 +1,609 @@
+package config
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net/url"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Auth configures inbound authentication (`auth`). With no auth block and
+// no clients, every endpoint is open, as before.
+type Auth struct {
+	// Required makes every endpoint but /health and the protected-resource
+	// metadata demand credentials (`required`): a static token of a client,
+	// an OAuth access token, or a client certificate. Without credentials,
+	// or with wrong ones, the answer is 401 with WWW-Authenticate; a client
+	// outside its scope gets 403. Default false with no clients and no
+	// oauth (everything open, as before); true when either is configured.
+	// Written false, requests without credentials are served unrestricted
+	// while those with credentials get their client's scope.
+	Required bool
+
+	// Resource is this gateway's canonical URL (`resource`), such as
+	// https://mcp.example.com: the "resource" of the RFC 9728 metadata and
+	// the audience OAuth tokens must carry (RFC 8707), with the requested
+	// path appended for /{d}/mcp and /mcp/{ns} when Audiences is empty.
+	// Required with `oauth`.
+	Resource string
+
+	// Realm is the realm of the WWW-Authenticate challenge (`realm`).
+	// Default "switchboard".
+	Realm string
+
+	// IdentityHeader names a header sent upstream (HTTP destinations) with
+	// the authenticated client's name (`identity_header`), replacing any
+	// the client sent. The client's own Authorization is never forwarded
+	// by it. Default "": none.
+	IdentityHeader string
+
+	// OAuth validates JWT access tokens (`oauth`); nil when absent.
+	OAuth *OAuth
+}
+
+// OAuth makes the gateway an OAuth 2.1 resource server: bearer tokens that
+// are JWTs are validated against the issuer's JSON Web Key Set.
+type OAuth struct {
+	// Issuer is the authorization server (`issuer`); tokens' "iss" must
+	// equal it. Required.
+	Issuer string
+
+	// JWKSURL is where the issuer's keys are fetched (`jwks_url`).
+	// Required; https unless the host is loopback.
+	JWKSURL string
+
+	// Audiences are the accepted "aud" values (`audiences`). Default:
+	// Resource and Resource plus the request's endpoint path.
+	Audiences []string
+
+	// Algorithms are the accepted signature algorithms (`algorithms`).
+	// Only asymmetric ones are valid ("none" and HS* never are). Default
+	// RS256, RS384, RS512, PS256, PS384, PS512, ES256, ES384, ES512, EdDSA.
+	Algorithms []string
+
+	// RequiredScopes must all be in a token's "scope" (or "scp") claim
+	// (`required_scopes`); a token lacking one gets 403 insufficient_scope.
+	RequiredScopes []string
+
+	// ScopesSupported is advertised in the metadata (`scopes_supported`).
+	// Default RequiredScopes.
+	ScopesSupported []string
+
+	// GroupsClaim names the claim holding the caller's groups
+	// (`groups_claim`). Default "groups".
+	GroupsClaim string
+
+	// Leeway is the clock skew allowed on exp, nbf and iat (`leeway`).
+	// Default 30s.
+	Leeway time.Duration
+
+	// JWKSCacheTTL is how long fetched keys are used before they are
+	// fetched again (`jwks_cache_ttl`). Default 1h.
+	JWKSCacheTTL time.Duration
+
+	// JWKSMinRefresh is the least time between two fetches caused by a
+	// token with an unknown key id (`jwks_min_refresh`): a flood of made-up
+	// kids costs the issuer one request per interval. Default 10s.
+	JWKSMinRefresh time.Duration
+}
+
+// Client is one caller of the gateway (`clients.NAME`): how it proves who
+// it is, and what it may use.
+type Client struct {
+	// Name is the key in `clients`; it is what the audit log records.
+	Name string
+
+	// Tokens are the client's static bearer tokens (`tokens`), each
+	// written as "sha256:" and 64 hex digits (the SHA-256 of the token), or
+	// as a ${VAR} reference holding the token itself, from the environment.
+	// After loading every entry is "sha256:<hex>". Compared in constant
+	// time. A token is sent as "Authorization: Bearer <token>" or
+	// "X-API-Key: <token>".
+	Tokens []string
+
+	// Subjects are path.Match globs of OAuth "sub" claims that are this
+	// client (`subjects`).
+	Subjects []string
+
+	// Groups are groups ("groups" claim) whose members are this client
+	// (`groups`).
+	Groups []string
+
+	// Scopes are OAuth scopes whose holders are this client (`scopes`).
+	// A token is the first client (in file order) one of whose subjects,
+	// groups or scopes it matches.
+	Scopes []string
+
+	// CertNames are TLS client-certificate names (subject CN, DNS or email
+	// SANs) that are this client (`cert_names`).
+	CertNames []string
+
+	// Destinations the client may use at /{d}/mcp and /{d}/sse
+	// (`destinations`); "*" means all. Default none.
+	Destinations []string
+
+	// Namespaces are the namespaces and groups the client may use at
+	// /mcp/{ns} and /sse/{ns} (`namespaces`); "mcp" stands for the default
+	// view at /mcp and /sse, "*" for all. Default none.
+	Namespaces []string
+
+	// Status lets the client read /ui, /metrics and /healthz (`status`).
+	// Default false.
+	Status bool
+
+	// Tools, Prompts and Resources filter what the client sees and may
+	// call (`tools`, `prompts`, `resources`), by exposed name (resources by
+	// URI), with path.Match globs: allowed when Allow is empty or matches,
+	// and Deny does not.
+	Tools, Prompts, Resources ToolFilter
+
+	// ReadOnly shows and allows only tools annotated readOnlyHint: true
+	// (`read_only`). Default false.
+	ReadOnly bool
+
+	// RateLimit bounds the client's requests (`rate_limit`); nil: none.
+	RateLimit *RateLimit
+}
+
+// RateLimit is a token bucket: Rate requests a second on average, bursts
+// of up to Burst.
+type RateLimit struct {
+	Rate  float64 // `rate`, requests per second; > 0
+	Burst int     // `burst`; default max(1, ceil(rate))
+}
+
+// Limits bounds the traffic to each destination (`limits`).
+type Limits struct {
+	// Destinations holds the limits by destination name
+	// (`limits.destinations`).
+	Destinations map[string]*DestinationLimits
+}
+
+// DestinationLimits bound one destination, all clients together.
+type DestinationLimits struct {
+	// RateLimit bounds its requests (`rate_limit`); nil: none.
+	RateLimit *RateLimit
+	// MaxConcurrent caps its requests in flight (`max_concurrent`); more
+	// wait for a slot until their deadline. Default 0: no cap.
+	MaxConcurrent int
+	// Tools bound tools/call per tool name (`tools`), as the destination
+	// names it.
+	Tools map[string]*RateLimit
+}
+
+// TLS serves HTTPS (`tls`). The files are read again when they change.
+type TLS struct {
+	Cert string // `cert`: PEM certificate chain; required
+	Key  string // `key`: PEM private key; required
+	// ClientCA is a PEM bundle of CAs whose client certificates are
+	// verified and mapped to clients by CertNames (`client_ca`). A
+	// connection without a certificate may still use a token.
+	ClientCA string
+}
+
+// Default OAuth algorithms: every asymmetric JWS algorithm.
+var defaultAlgorithms = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
+
+// authConfigured reports whether c turns authentication on.
+func (c *Config) AuthConfigured() bool {
+	return c.Auth.Required || len(c.Clients) > 0 || c.Auth.OAuth != nil
+}
+
+func (d *decoder) decodeAuth(c *Config, v *yaml.Node, path string) {
+	d.each(v, path, func(key string, v *yaml.Node, path string) {
+		switch key {
+		case "required":
+			d.setBool(&c.Auth.Required, v, path)
+		case "resource":
+			d.setString(&c.Auth.Resource, v, path, scope{})
+		case "realm":
+			d.setString(&c.Auth.Realm, v, path, scope{})
+		case "identity_header":
+			d.setString(&c.Auth.IdentityHeader, v, path, scope{})
+		case "oauth":
+			c.Auth.OAuth = d.oauth(v, path)
+		default:
+			d.unknown(path, key)
+		}
+	})
+}
+
+func (d *decoder) oauth(n *yaml.Node, path string) *OAuth {
+	o := &OAuth{GroupsClaim: "groups", Leeway: 30 * time.Second, JWKSCacheTTL: time.Hour, JWKSMinRefresh: 10 * time.Second}
+	d.each(n, path, func(key string, v *yaml.Node, path string) {
+		switch key {
+		case "issuer":
+			d.setString(&o.Issuer, v, path, scope{})
+		case "jwks_url":
+			d.setString(&o.JWKSURL, v, path, scope{})
+		case "audiences":
+			d.setStrings(&o.Audiences, v, path, scope{})
+		case "algorithms":
+			d.setStrings(&o.Algorithms, v, path, scope{})
+		case "required_scopes":
+			d.setStrings(&o.RequiredScopes, v, path, scope{})
+		case "scopes_supported":
+			d.setStrings(&o.ScopesSupported, v, path, scope{})
+		case "groups_claim":
+			d.setString(&o.GroupsClaim, v, path, scope{})
+		case "leeway":
+			d.setDuration(&o.Leeway, v, path)
+		case "jwks_cache_ttl":
+			d.setDuration(&o.JWKSCacheTTL, v, path)
+		case "jwks_min_refresh":
+			d.setDuration(&o.JWKSMinRefresh, v, path)
+		default:
+			d.unknown(path, key)
+		}
+	})
+	if o.Algorithms == nil {
+		o.Algorithms = slices.Clone(defaultAlgorithms)
+	}
+	if o.ScopesSupported == nil {
+		o.ScopesSupported = o.RequiredScopes
+	}
+	return o
+}
+
+func (d *decoder) decodeClients(c *Config, v *yaml.Node, path string) {
+	d.each(v, path, func(name string, v *yaml.Node, path string) {
+		d.order["clients"] = append(d.order["clients"], name)
+		c.ClientOrder = append(c.ClientOrder, name)
+		d.paths["clients."+name] = path
+		if c.Clients == nil {
+			c.Clients = map[string]*Client{}
+		}
+		c.Clients[name] = d.client(name, v, path)
+	})
+}
+
+func (d *decoder) client(name string, n *yaml.Node, path string) *Client {
+	cl := &Client{Name: name}
+	filter := func(f *ToolFilter, v *yaml.Node, path string) {
+		d.each(v, path, func(key string, v *yaml.Node, path string) {
+			switch key {
+			case "allow":
+				d.setStrings(&f.Allow, v, path, scope{})
+			case "deny":
+				d.setStrings(&f.Deny, v, path, scope{})
+			default:
+				d.unknown(path, key)
+			}
+		})
+	}
+	d.each(n, path, func(key string, v *yaml.Node, path string) {
+		switch key {
+		case "tokens":
+			d.setTokens(&cl.Tokens, v, path)
+		case "subjects":
+			d.setStrings(&cl.Subjects, v, path, scope{})
+		case "groups":
+			d.setStrings(&cl.Groups, v, path, scope{})
+		case "scopes":
+			d.setStrings(&cl.Scopes, v, path, scope{})
+		case "cert_names":
+			d.setStrings(&cl.CertNames, v, path, scope{})
+		case "destinations":
+			d.setStrings(&cl.Destinations, v, path, scope{})
+		case "namespaces":
+			d.setStrings(&cl.Namespaces, v, path, scope{})
+		case "status":
+			d.setBool(&cl.Status, v, path)
+		case "tools":
+			filter(&cl.Tools, v, path)
+		case "prompts":
+			filter(&cl.Prompts, v, path)
+		case "resources":
+			filter(&cl.Resources, v, path)
+		case "read_only":
+			d.setBool(&cl.ReadOnly, v, path)
+		case "rate_limit":
+			cl.RateLimit = d.rateLimit(v, path)
+		default:
+			d.unknown(path, key)
+		}
+	})
+	return cl
+}
+
+// setTokens decodes a client's tokens: "sha256:<hex>" as written, or a
+// ${VAR} reference whose value (the token itself) is hashed here and
+// recorded as a secret, so that it is redacted from every log.
+func (d *decoder) setTokens(p *[]string, n *yaml.Node, path string) {
+	if n = resolve(n); isNull(n) {
+		return
+	}
+	out := []string{}
+	d.items(n, path, func(_ int, v *yaml.Node, ipath string) {
+		v = resolve(v)
+		if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!str" {
+			d.typeErr(v, ipath, "a string")
+			return
+		}
+		if strings.Contains(v.Value, "${") {
+			tok := d.interp(v, ipath, v.Value, scope{record: true})
+			if d.failed[ipath] {
+				return
+			}
+			if tok == "" {
+				d.errorf(v, ipath, "the token is empty")
+				return
+			}
+			sum := sha256.Sum256([]byte(tok))
+			out = append(out, "sha256:"+hex.EncodeToString(sum[:]))
+			return
+		}
+		h, ok := strings.CutPrefix(v.Value, "sha256:")
+		if b, err := hex.DecodeString(h); !ok || err != nil || len(b) != sha256.Size {
+			d.errorf(v, ipath, `want "sha256:" and the 64 hex digits of the token's SHA-256 (printf %%s "$TOKEN" | sha256sum), or a ${VAR} holding the token; a token is never written in the file`)
+			return
+		}
+		out = append(out, "sha256:"+strings.ToLower(h))
+	})
+	*p = out
+}
+
+func (d *decoder) rateLimit(n *yaml.Node, path string) *RateLimit {
+	rl := &RateLimit{}
+	d.each(n, path, func(key string, v *yaml.Node, path string) {
+		switch key {
+		case "rate":
+			d.setFloat(&rl.Rate, v, path)
+		case "burst":
+			d.setInt(&rl.Burst, v, path)
+		default:
+			d.unknown(path, key)
+		}
+	})
+	return rl
+}
+
+func (d *decoder) decodeLimits(c *Config, v *yaml.Node, path string) {
+	d.each(v, path, func(key string, v *yaml.Node, path string) {
+		switch key {
+		case "destinations":
+			d.each(v, path, func(name string, v *yaml.Node, path string) {
+				d.order["limits"] = append(d.order["limits"], name)
+				d.paths["limits."+name] = path
+				dl := &DestinationLimits{}
+				d.each(v, path, func(key string, v *yaml.Node, path string) {
+					switch key {
+					case "rate_limit":
+						dl.RateLimit = d.rateLimit(v, path)
+					case "max_concurrent":
+						d.setInt(&dl.MaxConcurrent, v, path)
+					case "tools":
+						d.each(v, path, func(tool string, v *yaml.Node, path string) {
+							if dl.Tools == nil {
+								dl.Tools = map[string]*RateLimit{}
+							}
+							dl.Tools[tool] = d.rateLimit(v, path)
+						})
+					default:
+						d.unknown(path, key)
+					}
+				})
+				if c.Limits.Destinations == nil {
+					c.Limits.Destinations = map[string]*DestinationLimits{}
+				}
+				c.Limits.Destinations[name] = dl
+			})
+		default:
+			d.unknown(path, key)
+		}
+	})
+}
+
+func (d *decoder) decodeTLS(c *Config, v *yaml.Node, path string) {
+	if isNull(resolve(v)) {
+		return
+	}
+	t := &TLS{}
+	d.each(v, path, func(key string, v *yaml.Node, path string) {
+		switch key {
+		case "cert":
+			d.setString(&t.Cert, v, path, scope{})
+		case "key":
+			d.setString(&t.Key, v, path, scope{})
+		case "client_ca":
+			d.setString(&t.ClientCA, v, path, scope{})
+		default:
+			d.unknown(path, key)
+		}
+	})
+	c.TLS = t
+}
+
+// finishAuth fills the defaults of the auth blocks and resolves the TLS
+// files against dir.
+func (d *decoder) finishAuth(c *Config, dir string) {
+	if !d.has("auth.required") && (c.Auth.OAuth != nil || len(c.Clients) > 0) {
+		// Configuring callers means wanting them checked.
+		c.Auth.Required = true
+	}
+	for _, cl := range c.Clients {
+		defaultBurst(cl.RateLimit)
+	}
+	for _, dl := range c.Limits.Destinations {
+		defaultBurst(dl.RateLimit)
+		for _, rl := range dl.Tools {
+			defaultBurst(rl)
+		}
+	}
+	if c.TLS != nil {
+		for _, p := range []*string{&c.TLS.Cert, &c.TLS.Key, &c.TLS.ClientCA} {
+			if *p != "" && !filepath.IsAbs(*p) {
+				*p = filepath.Join(dir, *p)
+			}
+		}
+	}
+}
+
+func defaultBurst(rl *RateLimit) {
+	if rl != nil && rl.Burst == 0 && rl.Rate > 0 {
+		rl.Burst = max(1, int(rl.Rate+0.999999))
+	}
+}
+
+// validateAuth checks the auth, clients, limits and tls blocks.
+func (d *decoder) validateAuth(c *Config) {
+	a := c.Auth
+	if a.Resource != "" {
+		if u, err := url.Parse(a.Resource); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Fragment != "" || u.RawQuery != "" {
+			d.errorAt("auth.resource", "auth.resource", "%q is not an http(s) URL without query or fragment", a.Resource)
+		}
+	}
+	if h := a.IdentityHeader; h != "" && !isToken(h) {
+		d.errorAt("auth.identity_header", "auth.identity_header", "invalid header name %q", h)
+	} else if strings.EqualFold(h, "Authorization") || strings.EqualFold(h, "Cookie") {
+		d.errorAt("auth.identity_header", "auth.identity_header", "%q would pass credentials upstream; name a header of its own such as X-Switchboard-Client", h)
+	}
+	if c.AuthConfigured() {
+		for _, name := range d.order["destinations"] {
+			for i, h := range c.Destinations[name].ForwardHeaders {
+				if strings.EqualFold(h, "Authorization") || strings.EqualFold(h, "X-Api-Key") {
+					p := index(d.paths["destinations."+name]+".forward_headers", i)
+					d.errorAt(p, p, "%s is the caller's credential for the gateway when auth is configured, and is never passed upstream; give the destination its own in headers", h)
+				}
+			}
+		}
+	}
+	if a.Required && len(c.Clients) == 0 && a.OAuth == nil {
+		d.errorAt("auth.required", "auth", "required with no clients and no oauth: nobody could get in")
+	}
+	if o := a.OAuth; o != nil {
+		p := "auth.oauth"
+		if a.Resource == "" {
+			d.errorAt("auth", "auth.resource", "required with oauth: the canonical URL of this gateway (the tokens' audience)")
+		}
+		if o.Issuer == "" {
+			d.errorAt(p, p+".issuer", "required")
+		} else if u, err := url.Parse(o.Issuer); err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && loopbackURLHost(u))) {
+			d.errorAt(p+".issuer", p+".issuer", "%q is not an https URL (http only on loopback)", o.Issuer)
+		}
+		if o.JWKSURL == "" {
+			d.errorAt(p, p+".jwks_url", "required")
+		} else if u, err := url.Parse(o.JWKSURL); err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && loopbackURLHost(u))) {
+			d.errorAt(p+".jwks_url", p+".jwks_url", "%q is not an https URL (http only on loopback)", o.JWKSURL)
+		}
+		if len(o.Algorithms) == 0 {
+			d.errorAt(p+".algorithms", p+".algorithms", "must not be empty")
+		}
+		for i, alg := range o.Algorithms {
+			if !slices.Contains(defaultAlgorithms, alg) {
+				ip := index(p+".algorithms", i)
+				d.errorAt(ip, ip, "%q is not an accepted algorithm: want one of %s (none and HMAC are never accepted)", alg, strings.Join(defaultAlgorithms, ", "))
+			}
+		}
+		for _, f := range []struct {
+			key string
+			v   time.Duration
+		}{{"leeway", o.Leeway}, {"jwks_cache_ttl", o.JWKSCacheTTL}, {"jwks_min_refresh", o.JWKSMinRefresh}} {
+			if f.v < 0 {
+				d.errorAt(p+"."+f.key, p+"."+f.key, "must not be negative")
+			}
+		}
+		if o.GroupsClaim == "" {
+			d.errorAt(p+".groups_claim", p+".groups_claim", "must not be empty")
+		}
+	}
+	certNames := map[string]string{}
+	for _, name := range d.order["clients"] {
+		cl, p := c.Clients[name], d.paths["clients."+name]
+		if !nameRE.MatchString(name) {
+			d.errorAt(p, p, "invalid name: want 1 to 64 letters, digits, '_' or '-'")
+		}
+		if len(cl.Tokens) == 0 && len(cl.Subjects) == 0 && len(cl.Groups) == 0 && len(cl.Scopes) == 0 && len(cl.CertNames) == 0 {
+			d.errorAt(p, p, "no credentials: give it tokens, subjects, groups, scopes or cert_names")
+		}
+		if (len(cl.Subjects) > 0 || len(cl.Groups) > 0 || len(cl.Scopes) > 0) && a.OAuth == nil {
+			d.errorAt(p, p, "subjects, groups and scopes need auth.oauth")
+		}
+		if len(cl.CertNames) > 0 && (c.TLS == nil || c.TLS.ClientCA == "") {
+			d.errorAt(p+".cert_names", p+".cert_names", "needs tls.client_ca")
+		}
+		for i, n := range cl.CertNames {
+			if other, ok := certNames[n]; ok {
+				ip := index(p+".cert_names", i)
+				d.errorAt(ip, ip, "%q is already a name of client %q", n, other)
+			}
+			certNames[n] = name
+		}
+		for i, dst := range cl.Destinations {
+			if _, ok := c.Destinations[dst]; !ok && dst != "*" {
+				ip := index(p+".destinations", i)
+				d.errorAt(ip, ip, "unknown destination %q", dst)
+			}
+		}
+		for i, ns := range cl.Namespaces {
+			_, isNS := c.Namespaces[ns]
+			_, isGroup := c.Groups[ns]
+			if !isNS && !isGroup && ns != "*" && ns != "mcp" {
+				ip := index(p+".namespaces", i)
+				d.errorAt(ip, ip, "unknown namespace or group %q (\"mcp\" is the default view, \"*\" all)", ns)
+			}
+		}
+		for _, f := range []struct {
+			key string
+			f   ToolFilter
+		}{{"tools", cl.Tools}, {"prompts", cl.Prompts}, {"resources", cl.Resources}} {
+			d.validGlobs(p+"."+f.key+".allow", f.f.Allow)
+			d.validGlobs(p+"."+f.key+".deny", f.f.Deny)
+		}
+		d.validGlobs(p+".subjects", cl.Subjects)
+		d.validRate(p+".rate_limit", cl.RateLimit)
+	}
+	for _, name := range d.order["limits"] {
+		dl, p := c.Limits.Destinations[name], d.paths["limits."+name]
+		if _, ok := c.Destinations[name]; !ok {
+			d.errorAt(p, p, "unknown destination %q", name)
+		}
+		if dl.MaxConcurrent < 0 {
+			d.errorAt(p+".max_concurrent", p+".max_concurrent", "must not be negative")
+		}
+		d.validRate(p+".rate_limit", dl.RateLimit)
+		for tool, rl := range dl.Tools {
+			d.validRate(p+".tools."+tool, rl)
+		}
+	}
+	if t := c.TLS; t != nil {
+		if t.Cert == "" {
+			d.errorAt("tls", "tls.cert", "required")
+		}
+		if t.Key == "" {
+			d.errorAt("tls", "tls.key", "required")
+		}
+	}
+}
+
+func (d *decoder) validGlobs(p string, globs []string) {
+	for i, g := range globs {
+		if _, err := path.Match(g, ""); err != nil {
+			ip := index(p, i)
+			d.errorAt(ip, ip, "invalid glob %q: %v", g, err)
+		}
+	}
+}
+
+func (d *decoder) validRate(p string, rl *RateLimit) {
+	if rl == nil {
+		return
+	}
+	if rl.Rate <= 0 {
+		d.errorAt(p, p+".rate", "must be positive (requests per second)")
+	}
+	if rl.Burst < 0 {
+		d.errorAt(p, p+".burst", "must not be negative")
+	}
+}
+
+func loopbackURLHost(u *url.URL) bool {
+	h := strings.ToLower(u.Hostname())
+	return h == "localhost" || h == "127.0.0.1" || h == "::1" || strings.HasPrefix(h, "127.")
+}

@@ -1,0 +1,126 @@
+package gateway
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/switchboard-mcp/switchboard/internal/audit"
+	"github.com/switchboard-mcp/switchboard/internal/auth"
+)
+
+// Inbound authentication (internal/auth): authenticate runs between the
+// guard and the routes and puts the caller's identity in the request
+// context; each route then admits the caller or answers 403 (permit*), as
+// the route knows what it serves.
+
+// authenticate answers 401 (or 503 when the issuer's keys cannot be had)
+// to a request whose credentials are missing or wrong, and serves the
+// others with their identity in the context. /health and the RFC 9728
+// metadata need no credentials.
+func (g *Gateway) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		st := g.state()
+		a := st.auth
+		p := r.URL.Path
+		if a == nil || p == "/health" || p == auth.MetadataPath || strings.HasPrefix(p, auth.MetadataPath+"/") {
+			next.ServeHTTP(w, r)
+			return
+		}
+		ep := endpointOf(p)
+		id, f := a.Authenticate(r, ep)
+		rec := audit.FromContext(r.Context())
+		if f != nil {
+			rec.Error = "auth: " + f.Description
+			a.Challenge(w, f, ep)
+			return
+		}
+		// The caller's credential is the gateway's, never an upstream's:
+		// no forward_headers entry can pass it on.
+		r.Header.Del("Authorization")
+		r.Header.Del("X-Api-Key")
+		if h := st.cfg.Auth.IdentityHeader; h != "" {
+			// Upstreams trust this header: never the client's own.
+			r.Header.Del(h)
+			if id != nil {
+				r.Header.Set(h, id.Name())
+			}
+		}
+		if id == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		rec.Client = id.Name()
+		next.ServeHTTP(w, r.WithContext(auth.NewContext(r.Context(), id)))
+	})
+}
+
+// endpointOf is the MCP endpoint a path belongs to, as a resource: the
+// legacy message endpoints belong to their stream's. "" for other routes.
+func endpointOf(p string) string {
+	segs := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	switch {
+	case len(segs) == 1 && (segs[0] == "mcp" || segs[0] == "sse"):
+		return p
+	case len(segs) == 1 && segs[0] == "message":
+		return "/sse"
+	case len(segs) == 2 && (segs[0] == "mcp" || segs[0] == "sse"):
+		return p
+	case len(segs) == 2 && segs[1] == "mcp", len(segs) == 2 && segs[1] == "sse":
+		return p
+	case len(segs) == 2 && segs[1] == "message":
+		return "/" + segs[0] + "/sse"
+	case len(segs) == 2 && segs[0] == "message":
+		return "/sse/" + segs[1]
+	}
+	return ""
+}
+
+// permitDestination reports whether the caller may use destination name's
+// endpoints, answering 403 when not.
+func permitDestination(w http.ResponseWriter, r *http.Request, name string) bool {
+	id := auth.FromContext(r.Context())
+	if id == nil || id.Client.MayUseDestination(name) {
+		return true
+	}
+	audit.FromContext(r.Context()).Error = "auth: client " + id.Name() + " may not use destination " + name
+	auth.Forbid(w, id, "destination "+name)
+	return false
+}
+
+// permitView is permitDestination for a namespace or group ("" the
+// default view).
+func permitView(w http.ResponseWriter, r *http.Request, name string) bool {
+	id := auth.FromContext(r.Context())
+	if id == nil || id.Client.MayUseView(name) {
+		return true
+	}
+	what := "namespace " + name
+	if name == "" {
+		what = "the default view (/mcp)"
+	}
+	audit.FromContext(r.Context()).Error = "auth: client " + id.Name() + " may not use " + what
+	auth.Forbid(w, id, what)
+	return false
+}
+
+// permitStatus guards /healthz, /metrics and /ui.
+func permitStatus(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id := auth.FromContext(r.Context())
+		if id == nil || id.Client.MayReadStatus() {
+			next(w, r)
+			return
+		}
+		auth.Forbid(w, id, "the status endpoints (/healthz, /metrics, /ui)")
+	}
+}
+
+// serveMetadata answers the RFC 9728 protected-resource metadata.
+func (g *Gateway) serveMetadata(w http.ResponseWriter, r *http.Request) {
+	a := g.state().auth
+	if a == nil {
+		http.NotFound(w, r)
+		return
+	}
+	a.ServeMetadata(w, r)
+}
