@@ -89,5 +89,5 @@ func credential(r *http.Request) Credential {
 // looksLikeJWT reports whether tok has the three dot-separated parts of a
 // JWS compact serialization.
 func looksLikeJWT(tok string) bool {
-	return strings.Count(tok, ".") == 2 && !strings.HasPrefix(tok, ".") && !strings.HasSuffix(tok, ".")
+	return strings.Count(tok, ".") == 2 && !strings.HasPrefix(tok, ".")
 }
