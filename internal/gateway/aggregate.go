@@ -83,7 +83,8 @@ func (g *Gateway) buildViews(cfg *config.Config, dests map[string]*destination) 
 		}
 		key := viewKey(name)
 		out.routers[name] = rt
-		out.mcp[name] = streamable.NewHandler(rt, streamable.Options{
+		front := g.guarded(cfg, rt)
+		out.mcp[name] = streamable.NewHandler(front, streamable.Options{
 			Name: key, Sessions: g.sessions, Timeout: cfg.Timeout, MaxBody: cfg.MaxBodyBytes,
 			KeepAlive: keepAlive(cfg), Done: g.done, Logger: g.log, ParamHeaders: rt.ParamHeaders,
 		})
@@ -91,7 +92,7 @@ func (g *Gateway) buildViews(cfg *config.Config, dests map[string]*destination) 
 		if name != "" {
 			msgPath += "/" + name
 		}
-		h := sse.NewServer(rt, sse.ServerOptions{
+		h := sse.NewServer(front, sse.ServerOptions{
 			Name: key, Sessions: g.sessions, Timeout: cfg.Timeout, MaxBody: cfg.MaxBodyBytes,
 			KeepAlive: keepAlive(cfg), Done: g.done, Logger: g.log, MessagePath: msgPath,
 		})

@@ -59,7 +59,11 @@ func newAggServer(name string, tools []string) *mcp.Server {
 		if tool == "" {
 			continue
 		}
-		s.AddTool(&mcp.Tool{Name: tool, Description: name + "'s " + tool, InputSchema: map[string]any{"type": "object"}},
+		t := &mcp.Tool{Name: tool, Description: name + "'s " + tool, InputSchema: map[string]any{"type": "object"}}
+		if strings.HasPrefix(tool, "ro_") { // read-only by annotation (policy tests)
+			t.Annotations = &mcp.ToolAnnotations{ReadOnlyHint: true}
+		}
+		s.AddTool(t,
 			func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 				args := string(req.Params.Arguments)
 				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name + ":" + tool + ":" + args}}}, nil

@@ -33,6 +33,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/buildinfo"
 	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/metrics"
+	"github.com/switchboard-mcp/switchboard/internal/policy"
 	"github.com/switchboard-mcp/switchboard/internal/router"
 	"github.com/switchboard-mcp/switchboard/internal/session"
 	"github.com/switchboard-mcp/switchboard/internal/sse"
@@ -92,7 +93,8 @@ type state struct {
 	views    *views                  // aggregated endpoints (aggregate.go)
 	loadedAt time.Time
 	guard    guardPolicy
-	auth     *auth.Authenticator // nil: authentication off (auth.go)
+	auth     *auth.Authenticator      // nil: authentication off (auth.go)
+	rules    map[string]*policy.Rules // by client name; nil entries: no filters (policy.go)
 }
 
 // Options are the parts of a Gateway that do not come from the config file.
@@ -242,7 +244,7 @@ func (g *Gateway) openOutput(path string) (io.Writer, error) {
 }
 
 // legacyFront returns the handlers of /{d}/sse and /{d}/message.
-func (g *Gateway) legacyFront(cfg *config.Config, name string, d *destination, dc *config.Destination) (http.Handler, http.Handler) {
+func (g *Gateway) legacyFront(cfg *config.Config, name string, d sse.Destination, dc *config.Destination) (http.Handler, http.Handler) {
 	if !dc.LegacySSE {
 		gone := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			audit.FromContext(r.Context()).Destination = name

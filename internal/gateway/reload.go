@@ -46,7 +46,7 @@ type reloadStatus struct {
 // reloadMu is held (or the Gateway is not yet shared).
 func (g *Gateway) build(cfg *config.Config, prev *state) (*state, []*destination) {
 	st := &state{cfg: cfg, dests: map[string]*destination{}, fronts: map[string]http.Handler{}, loadedAt: time.Now(), guard: newGuardPolicy(cfg),
-		auth: auth.New(cfg, auth.Options{})}
+		auth: auth.New(cfg, auth.Options{}), rules: rulesOf(cfg)}
 	for _, name := range cfg.Names {
 		if prev != nil {
 			if old := prev.dests[name]; old != nil && sameDestination(prev.cfg, cfg, name) {
@@ -68,11 +68,12 @@ func (g *Gateway) build(cfg *config.Config, prev *state) (*state, []*destination
 	}
 	for name, d := range st.dests {
 		dc := cfg.Destinations[name]
-		st.fronts[name+"/mcp"] = streamable.NewHandler(d, streamable.Options{
+		front := g.guarded(cfg, d)
+		st.fronts[name+"/mcp"] = streamable.NewHandler(front, streamable.Options{
 			Name: name, Sessions: g.sessions, Timeout: timeoutOf(dc, cfg), MaxBody: cfg.MaxBodyBytes,
 			KeepAlive: keepAlive(cfg), Done: g.done, Logger: g.log, ParamHeaders: d.paramHeaders,
 		})
-		st.fronts[name+"/sse"], st.fronts[name+"/message"] = g.legacyFront(cfg, name, d, dc)
+		st.fronts[name+"/sse"], st.fronts[name+"/message"] = g.legacyFront(cfg, name, front, dc)
 	}
 	st.views = g.buildViews(cfg, st.dests)
 	return st, stale

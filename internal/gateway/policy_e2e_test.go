@@ -1,0 +1,129 @@
+package gateway_test
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Per-client policy: a client sees only its tools, prompts and resources,
+// on lists and calls alike; read-only clients only readOnlyHint tools; a
+// session serves only the client that opened it.
+
+const (
+	limitedToken = "limited-token-0123456789"
+	readerToken  = "reader-token-0123456789"
+	fullToken    = "full-token-0123456789"
+)
+
+func policyTop() string {
+	return `max_sessions: 50
+timeout: 20s
+clients:
+  limited:
+    tokens: ["sha256:` + sha256Hex(limitedToken) + `"]
+    destinations: [alpha]
+    namespaces: [pair]
+    tools: {deny: ["*secret*", "beta__b2"]}
+    prompts: {deny: ["*"]}
+    resources: {deny: ["alpha://*"]}
+  reader:
+    tokens: ["sha256:` + sha256Hex(readerToken) + `"]
+    destinations: [alpha]
+    read_only: true
+  full:
+    tokens: ["sha256:` + sha256Hex(fullToken) + `"]
+    destinations: ["*"]
+    namespaces: ["*"]
+namespaces:
+  pair: {servers: [alpha, beta]}
+`
+}
+
+// connectAs opens a go-sdk session at path with tok.
+func connectAs(ctx context.Context, t *testing.T, h *harness, path, tok string) *mcp.ClientSession {
+	t.Helper()
+	hc := &http.Client{Transport: headerRT{hdr: http.Header{"Authorization": {"Bearer " + tok}}, next: http.DefaultTransport}}
+	cs, err := newInteropClient().Client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: h.url(path), HTTPClient: hc, MaxRetries: -1},
+		&mcp.ClientSessionOptions{ProtocolVersion: legacy})
+	if err != nil {
+		t.Fatalf("connect %s: %v", path, err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+func TestPolicyListsAndCalls(t *testing.T) {
+	h := startAgg(t, policyTop(), "", aggDest("alpha", "a1", "secret1", "ro_a"), aggDest("beta", "b1", "b2"))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*waitFor)
+	defer cancel()
+	call := func(cs *mcp.ClientSession, name string) error {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: map[string]any{}})
+		if err == nil && res.IsError {
+			return errString("tool error")
+		}
+		return err
+	}
+
+	lim := connectAs(ctx, t, h, "/alpha/mcp", limitedToken)
+	wantNames(t, "limited's tools on alpha", aggTools(ctx, t, lim), "a1", "ro_a")
+	if err := call(lim, "a1"); err != nil {
+		t.Errorf("limited calls a1: %v", err)
+	}
+	if err := call(lim, "secret1"); err == nil || !strings.Contains(err.Error(), "Unknown tool") {
+		t.Errorf("limited calls hidden secret1: %v, want Unknown tool", err)
+	}
+	if ps, err := lim.ListPrompts(ctx, nil); err != nil || len(ps.Prompts) != 0 {
+		t.Errorf("limited's prompts: %v %+v, want none", err, ps)
+	}
+	if _, err := lim.GetPrompt(ctx, &mcp.GetPromptParams{Name: "greet"}); err == nil {
+		t.Errorf("limited got a hidden prompt")
+	}
+	if rs, err := lim.ListResources(ctx, nil); err != nil || len(rs.Resources) != 0 {
+		t.Errorf("limited's resources: %v %+v, want none", err, rs)
+	}
+	if _, err := lim.ReadResource(ctx, &mcp.ReadResourceParams{URI: "alpha://readme"}); err == nil {
+		t.Errorf("limited read a hidden resource")
+	}
+
+	pair := connectAs(ctx, t, h, "/mcp/pair", limitedToken)
+	got := aggTools(ctx, t, pair)
+	if slices.Contains(got, "alpha__secret1") || slices.Contains(got, "beta__b2") || !slices.Contains(got, "beta__b1") {
+		t.Errorf("limited's tools on pair = %v", got)
+	}
+	if err := call(pair, "beta__b2"); err == nil {
+		t.Errorf("limited called hidden beta__b2 through the namespace")
+	}
+	if err := call(pair, "beta__b1"); err != nil {
+		t.Errorf("limited calls beta__b1: %v", err)
+	}
+
+	// A read-only client: only readOnlyHint tools, even called unlisted.
+	rd := connectAs(ctx, t, h, "/alpha/mcp", readerToken)
+	if err := call(rd, "ro_a"); err != nil {
+		t.Errorf("reader calls ro_a before listing: %v", err)
+	}
+	if err := call(rd, "a1"); err == nil {
+		t.Errorf("reader called a1, which is not read-only")
+	}
+	wantNames(t, "reader's tools", aggTools(ctx, t, rd), "ro_a")
+
+	full := connectAs(ctx, t, h, "/alpha/mcp", fullToken)
+	wantNames(t, "full's tools", aggTools(ctx, t, full), "a1", "ro_a", "secret1")
+
+	// Another client's token on limited's session is refused.
+	r := h.do("POST", "/alpha/mcp", rpc(9, "tools/list", nil), "Mcp-Session-Id", lim.ID(), "Mcp-Protocol-Version", legacy,
+		"Authorization", "Bearer "+fullToken)
+	if r.status == http.StatusOK && len(r.msgs) > 0 && r.msgs[0].Error == nil || !strings.Contains(string(r.body), "another client") {
+		t.Errorf("full on limited's session: %s", r)
+	}
+	assertNoTokens(t, h, limitedToken, readerToken, fullToken)
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }

@@ -1,0 +1,434 @@
+// Package policy enforces what an authenticated caller may see and call,
+// and how often, on the MCP messages themselves.
+//
+// Contracts:
+//   - Wrap puts a Destination (a per-destination route or an aggregating
+//     router, as the fronts see them) behind a client's Rules: list results
+//     (tools, prompts, resources, resource templates) are filtered, and a
+//     call naming something filtered out (tools/call, prompts/get,
+//     resources/read and subscribe, completion/complete) is answered with the
+//     same JSON-RPC error an unknown name gets, so a hidden tool cannot be
+//     called by name. Read-only rules show and allow only tools annotated
+//     readOnlyHint: true; a call to a tool not listed yet lists the tools
+//     first.
+//   - A session belongs to the caller that opened it: a request on it from
+//     another caller is refused (JSON-RPC error), whatever its rules.
+//   - Rules are looked up per request (a reload applies to open sessions).
+//     A caller with no rules (authentication off, or a client without
+//     filters) costs one context lookup per request.
+//   - Limiter (limits.go) is a token bucket per key; DestinationLimiter
+//     bounds one destination's requests, per tool and in flight.
+package policy
+
+import (
+	"context"
+	"encoding/json"
+	"path"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/auth"
+	"github.com/switchboard-mcp/switchboard/internal/config"
+	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/session"
+)
+
+// Rules are one client's filters.
+type Rules struct {
+	Tools, Prompts, Resources config.ToolFilter
+	ReadOnly                  bool
+}
+
+// RulesOf returns c's rules, or nil when it has none (everything passes).
+func RulesOf(c *config.Client) *Rules {
+	if c == nil {
+		return nil
+	}
+	r := &Rules{Tools: c.Tools, Prompts: c.Prompts, Resources: c.Resources, ReadOnly: c.ReadOnly}
+	if len(r.Tools.Allow)+len(r.Tools.Deny)+len(r.Prompts.Allow)+len(r.Prompts.Deny)+
+		len(r.Resources.Allow)+len(r.Resources.Deny) == 0 && !r.ReadOnly {
+		return nil
+	}
+	return r
+}
+
+// admits reports whether name passes f: no Allow or one matching, and no
+// Deny matching.
+func admits(f config.ToolFilter, name string) bool {
+	if len(f.Allow) > 0 {
+		ok := false
+		for _, g := range f.Allow {
+			if m, _ := path.Match(g, name); m {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	for _, g := range f.Deny {
+		if m, _ := path.Match(g, name); m {
+			return false
+		}
+	}
+	return true
+}
+
+// Destination is what the fronts serve (streamable.Destination, which
+// also satisfies sse.Destination).
+type Destination interface {
+	Open(ctx context.Context, s *session.Session, init *jsonrpc.Message) (session.Backend, *jsonrpc.Message, error)
+	Stateless(ctx context.Context, req *jsonrpc.Message) (session.Call, error)
+}
+
+// RulesFunc returns the rules of a caller (nil: no filtering).
+type RulesFunc func(id *auth.Identity) *Rules
+
+// Wrap returns d behind the rules of each request's caller.
+func Wrap(d Destination, rules RulesFunc) Destination {
+	return &guarded{inner: d, rules: rules, stateless: &toolCache{}}
+}
+
+type guarded struct {
+	inner     Destination
+	rules     RulesFunc
+	stateless *toolCache // annotations seen on 2026-07-28 lists
+}
+
+func (g *guarded) Open(ctx context.Context, s *session.Session, init *jsonrpc.Message) (session.Backend, *jsonrpc.Message, error) {
+	b, res, err := g.inner.Open(ctx, s, init)
+	if err != nil {
+		return nil, nil, err
+	}
+	id := auth.FromContext(ctx)
+	return &backend{Backend: b, g: g, owner: id.Name(), tools: &toolCache{}}, res, nil
+}
+
+func (g *guarded) Stateless(ctx context.Context, req *jsonrpc.Message) (session.Call, error) {
+	r := g.rules(auth.FromContext(ctx))
+	if r == nil {
+		return g.inner.Stateless(ctx, req)
+	}
+	send := func(ctx context.Context, m *jsonrpc.Message) (session.Call, error) { return g.inner.Stateless(ctx, m) }
+	return apply(ctx, r, req, g.stateless, send, metaOf(req))
+}
+
+// backend is a session's backend behind the rules.
+type backend struct {
+	session.Backend
+	g     *guarded
+	owner string // the caller that opened the session
+	tools *toolCache
+}
+
+func (b *backend) check(ctx context.Context) error {
+	if who := auth.FromContext(ctx).Name(); who != b.owner {
+		return jsonrpc.Errorf(jsonrpc.InvalidRequest, "this session belongs to another client")
+	}
+	return nil
+}
+
+func (b *backend) Call(ctx context.Context, req *jsonrpc.Message) (session.Call, error) {
+	if err := b.check(ctx); err != nil {
+		return nil, err
+	}
+	r := b.g.rules(auth.FromContext(ctx))
+	if r == nil {
+		return b.Backend.Call(ctx, req)
+	}
+	return apply(ctx, r, req, b.tools, b.Backend.Call, nil)
+}
+
+func (b *backend) Notify(ctx context.Context, n *jsonrpc.Message) error {
+	if err := b.check(ctx); err != nil {
+		return err
+	}
+	return b.Backend.Notify(ctx, n)
+}
+
+func (b *backend) Respond(ctx context.Context, m *jsonrpc.Message) error {
+	if err := b.check(ctx); err != nil {
+		return err
+	}
+	return b.Backend.Respond(ctx, m)
+}
+
+type sendFunc func(context.Context, *jsonrpc.Message) (session.Call, error)
+
+// apply enforces r on one request: refuses a call to something filtered
+// out, filters a list's answer, and sends the rest as they are.
+func apply(ctx context.Context, r *Rules, req *jsonrpc.Message, tools *toolCache, send sendFunc, meta json.RawMessage) (session.Call, error) {
+	switch req.Method {
+	case "tools/list", "prompts/list", "resources/list", "resources/templates/list":
+		c, err := send(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		return &filtered{Call: c, r: r, method: req.Method, tools: tools}, nil
+	case "tools/call":
+		name := paramString(req, "name")
+		if !admits(r.Tools, name) {
+			return refuse(req, jsonrpc.InvalidParams, "Unknown tool: "+name), nil
+		}
+		if r.ReadOnly {
+			ro, known := tools.readOnly(name)
+			if !known {
+				if err := fetchTools(ctx, tools, send, meta); err != nil {
+					return nil, err
+				}
+				ro, _ = tools.readOnly(name)
+			}
+			if !ro {
+				return refuse(req, jsonrpc.InvalidParams, "Unknown tool: "+name), nil
+			}
+		}
+	case "prompts/get":
+		if name := paramString(req, "name"); !admits(r.Prompts, name) {
+			return refuse(req, jsonrpc.InvalidParams, "Unknown prompt: "+name), nil
+		}
+	case "resources/read", "resources/subscribe":
+		if uri := paramString(req, "uri"); !admits(r.Resources, uri) {
+			return refuse(req, -32002, "Resource not found: "+uri), nil
+		}
+	case "completion/complete":
+		ref, _, _, _ := jsonrpc.Lookup(req.Params, "ref")
+		var rf struct{ Type, Name, URI string }
+		_ = json.Unmarshal(ref, &rf)
+		if rf.Type == "ref/prompt" && !admits(r.Prompts, rf.Name) || rf.Type == "ref/resource" && !admits(r.Resources, rf.URI) {
+			return refuse(req, jsonrpc.InvalidParams, "Unknown reference"), nil
+		}
+	}
+	return send(ctx, req)
+}
+
+func paramString(req *jsonrpc.Message, key string) string {
+	v, _, _, ok := jsonrpc.Lookup(req.Params, key)
+	if !ok {
+		return ""
+	}
+	var s string
+	_ = json.Unmarshal(v, &s)
+	return s
+}
+
+func metaOf(req *jsonrpc.Message) json.RawMessage {
+	v, _, _, ok := jsonrpc.Lookup(req.Params, "_meta")
+	if !ok {
+		return nil
+	}
+	return v
+}
+
+// refuse answers req with a JSON-RPC error of its own.
+func refuse(req *jsonrpc.Message, code int, msg string) session.Call {
+	return newLocalCall(jsonrpc.NewError(req.ID, &jsonrpc.Error{Code: code, Message: msg}))
+}
+
+// toolCache remembers which tools are annotated readOnlyHint: true.
+type toolCache struct {
+	mu sync.Mutex
+	ro map[string]bool
+}
+
+func (t *toolCache) readOnly(name string) (ro, known bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ro, known = t.ro[name]
+	return ro, known
+}
+
+func (t *toolCache) note(name string, ro bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ro == nil {
+		t.ro = map[string]bool{}
+	}
+	t.ro[name] = ro
+}
+
+var fetchSeq atomic.Int64
+
+// fetchTools lists every tool (all pages) to learn their annotations.
+func fetchTools(ctx context.Context, tools *toolCache, send sendFunc, meta json.RawMessage) error {
+	cursor := ""
+	for range 100 {
+		params := map[string]any{}
+		if cursor != "" {
+			params["cursor"] = cursor
+		}
+		if meta != nil {
+			params["_meta"] = meta
+		}
+		id := strconv.Quote("switchboard-policy-" + strconv.FormatInt(fetchSeq.Add(1), 10))
+		c, err := send(ctx, jsonrpc.NewRequest(json.RawMessage(id), "tools/list", jsonrpc.Marshal(params)))
+		if err != nil {
+			return err
+		}
+		res, err := await(ctx, c)
+		if err != nil {
+			return err
+		}
+		if e := res.ErrorOf(); e != nil {
+			return e
+		}
+		var page struct {
+			Tools      []json.RawMessage `json:"tools"`
+			NextCursor string            `json:"nextCursor"`
+		}
+		if err := json.Unmarshal(res.Result, &page); err != nil {
+			return jsonrpc.Errorf(jsonrpc.InternalError, "tools/list: %v", err)
+		}
+		for _, t := range page.Tools {
+			name, ro := toolInfo(t)
+			tools.note(name, ro)
+		}
+		if page.NextCursor == "" {
+			return nil
+		}
+		cursor = page.NextCursor
+	}
+	return nil
+}
+
+// await reads c up to its response; other messages are dropped.
+func await(ctx context.Context, c session.Call) (*jsonrpc.Message, error) {
+	for {
+		m, ended := c.Poll()
+		if m != nil && m.IsResponse() {
+			return m, nil
+		}
+		if ended {
+			return nil, jsonrpc.Errorf(jsonrpc.InternalError, "tools/list ended without a response")
+		}
+		if m != nil {
+			continue
+		}
+		select {
+		case <-c.Ready():
+		case <-ctx.Done():
+			c.Abandon(true)
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func toolInfo(raw json.RawMessage) (name string, readOnly bool) {
+	var t struct {
+		Name        string `json:"name"`
+		Annotations struct {
+			ReadOnlyHint bool `json:"readOnlyHint"`
+		} `json:"annotations"`
+	}
+	_ = json.Unmarshal(raw, &t)
+	return t.Name, t.Annotations.ReadOnlyHint
+}
+
+// filtered is a list call whose response is filtered.
+type filtered struct {
+	session.Call
+	r      *Rules
+	method string
+	tools  *toolCache
+}
+
+func (c *filtered) Poll() (*jsonrpc.Message, bool) {
+	m, ended := c.Call.Poll()
+	if m != nil && m.IsResponse() && len(m.Result) > 0 {
+		out := *m
+		out.Result = c.filter(m.Result)
+		return &out, ended
+	}
+	return m, ended
+}
+
+// UpstreamTime passes on the wrapped call's upstream time.
+func (c *filtered) UpstreamTime() time.Duration {
+	if t, ok := c.Call.(interface{ UpstreamTime() time.Duration }); ok {
+		return t.UpstreamTime()
+	}
+	return 0
+}
+
+func (c *filtered) filter(result json.RawMessage) json.RawMessage {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(result, &obj) != nil {
+		return result
+	}
+	var key, field string
+	var f config.ToolFilter
+	switch c.method {
+	case "tools/list":
+		key, field, f = "tools", "name", c.r.Tools
+	case "prompts/list":
+		key, field, f = "prompts", "name", c.r.Prompts
+	case "resources/list":
+		key, field, f = "resources", "uri", c.r.Resources
+	case "resources/templates/list":
+		key, field, f = "resourceTemplates", "uriTemplate", c.r.Resources
+	}
+	var items []json.RawMessage
+	if json.Unmarshal(obj[key], &items) != nil {
+		return result
+	}
+	kept := make([]json.RawMessage, 0, len(items))
+	for _, it := range items {
+		var named map[string]json.RawMessage
+		if json.Unmarshal(it, &named) != nil {
+			continue
+		}
+		var name string
+		_ = json.Unmarshal(named[field], &name)
+		if !admits(f, name) {
+			continue
+		}
+		if c.method == "tools/list" {
+			n, ro := toolInfo(it)
+			c.tools.note(n, ro)
+			if c.r.ReadOnly && !ro {
+				continue
+			}
+		}
+		kept = append(kept, it)
+	}
+	b, err := json.Marshal(kept)
+	if err != nil {
+		return result
+	}
+	obj[key] = b
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return result
+	}
+	return out
+}
+
+// localCall is an answer made here.
+type localCall struct {
+	mu    sync.Mutex
+	msgs  []*jsonrpc.Message
+	ready chan struct{}
+}
+
+func newLocalCall(msgs ...*jsonrpc.Message) *localCall {
+	c := &localCall{msgs: msgs, ready: make(chan struct{})}
+	close(c.ready)
+	return c
+}
+
+func (c *localCall) Poll() (*jsonrpc.Message, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.msgs) == 0 {
+		return nil, true
+	}
+	m := c.msgs[0]
+	c.msgs = c.msgs[1:]
+	return m, false
+}
+
+func (c *localCall) Ready() <-chan struct{} { return c.ready }
+func (c *localCall) Abandon(bool)           {}
+func (c *localCall) LongLived() bool        { return false }
