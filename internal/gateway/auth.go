@@ -50,6 +50,9 @@ func (g *Gateway) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		rec.Client = id.Name()
+		if g.overRate(w, r, id) {
+			return
+		}
 		next.ServeHTTP(w, r.WithContext(auth.NewContext(r.Context(), id)))
 	})
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/audit"
 	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/policy"
 	"github.com/switchboard-mcp/switchboard/internal/session"
 	"github.com/switchboard-mcp/switchboard/internal/stdio"
 	"github.com/switchboard-mcp/switchboard/internal/upstream"
@@ -54,6 +55,10 @@ type destination struct {
 	// calls get client spans and streamable HTTP connections copy
 	// params._meta.traceparent into their header.
 	traced bool
+	// limits bound its requests (limits: in the config); nil: none. A
+	// reload stores the new generation's (policy.NewDestinationLimiter
+	// keeps the buckets of unchanged settings).
+	limits atomic.Pointer[policy.DestinationLimiter]
 
 	mu      sync.Mutex
 	private map[*upstream.Upstream]struct{} // guarded by mu: per-session upstreams
@@ -214,6 +219,10 @@ type idleSetter interface{ SetIdle(time.Duration) }
 
 // Stateless sends a 2026-07-28 request.
 func (d *destination) Stateless(ctx context.Context, req *jsonrpc.Message) (session.Call, error) {
+	return d.limits.Load().Send(ctx, req, d.stateless)
+}
+
+func (d *destination) stateless(ctx context.Context, req *jsonrpc.Message) (session.Call, error) {
 	if d.modern == nil {
 		return nil, jsonrpc.Errorf(jsonrpc.UnsupportedProtocolVersion,
 			"destination %s is a legacy HTTP+SSE server; send initialize (protocol 2025-11-25 or earlier)", d.name)
@@ -402,6 +411,10 @@ type memberBackend struct {
 }
 
 func (b *memberBackend) Call(ctx context.Context, req *jsonrpc.Message) (session.Call, error) {
+	return b.d.limits.Load().Send(ctx, req, b.call) // limits.go: nil sends at once
+}
+
+func (b *memberBackend) call(ctx context.Context, req *jsonrpc.Message) (session.Call, error) {
 	if b.d.traced {
 		return b.d.tracedSend(ctx, req, b.Member.Call)
 	}

@@ -79,6 +79,10 @@ type Gateway struct {
 	retiring   sync.WaitGroup // destinations replaced by a reload, still closing
 	stopped    bool           // stopAll has begun: reloads are refused
 
+	// clientLimits holds the clients' rate limits (policy.go), their
+	// buckets kept across reloads.
+	clientLimits policy.Limiter
+
 	// reloadsOK and reloadsFailed count reloads applied and rejected
 	// (guarded by reloadMu).
 	reloadsOK, reloadsFailed uint64

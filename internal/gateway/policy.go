@@ -1,8 +1,15 @@
 package gateway
 
 import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/audit"
 	"github.com/switchboard-mcp/switchboard/internal/auth"
 	"github.com/switchboard-mcp/switchboard/internal/config"
+	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/internal/policy"
 )
 
@@ -38,4 +45,35 @@ func rulesOf(cfg *config.Config) map[string]*policy.Rules {
 		out[name] = policy.RulesOf(c)
 	}
 	return out
+}
+
+// clientRates are the clients' rate limits by name.
+func clientRates(cfg *config.Config) map[string]*config.RateLimit {
+	out := map[string]*config.RateLimit{}
+	for name, c := range cfg.Clients {
+		if c.RateLimit != nil {
+			out[name] = c.RateLimit
+		}
+	}
+	return out
+}
+
+// overRate answers 429 with Retry-After when the caller's client is over
+// its rate limit, and reports whether it did.
+func (g *Gateway) overRate(w http.ResponseWriter, r *http.Request, id *auth.Identity) bool {
+	if id == nil || id.Client == nil || id.Client.Config.RateLimit == nil {
+		return false
+	}
+	ok, wait := g.clientLimits.Allow(id.Client.Name, time.Now())
+	if ok {
+		return false
+	}
+	secs := policy.RetryAfterSeconds(wait)
+	audit.FromContext(r.Context()).Error = "rate limit of client " + id.Client.Name + " exceeded"
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusTooManyRequests)
+	fmt.Fprintf(w, `{"jsonrpc":"2.0","id":null,"error":{"code":%d,"message":"rate limit of client %s exceeded; retry after %ds","data":{"retryAfter":%d}}}`+"\n",
+		jsonrpc.RequestRefused, id.Client.Name, secs, secs)
+	return true
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/auth"
 	"github.com/switchboard-mcp/switchboard/internal/config"
+	"github.com/switchboard-mcp/switchboard/internal/policy"
 	"github.com/switchboard-mcp/switchboard/internal/streamable"
 )
 
@@ -66,7 +67,9 @@ func (g *Gateway) build(cfg *config.Config, prev *state) (*state, []*destination
 			}
 		}
 	}
+	g.clientLimits.Update(clientRates(cfg))
 	for name, d := range st.dests {
+		d.limits.Store(policy.NewDestinationLimiter(name, cfg.Limits.Destinations[name], d.limits.Load()))
 		dc := cfg.Destinations[name]
 		front := g.guarded(cfg, d)
 		st.fronts[name+"/mcp"] = streamable.NewHandler(front, streamable.Options{
