@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net"
@@ -74,6 +75,9 @@ func (l *connLimit) signalLocked() {
 
 // connState is the servers' ConnState hook.
 func (l *connLimit) connState(nc net.Conn, st http.ConnState) {
+	if tc, ok := nc.(*tls.Conn); ok { // HTTPS: TLS runs over the limited conn (tls.go)
+		nc = tc.NetConn()
+	}
 	c, ok := nc.(*limitedConn)
 	if !ok {
 		return

@@ -13,6 +13,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -465,7 +466,13 @@ func (g *Gateway) Run(ctx context.Context, addr string) error {
 // Serve serves on ln until ctx is done, then shuts down: stop accepting,
 // end streams and sessions, stop every process. It returns after all of it.
 func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
-	return g.serveAll(ctx, []listener{{ln: ln, h: g.Handler()}})
+	tc, stopTLS, err := g.tlsConfig() // tls.go; nil without a tls block
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	defer stopTLS()
+	return g.serveAll(ctx, []listener{{ln: ln, h: g.Handler(), tls: tc}})
 }
 
 // listener is one listening socket and the handler serving it; name, when
@@ -474,6 +481,7 @@ type listener struct {
 	ln   net.Listener
 	h    http.Handler
 	name string
+	tls  *tls.Config // nil: plain HTTP
 }
 
 // serveAll is Serve on several listeners at once, each with its own
@@ -512,6 +520,11 @@ func (g *Gateway) serveAll(ctx context.Context, lns []listener) error {
 		if lim != nil {
 			srv.ConnState = lim.connState
 			l.ln = lim.listen(l.ln)
+		}
+		if l.tls != nil {
+			// Over the limited conns, so that net/http sees *tls.Conn
+			// (r.TLS, client certificates).
+			l.ln = tls.NewListener(l.ln, l.tls)
 		}
 		srvs[i] = srv
 		attrs := []any{"addr", l.ln.Addr().String(), "destinations", len(g.state().dests)}
