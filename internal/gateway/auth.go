@@ -45,6 +45,9 @@ func (g *Gateway) authenticate(next http.Handler) http.Handler {
 				r.Header.Set(h, id.Name())
 			}
 		}
+		if !g.sessionOwner(w, r, id) {
+			return
+		}
 		if id == nil {
 			next.ServeHTTP(w, r)
 			return
@@ -126,4 +129,28 @@ func (g *Gateway) serveMetadata(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.ServeMetadata(w, r)
+}
+
+// sessionOwner answers 404, as for an unknown session, when the request
+// names a session another caller opened (Mcp-Session-Id, or the legacy
+// message endpoint's session_id), and reports whether it may go on.
+func (g *Gateway) sessionOwner(w http.ResponseWriter, r *http.Request, id *auth.Identity) bool {
+	sid := r.Header.Get("Mcp-Session-Id")
+	if sid == "" {
+		sid = r.URL.Query().Get("session_id")
+	}
+	if sid == "" {
+		sid = r.URL.Query().Get("sessionId")
+	}
+	if sid == "" {
+		return true
+	}
+	if owner, ok := g.owners.Of(sid); !ok || owner == id.Name() {
+		return true
+	}
+	audit.FromContext(r.Context()).Error = "auth: client " + id.Name() + " named a session of another client"
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusNotFound)
+	_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"session not found"}}` + "\n"))
+	return false
 }

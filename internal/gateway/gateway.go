@@ -83,6 +83,9 @@ type Gateway struct {
 	// clientLimits holds the clients' rate limits (policy.go), their
 	// buckets kept across reloads.
 	clientLimits policy.Limiter
+	// owners maps each session opened by an authenticated caller to its
+	// name (auth.go refuses the session to anyone else).
+	owners policy.Owners
 
 	// reloadsOK and reloadsFailed count reloads applied and rejected
 	// (guarded by reloadMu).

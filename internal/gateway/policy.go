@@ -24,7 +24,7 @@ func (g *Gateway) guarded(cfg *config.Config, d policy.Destination) policy.Desti
 	if !cfg.AuthConfigured() {
 		return d
 	}
-	return policy.Wrap(d, g.rulesFor)
+	return policy.Wrap(d, g.rulesFor, &g.owners)
 }
 
 // rulesFor returns the current rules of a caller.

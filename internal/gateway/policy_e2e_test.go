@@ -115,11 +115,24 @@ func TestPolicyListsAndCalls(t *testing.T) {
 	full := connectAs(ctx, t, h, "/alpha/mcp", fullToken)
 	wantNames(t, "full's tools", aggTools(ctx, t, full), "a1", "ro_a", "secret1")
 
-	// Another client's token on limited's session is refused.
+	// Another client's token on limited's session is refused, as if the
+	// session did not exist.
 	r := h.do("POST", "/alpha/mcp", rpc(9, "tools/list", nil), "Mcp-Session-Id", lim.ID(), "Mcp-Protocol-Version", legacy,
 		"Authorization", "Bearer "+fullToken)
-	if r.status == http.StatusOK && len(r.msgs) > 0 && r.msgs[0].Error == nil || !strings.Contains(string(r.body), "another client") {
+	if r.status != http.StatusNotFound || !strings.Contains(string(r.body), "session not found") {
 		t.Errorf("full on limited's session: %s", r)
+	}
+	// Nor may it open the session's listen stream or end the session.
+	for _, m := range []string{"GET", "DELETE"} {
+		if r := h.do(m, "/alpha/mcp", nil, "Mcp-Session-Id", lim.ID(), "Mcp-Protocol-Version", legacy, "Authorization", "Bearer "+fullToken); r.status != http.StatusNotFound {
+			t.Errorf("%s on limited's session as full: %s, want 404", m, r)
+		}
+	}
+	if r := h.do("POST", "/alpha/mcp", rpc(8, "tools/list", nil), "Mcp-Session-Id", lim.ID(), "Mcp-Protocol-Version", legacy); r.status != http.StatusUnauthorized {
+		t.Errorf("limited's session without credentials: %d, want 401", r.status)
+	}
+	if _, err := lim.ListTools(ctx, nil); err != nil {
+		t.Errorf("limited's own session after the attempts: %v", err)
 	}
 	assertNoTokens(t, h, limitedToken, readerToken, fullToken)
 }

@@ -87,14 +87,31 @@ type Destination interface {
 // RulesFunc returns the rules of a caller (nil: no filtering).
 type RulesFunc func(id *auth.Identity) *Rules
 
-// Wrap returns d behind the rules of each request's caller.
-func Wrap(d Destination, rules RulesFunc) Destination {
-	return &guarded{inner: d, rules: rules, stateless: &toolCache{}}
+// Owners records which caller opened each session, for the routes that
+// reach a session without its backend (a GET listen stream, DELETE).
+// The zero value is ready; it is shared by every wrapped destination.
+type Owners struct{ m sync.Map } // session id -> caller name
+
+// Of returns the caller that opened session id, if it is a session opened
+// through a wrapped destination.
+func (o *Owners) Of(id string) (string, bool) {
+	v, ok := o.m.Load(id)
+	if !ok {
+		return "", false
+	}
+	return v.(string), true
+}
+
+// Wrap returns d behind the rules of each request's caller; owners (may be
+// nil) learns who opens each session.
+func Wrap(d Destination, rules RulesFunc, owners *Owners) Destination {
+	return &guarded{inner: d, rules: rules, owners: owners, stateless: &toolCache{}}
 }
 
 type guarded struct {
 	inner     Destination
 	rules     RulesFunc
+	owners    *Owners
 	stateless *toolCache // annotations seen on 2026-07-28 lists
 }
 
@@ -103,8 +120,13 @@ func (g *guarded) Open(ctx context.Context, s *session.Session, init *jsonrpc.Me
 	if err != nil {
 		return nil, nil, err
 	}
-	id := auth.FromContext(ctx)
-	return &backend{Backend: b, g: g, owner: id.Name(), tools: &toolCache{}}, res, nil
+	owner := auth.FromContext(ctx).Name()
+	bk := &backend{Backend: b, g: g, owner: owner, tools: &toolCache{}}
+	if g.owners != nil {
+		bk.session = s.ID
+		g.owners.m.Store(s.ID, owner)
+	}
+	return bk, res, nil
 }
 
 func (g *guarded) Stateless(ctx context.Context, req *jsonrpc.Message) (session.Call, error) {
@@ -119,9 +141,17 @@ func (g *guarded) Stateless(ctx context.Context, req *jsonrpc.Message) (session.
 // backend is a session's backend behind the rules.
 type backend struct {
 	session.Backend
-	g     *guarded
-	owner string // the caller that opened the session
-	tools *toolCache
+	g       *guarded
+	owner   string // the caller that opened the session
+	session string // its id, registered in g.owners ("" when not)
+	tools   *toolCache
+}
+
+func (b *backend) Leave() {
+	if b.session != "" {
+		b.g.owners.m.Delete(b.session)
+	}
+	b.Backend.Leave()
 }
 
 func (b *backend) check(ctx context.Context) error {
