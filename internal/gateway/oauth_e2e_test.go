@@ -32,6 +32,8 @@ type issuer struct {
 	kid     string
 	key     *rsa.PrivateKey
 	fetches atomic.Int32
+	codes   sync.Map // authorization code -> grant (oauth_client_e2e_test.go)
+	tokens  atomic.Int32
 }
 
 func startIssuer(t *testing.T) *issuer {
@@ -42,18 +44,17 @@ func startIssuer(t *testing.T) *issuer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/jwks" {
-			http.NotFound(w, r)
-			return
-		}
+	mux := http.NewServeMux()
+	is.routeAuthorizationServer(mux) // oauth_client_e2e_test.go
+	mux.HandleFunc("/jwks", func(w http.ResponseWriter, r *http.Request) {
 		is.fetches.Add(1)
 		is.mu.Lock()
 		set := jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &is.key.PublicKey, KeyID: is.kid, Algorithm: "RS256", Use: "sig"}}}
 		is.mu.Unlock()
 		w.Header().Set("Content-Type", "application/jwk-set+json")
 		_ = json.NewEncoder(w).Encode(set)
-	}), ReadHeaderTimeout: 5 * time.Second}
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	done := make(chan struct{})
 	go func() { defer close(done); _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close(); <-done })
