@@ -52,8 +52,15 @@ func invalid(format string, args ...any) error {
 func (v *jwtValidator) validate(ctx context.Context, raw string, resources []string) (sub string, scopes, groups []string, err error) {
 	tok, err := jwt.ParseSigned(raw, v.algs)
 	if err != nil {
-		// go-jose names the algorithm it refused ("none", HS256, …).
-		return "", nil, nil, invalid("malformed or unaccepted token: %v", err)
+		if msg := err.Error(); strings.Contains(msg, "unexpected signature algorithm") {
+			// go-jose names the algorithm it refused ("none", HS256, …);
+			// nothing else of the token goes into a message.
+			if len(msg) > 200 {
+				msg = msg[:200]
+			}
+			return "", nil, nil, invalid("algorithm not accepted: %s", strings.TrimPrefix(msg, "go-jose/go-jose: "))
+		}
+		return "", nil, nil, invalid("malformed token")
 	}
 	if len(tok.Headers) != 1 {
 		return "", nil, nil, invalid("want exactly one signature")
