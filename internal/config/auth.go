@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -42,6 +43,13 @@ type Auth struct {
 	// the client sent. The client's own Authorization is never forwarded
 	// by it. Default "": none.
 	IdentityHeader string
+
+	// IdentityMeta names a params._meta key set, in every request sent
+	// upstream (any destination type, both protocol eras), to the
+	// authenticated client's name (`identity_meta`), such as
+	// dev.switchboard/client; a value the client sent is replaced, and
+	// removed for an anonymous caller. Default "": none.
+	IdentityMeta string
 
 	// OAuth validates JWT access tokens (`oauth`); nil when absent.
 	OAuth *OAuth
@@ -187,6 +195,10 @@ type TLS struct {
 	ClientCA string
 }
 
+// metaKeyRE is an MCP _meta key: an optional prefix of dot-separated
+// labels and a slash, then a name.
+var metaKeyRE = regexp.MustCompile(`^([a-zA-Z]([a-zA-Z0-9-]*[a-zA-Z0-9])?(\.[a-zA-Z]([a-zA-Z0-9-]*[a-zA-Z0-9])?)*/)?[a-zA-Z0-9]([a-zA-Z0-9._-]*[a-zA-Z0-9])?$`)
+
 // Default OAuth algorithms: every asymmetric JWS algorithm.
 var defaultAlgorithms = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
 
@@ -206,6 +218,8 @@ func (d *decoder) decodeAuth(c *Config, v *yaml.Node, path string) {
 			d.setString(&c.Auth.Realm, v, path, scope{})
 		case "identity_header":
 			d.setString(&c.Auth.IdentityHeader, v, path, scope{})
+		case "identity_meta":
+			d.setString(&c.Auth.IdentityMeta, v, path, scope{})
 		case "oauth":
 			c.Auth.OAuth = d.oauth(v, path)
 		default:
@@ -472,6 +486,18 @@ func (d *decoder) validateAuth(c *Config) {
 					d.errorAt(p, p, "%s is the caller's credential for the gateway when auth is configured, and is never passed upstream; give the destination its own in headers", h)
 				}
 			}
+		}
+	}
+	if !c.AuthConfigured() {
+		for _, f := range []struct{ key, v string }{{"identity_header", a.IdentityHeader}, {"identity_meta", a.IdentityMeta}} {
+			if f.v != "" {
+				d.errorAt("auth."+f.key, "auth."+f.key, "needs clients or auth.oauth: without authentication there is no identity to send")
+			}
+		}
+	}
+	if k := a.IdentityMeta; k != "" {
+		if !metaKeyRE.MatchString(k) || strings.Contains(k, "modelcontextprotocol") || strings.HasPrefix(k, "mcp/") || strings.Contains(k, ".mcp/") {
+			d.errorAt("auth.identity_meta", "auth.identity_meta", "invalid _meta key %q: want [prefix/]name, e.g. dev.switchboard/client (prefixes of modelcontextprotocol and mcp are reserved)", k)
 		}
 	}
 	if a.Required && len(c.Clients) == 0 && a.OAuth == nil {

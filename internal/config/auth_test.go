@@ -8,7 +8,7 @@ import (
 
 // The auth keys of full.good.yaml, as TestFullConfig expects them.
 var (
-	fullAuth = Auth{Required: true, Resource: "https://gw.example.com", Realm: "switchboard-test", IdentityHeader: "X-Switchboard-Client",
+	fullAuth = Auth{Required: true, Resource: "https://gw.example.com", Realm: "switchboard-test", IdentityHeader: "X-Switchboard-Client", IdentityMeta: "dev.switchboard/client",
 		OAuth: &OAuth{Issuer: "https://issuer.example.com", JWKSURL: "https://issuer.example.com/.well-known/jwks.json",
 			Audiences: []string{"https://gw.example.com/mcp"}, Algorithms: []string{"RS256", "ES256"},
 			RequiredScopes: []string{"mcp"}, ScopesSupported: []string{"mcp", "mcp:admin"}, GroupsClaim: "roles",
@@ -50,6 +50,9 @@ func init() {
 		{"auth_resource.bad.yaml", `auth.resource: "gw.example.com" is not an http(s) URL`},
 		{"auth_identity_header.bad.yaml", `auth.identity_header: "Authorization" would pass credentials upstream`},
 		{"auth_identity_header_name.bad.yaml", `auth.identity_header: invalid header name "X Client"`},
+		{"auth_identity_meta.bad.yaml", `auth.identity_meta: invalid _meta key "io.modelcontextprotocol/client"`},
+		{"auth_identity_meta_syntax.bad.yaml", `auth.identity_meta: invalid _meta key "a b"`},
+		{"auth_identity_no_auth.bad.yaml", `auth.identity_header: needs clients or auth.oauth`},
 		{"auth_unknown_key.bad.yaml", `auth: unknown key "requried"`},
 		{"auth_forward_authorization.bad.yaml", `destinations.gh.forward_headers[0]: Authorization is the caller's credential for the gateway`},
 		{"oauth_no_resource.bad.yaml", `auth.resource: required with oauth`},

@@ -13,7 +13,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// The caller's identity goes upstream in the configured header, never its
+// The caller's identity goes upstream in the configured header and _meta
+// key, never its
 // token: not even a destination that forwards the client's other headers
 // sees the Authorization the client sent, and a client cannot forge the
 // identity header.
@@ -22,8 +23,9 @@ func TestIdentityHeaderUpstream(t *testing.T) {
 	var seen []http.Header
 	srv := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
 	srv.AddTool(&mcp.Tool{Name: "t", InputSchema: map[string]any{"type": "object"}},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			who, _ := req.Params.Meta["dev.switchboard/client"].(string)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "caller=" + who}}}, nil
 		})
 	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -42,7 +44,7 @@ func TestIdentityHeaderUpstream(t *testing.T) {
 
 	t.Setenv("SWITCHBOARD_TEST_ALICE_TOKEN", aliceToken)
 	top := `timeout: 20s
-auth: {identity_header: X-Switchboard-Client}
+auth: {identity_header: X-Switchboard-Client, identity_meta: dev.switchboard/client}
 clients:
   alice:
     tokens: ["${SWITCHBOARD_TEST_ALICE_TOKEN}"]
@@ -60,8 +62,14 @@ clients:
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "t", Arguments: map[string]any{}}); err != nil || res.IsError {
+	// The client's own value of the _meta key is replaced too.
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "t", Arguments: map[string]any{},
+		Meta: mcp.Meta{"dev.switchboard/client": "admin", "other": "kept"}})
+	if err != nil || res.IsError {
 		t.Fatalf("call: %v %+v", err, res)
+	}
+	if got := res.Content[0].(*mcp.TextContent).Text; got != "caller=alice" {
+		t.Errorf("the upstream saw %q in _meta, want caller=alice", got)
 	}
 	mu.Lock()
 	defer mu.Unlock()

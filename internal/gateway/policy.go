@@ -24,7 +24,7 @@ func (g *Gateway) guarded(cfg *config.Config, d policy.Destination) policy.Desti
 	if !cfg.AuthConfigured() {
 		return d
 	}
-	return policy.Wrap(d, g.rulesFor, &g.owners)
+	return policy.Wrap(d, policy.Options{Rules: g.rulesFor, Owners: &g.owners, IdentityMeta: cfg.Auth.IdentityMeta})
 }
 
 // rulesFor returns the current rules of a caller.

@@ -44,12 +44,19 @@ namespaces:
 `
 }
 
-// connectAs opens a go-sdk session at path with tok.
+// connectAs opens a go-sdk session at path with tok (protocol 2025-11-25).
 func connectAs(ctx context.Context, t *testing.T, h *harness, path, tok string) *mcp.ClientSession {
+	t.Helper()
+	return connectVersion(ctx, t, h, path, tok, legacy)
+}
+
+// connectVersion is connectAs with a protocol version ("" the SDK's
+// latest: 2026-07-28, stateless).
+func connectVersion(ctx context.Context, t *testing.T, h *harness, path, tok, version string) *mcp.ClientSession {
 	t.Helper()
 	hc := &http.Client{Transport: headerRT{hdr: http.Header{"Authorization": {"Bearer " + tok}}, next: http.DefaultTransport}}
 	cs, err := newInteropClient().Client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: h.url(path), HTTPClient: hc, MaxRetries: -1},
-		&mcp.ClientSessionOptions{ProtocolVersion: legacy})
+		&mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatalf("connect %s: %v", path, err)
 	}
@@ -111,6 +118,20 @@ func TestPolicyListsAndCalls(t *testing.T) {
 		t.Errorf("reader called a1, which is not read-only")
 	}
 	wantNames(t, "reader's tools", aggTools(ctx, t, rd), "ro_a")
+
+	// The same rules for 2026-07-28 (stateless) requests.
+	lim26 := connectVersion(ctx, t, h, "/alpha/mcp", limitedToken, "")
+	wantNames(t, "limited's tools on alpha, 2026-07-28", aggTools(ctx, t, lim26), "a1", "ro_a")
+	if err := call(lim26, "secret1"); err == nil || !strings.Contains(err.Error(), "Unknown tool") {
+		t.Errorf("limited calls hidden secret1 (2026-07-28): %v", err)
+	}
+	rd26 := connectVersion(ctx, t, h, "/alpha/mcp", readerToken, "")
+	if err := call(rd26, "a1"); err == nil {
+		t.Errorf("reader called a1 (2026-07-28)")
+	}
+	if err := call(rd26, "ro_a"); err != nil {
+		t.Errorf("reader calls ro_a (2026-07-28): %v", err)
+	}
 
 	full := connectAs(ctx, t, h, "/alpha/mcp", fullToken)
 	wantNames(t, "full's tools", aggTools(ctx, t, full), "a1", "ro_a", "secret1")

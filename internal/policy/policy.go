@@ -102,17 +102,56 @@ func (o *Owners) Of(id string) (string, bool) {
 	return v.(string), true
 }
 
-// Wrap returns d behind the rules of each request's caller; owners (may be
-// nil) learns who opens each session.
-func Wrap(d Destination, rules RulesFunc, owners *Owners) Destination {
-	return &guarded{inner: d, rules: rules, owners: owners, stateless: &toolCache{}}
+// Options configure Wrap.
+type Options struct {
+	Rules  RulesFunc // required
+	Owners *Owners   // learns who opens each session; nil: nobody
+	// IdentityMeta, when set, is the params._meta key every request going
+	// on gets, holding the caller's name (removed for an anonymous one).
+	IdentityMeta string
+}
+
+// Wrap returns d behind the rules of each request's caller.
+func Wrap(d Destination, opts Options) Destination {
+	return &guarded{inner: d, rules: opts.Rules, owners: opts.Owners, meta: opts.IdentityMeta, stateless: &toolCache{}}
 }
 
 type guarded struct {
 	inner     Destination
 	rules     RulesFunc
 	owners    *Owners
+	meta      string
 	stateless *toolCache // annotations seen on 2026-07-28 lists
+}
+
+// withIdentity returns req with params._meta[g.meta] set to the caller's
+// name (or removed when there is none); req itself when no key is
+// configured or its params are not an object.
+func (g *guarded) withIdentity(ctx context.Context, req *jsonrpc.Message) *jsonrpc.Message {
+	if g.meta == "" {
+		return req
+	}
+	name := auth.FromContext(ctx).Name()
+	params := map[string]json.RawMessage{}
+	if len(req.Params) > 0 && json.Unmarshal(req.Params, &params) != nil {
+		return req
+	}
+	meta := map[string]json.RawMessage{}
+	if m, ok := params["_meta"]; ok && json.Unmarshal(m, &meta) != nil {
+		return req
+	}
+	if name == "" {
+		if _, had := meta[g.meta]; !had {
+			return req
+		}
+		delete(meta, g.meta)
+	} else {
+		meta[g.meta] = jsonrpc.Marshal(name)
+	}
+	params["_meta"] = jsonrpc.Marshal(meta)
+	out := *req
+	out.Params = jsonrpc.Marshal(params)
+	return &out
 }
 
 func (g *guarded) Open(ctx context.Context, s *session.Session, init *jsonrpc.Message) (session.Backend, *jsonrpc.Message, error) {
@@ -130,6 +169,7 @@ func (g *guarded) Open(ctx context.Context, s *session.Session, init *jsonrpc.Me
 }
 
 func (g *guarded) Stateless(ctx context.Context, req *jsonrpc.Message) (session.Call, error) {
+	req = g.withIdentity(ctx, req)
 	r := g.rules(auth.FromContext(ctx))
 	if r == nil {
 		return g.inner.Stateless(ctx, req)
@@ -165,6 +205,7 @@ func (b *backend) Call(ctx context.Context, req *jsonrpc.Message) (session.Call,
 	if err := b.check(ctx); err != nil {
 		return nil, err
 	}
+	req = b.g.withIdentity(ctx, req)
 	r := b.g.rules(auth.FromContext(ctx))
 	if r == nil {
 		return b.Backend.Call(ctx, req)
