@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,6 +28,9 @@ type jwtValidator struct {
 	groupsClaim string
 	keys        *keySet
 	now         func() time.Time
+
+	mu   sync.Mutex
+	seen map[[sha256.Size]byte]*verified // by the token's SHA-256
 }
 
 // claims are the parts of a token the gateway reads besides the
@@ -47,9 +51,52 @@ func invalid(format string, args ...any) error {
 	return &tokenError{desc: fmt.Sprintf(format, args...)}
 }
 
-// validate returns the subject, scopes and groups of a valid token; aud is
-// the resource the request is for (used when no fixed audience is set).
+// verified is a token whose signature verified, and what the gateway
+// reads of it.
+type verified struct {
+	std            jwt.Claims
+	kid, alg       string
+	scopes, groups []string
+}
+
+// maxVerified bounds the cache of verified tokens; at the bound it starts
+// over.
+const maxVerified = 4096
+
+// validate returns the subject, scopes and groups of a valid token;
+// resources are the audiences accepted when no fixed one is set.
+//
+// A token seen before skips parsing and the signature check (tens of
+// microseconds for ES256 or RS256) while its key is still in the current
+// key set; its claims are checked again each time.
 func (v *jwtValidator) validate(ctx context.Context, raw string, resources []string) (sub string, scopes, groups []string, err error) {
+	sum := sha256.Sum256([]byte(raw))
+	v.mu.Lock()
+	e := v.seen[sum]
+	v.mu.Unlock()
+	if e == nil || !v.keys.has(e.kid, e.alg) {
+		if e, err = v.verify(ctx, raw); err != nil {
+			return "", nil, nil, err
+		}
+		defer func() {
+			if err == nil {
+				v.mu.Lock()
+				if len(v.seen) >= maxVerified || v.seen == nil {
+					v.seen = make(map[[sha256.Size]byte]*verified)
+				}
+				v.seen[sum] = e
+				v.mu.Unlock()
+			}
+		}()
+	}
+	if err := v.checkClaims(&e.std, resources); err != nil {
+		return "", nil, nil, err
+	}
+	return e.std.Subject, e.scopes, e.groups, nil
+}
+
+// verify parses raw and checks its algorithm and signature.
+func (v *jwtValidator) verify(ctx context.Context, raw string) (*verified, error) {
 	tok, err := jwt.ParseSigned(raw, v.algs)
 	if err != nil {
 		if msg := err.Error(); strings.Contains(msg, "unexpected signature algorithm") {
@@ -58,72 +105,77 @@ func (v *jwtValidator) validate(ctx context.Context, raw string, resources []str
 			if len(msg) > 200 {
 				msg = msg[:200]
 			}
-			return "", nil, nil, invalid("algorithm not accepted: %s", strings.TrimPrefix(msg, "go-jose/go-jose: "))
+			return nil, invalid("algorithm not accepted: %s", strings.TrimPrefix(msg, "go-jose/go-jose: "))
 		}
-		return "", nil, nil, invalid("malformed token")
+		return nil, invalid("malformed token")
 	}
 	if len(tok.Headers) != 1 {
-		return "", nil, nil, invalid("want exactly one signature")
+		return nil, invalid("want exactly one signature")
 	}
 	h := tok.Headers[0]
 	key, err := v.keys.key(ctx, h.KeyID, h.Algorithm)
 	if err != nil {
-		return "", nil, nil, err
+		return nil, err
 	}
-	var std jwt.Claims
+	e := &verified{kid: h.KeyID, alg: h.Algorithm}
 	var extra map[string]json.RawMessage
-	if err := tok.Claims(key, &std, &extra); err != nil {
-		return "", nil, nil, invalid("signature does not verify")
+	if err := tok.Claims(key, &e.std, &extra); err != nil {
+		return nil, invalid("signature does not verify")
 	}
-	if std.Expiry == nil {
-		return "", nil, nil, invalid("the token has no exp claim")
-	}
-	auds := v.audiences
-	if len(auds) == 0 {
-		auds = resources
-	}
-	if err := std.ValidateWithLeeway(jwt.Expected{Issuer: v.issuer, AnyAudience: auds, Time: v.now()}, v.leeway); err != nil {
-		switch {
-		case errors.Is(err, jwt.ErrExpired):
-			return "", nil, nil, invalid("the token has expired")
-		case errors.Is(err, jwt.ErrInvalidAudience):
-			return "", nil, nil, invalid("the token's audience is not this resource (%s)", strings.Join(auds, " or "))
-		case errors.Is(err, jwt.ErrInvalidIssuer):
-			return "", nil, nil, invalid("the token's issuer is not %s", v.issuer)
-		case errors.Is(err, jwt.ErrNotValidYet):
-			return "", nil, nil, invalid("the token is not valid yet")
-		case errors.Is(err, jwt.ErrIssuedInTheFuture):
-			return "", nil, nil, invalid("the token was issued in the future")
-		}
-		return "", nil, nil, invalid("invalid claims: %v", err)
+	if e.std.Expiry == nil {
+		return nil, invalid("the token has no exp claim")
 	}
 	var c claims
 	if b, ok := extra["scope"]; ok {
 		if json.Unmarshal(b, &c.Scope) != nil {
-			return "", nil, nil, invalid("the scope claim is not a string")
+			return nil, invalid("the scope claim is not a string")
 		}
-		scopes = strings.Fields(c.Scope)
+		e.scopes = strings.Fields(c.Scope)
 	}
-	if b, ok := extra["scp"]; ok && scopes == nil {
+	if b, ok := extra["scp"]; ok && e.scopes == nil {
 		var one string
 		if json.Unmarshal(b, &c.Scp) == nil {
-			scopes = c.Scp
+			e.scopes = c.Scp
 		} else if json.Unmarshal(b, &one) == nil {
-			scopes = strings.Fields(one)
+			e.scopes = strings.Fields(one)
 		} else {
-			return "", nil, nil, invalid("the scp claim is neither a string nor a list of strings")
+			return nil, invalid("the scp claim is neither a string nor a list of strings")
 		}
 	}
 	if b, ok := extra[v.groupsClaim]; ok {
 		var one string
-		if json.Unmarshal(b, &groups) != nil {
+		if json.Unmarshal(b, &e.groups) != nil {
 			if json.Unmarshal(b, &one) != nil {
-				return "", nil, nil, invalid("the %s claim is neither a string nor a list of strings", v.groupsClaim)
+				return nil, invalid("the %s claim is neither a string nor a list of strings", v.groupsClaim)
 			}
-			groups = []string{one}
+			e.groups = []string{one}
 		}
 	}
-	return std.Subject, scopes, groups, nil
+	return e, nil
+}
+
+// checkClaims checks iss, aud, exp, nbf and iat at the current time.
+func (v *jwtValidator) checkClaims(std *jwt.Claims, resources []string) error {
+	auds := v.audiences
+	if len(auds) == 0 {
+		auds = resources
+	}
+	err := std.ValidateWithLeeway(jwt.Expected{Issuer: v.issuer, AnyAudience: auds, Time: v.now()}, v.leeway)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, jwt.ErrExpired):
+		return invalid("the token has expired")
+	case errors.Is(err, jwt.ErrInvalidAudience):
+		return invalid("the token's audience is not this resource (%s)", strings.Join(auds, " or "))
+	case errors.Is(err, jwt.ErrInvalidIssuer):
+		return invalid("the token's issuer is not %s", v.issuer)
+	case errors.Is(err, jwt.ErrNotValidYet):
+		return invalid("the token is not valid yet")
+	case errors.Is(err, jwt.ErrIssuedInTheFuture):
+		return invalid("the token was issued in the future")
+	}
+	return invalid("invalid claims: %v", err)
 }
 
 // keySet is the issuer's JSON Web Key Set, fetched on first use, used for
@@ -176,6 +228,14 @@ func (k *keySet) key(ctx context.Context, kid, alg string) (*jose.JSONWebKey, er
 		return nil, invalid("the token names no key id and the issuer's key set has no single %s key", alg)
 	}
 	return nil, invalid("no key %q in the issuer's key set", kid)
+}
+
+// has reports whether the current key set, not yet due for a refetch,
+// holds the key a token named (without fetching anything).
+func (k *keySet) has(kid, alg string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.set != nil && k.now().Sub(k.fetched) < k.ttl && k.find(kid, alg) != nil
 }
 
 func (k *keySet) find(kid, alg string) *jose.JSONWebKey {

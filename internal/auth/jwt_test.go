@@ -8,11 +8,13 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
 )
 
 // TestKeySetRefresh: keys are fetched once, kept for the TTL, and fetched
@@ -83,5 +85,55 @@ func TestKeySetUnavailable(t *testing.T) {
 	}
 	if n := fetches.Load(); n != 1 {
 		t.Errorf("%d fetches, want 1", n)
+	}
+}
+
+// TestVerifiedCache: a token seen before is not verified again, but its
+// claims are checked each time, and it stops working once its key is
+// gone from the key set.
+func TestVerifiedCache(t *testing.T) {
+	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	var served atomic.Bool // the key is in the set
+	served.Store(true)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		set := jose.JSONWebKeySet{}
+		if served.Load() {
+			set.Keys = []jose.JSONWebKey{{Key: &k.PublicKey, KeyID: "ec", Algorithm: "ES256"}}
+		}
+		_ = json.NewEncoder(w).Encode(set)
+	}))
+	defer srv.Close()
+	now := time.Unix(1_000_000, 0)
+	clock := func() time.Time { return now }
+	v := &jwtValidator{issuer: "https://iss", algs: []jose.SignatureAlgorithm{jose.ES256}, leeway: 0, groupsClaim: "groups", now: clock,
+		keys: &keySet{url: srv.URL, client: srv.Client(), ttl: time.Minute, minRefresh: time.Second, now: clock}}
+	signer, _ := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: k}, (&jose.SignerOptions{}).WithHeader("kid", "ec"))
+	tok, _ := jwt.Signed(signer).Claims(map[string]any{"iss": "https://iss", "aud": "https://rs", "sub": "u", "exp": now.Add(10 * time.Minute).Unix()}).Serialize()
+	ctx := context.Background()
+	for range 3 {
+		if _, _, _, err := v.validate(ctx, tok, []string{"https://rs"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(v.seen) != 1 {
+		t.Errorf("%d cached tokens, want 1", len(v.seen))
+	}
+	if _, _, _, err := v.validate(ctx, tok, []string{"https://other"}); err == nil {
+		t.Error("a cached token passed for another audience")
+	}
+	// The key leaves the set: after the next fetch the token fails.
+	served.Store(false)
+	now = now.Add(2 * time.Minute)
+	if _, _, _, err := v.validate(ctx, tok, []string{"https://rs"}); err == nil {
+		t.Error("a cached token passed after its key left the set")
+	}
+	served.Store(true)
+	now = now.Add(2 * time.Minute)
+	if _, _, _, err := v.validate(ctx, tok, []string{"https://rs"}); err != nil {
+		t.Errorf("key back: %v", err)
+	}
+	now = now.Add(10 * time.Minute)
+	if _, _, _, err := v.validate(ctx, tok, []string{"https://rs"}); err == nil || !strings.Contains(err.Error(), "expired") {
+		t.Errorf("a cached token past exp: %v", err)
 	}
 }
