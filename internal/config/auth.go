@@ -109,7 +109,8 @@ type Client struct {
 
 	// Tokens are the client's static bearer tokens (`tokens`), each
 	// written as "sha256:" and 64 hex digits (the SHA-256 of the token), or
-	// as a ${VAR} reference holding the token itself, from the environment.
+	// as a ${VAR} reference holding the token itself: from the secrets
+	// file's entry named like the client, else the environment.
 	// After loading every entry is "sha256:<hex>". Compared in constant
 	// time. A token is sent as "Authorization: Bearer <token>" or
 	// "X-API-Key: <token>".
@@ -294,7 +295,7 @@ func (d *decoder) client(name string, n *yaml.Node, path string) *Client {
 	d.each(n, path, func(key string, v *yaml.Node, path string) {
 		switch key {
 		case "tokens":
-			d.setTokens(&cl.Tokens, v, path)
+			d.setTokens(&cl.Tokens, v, path, d.secrets[name])
 		case "subjects":
 			d.setStrings(&cl.Subjects, v, path, scope{})
 		case "groups":
@@ -328,8 +329,10 @@ func (d *decoder) client(name string, n *yaml.Node, path string) *Client {
 
 // setTokens decodes a client's tokens: "sha256:<hex>" as written, or a
 // ${VAR} reference whose value (the token itself) is hashed here and
-// recorded as a secret, so that it is redacted from every log.
-func (d *decoder) setTokens(p *[]string, n *yaml.Node, path string) {
+// recorded as a secret, so that it is redacted from every log. VAR is
+// looked up in the secrets file's entry of the client's name first, then
+// in the environment.
+func (d *decoder) setTokens(p *[]string, n *yaml.Node, path string, secrets Secrets) {
 	if n = resolve(n); isNull(n) {
 		return
 	}
@@ -341,7 +344,7 @@ func (d *decoder) setTokens(p *[]string, n *yaml.Node, path string) {
 			return
 		}
 		if strings.Contains(v.Value, "${") {
-			tok := d.interp(v, ipath, v.Value, scope{record: true})
+			tok := d.interp(v, ipath, v.Value, scope{secrets: secrets, record: true})
 			if d.failed[ipath] {
 				return
 			}

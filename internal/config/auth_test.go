@@ -3,6 +3,8 @@ package config
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
+	"testing"
 	"time"
 )
 
@@ -76,4 +78,19 @@ func init() {
 		{"tls_no_key.bad.yaml", `tls.key: required`},
 		{"tls_unknown_key.bad.yaml", `tls: unknown key "ca"`},
 	}...)
+}
+
+// TestClientTokenFromSecrets: a client's ${VAR} comes from the secrets
+// file's entry of its name, is stored hashed, and is redacted.
+func TestClientTokenFromSecrets(t *testing.T) {
+	c, err := testLoader(nil).load("testdata/clientsecrets/switchboard.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := c.Clients["alice"].Tokens, []string{"sha256:" + sha256Hex("alice-token-from-the-secrets-file")}; !slices.Equal(got, want) {
+		t.Errorf("tokens = %v, want %v", got, want)
+	}
+	if !slices.Contains(c.SecretValues(), "alice-token-from-the-secrets-file") {
+		t.Errorf("the token is not among the values redacted from logs")
+	}
 }

@@ -471,6 +471,9 @@ func (d *decoder) group(name string, n *yaml.Node, path string) *Group {
 func (d *decoder) attachSecrets(c *Config) {
 	for name, s := range d.secrets {
 		dst, ok := c.Destinations[name]
+		if _, client := c.Clients[name]; !ok && client {
+			continue // a client's tokens (auth.go)
+		}
 		if !ok {
 			*d.errs = append(*d.errs, &posError{file: c.SecretsFile, line: d.secretsAt[name], msg: "unknown destination " + strconv.Quote(name)})
 			continue
