@@ -109,6 +109,20 @@ func TestPolicyListsAndCalls(t *testing.T) {
 		t.Errorf("limited calls beta__b1: %v", err)
 	}
 
+	// The legacy SSE front of the namespace, the same rules.
+	hc := &http.Client{Transport: headerRT{hdr: http.Header{"Authorization": {"Bearer " + limitedToken}}, next: http.DefaultTransport}}
+	sse, err := newInteropClient().Client.Connect(ctx, &mcp.SSEClientTransport{Endpoint: h.url("/sse/pair"), HTTPClient: hc}, nil)
+	if err != nil {
+		t.Fatalf("connect /sse/pair: %v", err)
+	}
+	defer sse.Close()
+	if got := aggTools(ctx, t, sse); slices.Contains(got, "alpha__secret1") || !slices.Contains(got, "alpha__a1") {
+		t.Errorf("limited's tools on /sse/pair = %v", got)
+	}
+	if err := call(sse, "alpha__secret1"); err == nil {
+		t.Errorf("limited called a hidden tool over legacy SSE")
+	}
+
 	// A read-only client: only readOnlyHint tools, even called unlisted.
 	rd := connectAs(ctx, t, h, "/alpha/mcp", readerToken)
 	if err := call(rd, "ro_a"); err != nil {
