@@ -45,15 +45,17 @@ func (g *Gateway) authenticate(next http.Handler) http.Handler {
 				r.Header.Set(h, id.Name())
 			}
 		}
+		if id != nil {
+			rec.Client = id.Name()
+			if g.overRate(w, r, id) {
+				return
+			}
+		}
 		if !g.sessionOwner(w, r, id) {
 			return
 		}
 		if id == nil {
 			next.ServeHTTP(w, r)
-			return
-		}
-		rec.Client = id.Name()
-		if g.overRate(w, r, id) {
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(auth.NewContext(r.Context(), id)))
