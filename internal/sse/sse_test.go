@@ -324,6 +324,25 @@ func TestWriterFlushes(t *testing.T) {
 	}
 }
 
+// EventNoFlush leaves its event buffered; Flush (or the next Event)
+// sends it.
+func TestWriterNoFlush(t *testing.T) {
+	rec := httptest.NewRecorder()
+	w := NewWriter(unwrapWriter{rec})
+	if err := w.EventNoFlush("message", "", []byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Flushed {
+		t.Fatal("EventNoFlush flushed")
+	}
+	if err := w.Flush(); err != nil || !rec.Flushed {
+		t.Fatalf("Flush: %v, flushed %v", err, rec.Flushed)
+	}
+	if got := rec.Body.String(); got != "event: message\ndata: a\n\n" {
+		t.Fatalf("body %q", got)
+	}
+}
+
 type failFlush struct{ bytes.Buffer }
 
 func (*failFlush) FlushError() error { return errors.New("gone") }

@@ -87,6 +87,28 @@ func flusherOf(w io.Writer) func() error {
 // Event returns an error and writes nothing if name or id contains CR or LF,
 // since that would inject fields into the stream.
 func (w *Writer) Event(name, id string, data []byte) error {
+	return w.event(name, id, data, true)
+}
+
+// EventNoFlush writes an event as Event does but leaves it in the
+// response's buffer: a caller with more events at hand sends them
+// together with the last one's flush (or an explicit [Writer.Flush]), in
+// one write, and the reader wakes once.
+func (w *Writer) EventNoFlush(name, id string, data []byte) error {
+	return w.event(name, id, data, false)
+}
+
+// Flush sends what EventNoFlush left buffered.
+func (w *Writer) Flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return w.err
+	}
+	return w.flushLocked()
+}
+
+func (w *Writer) event(name, id string, data []byte, flush bool) error {
 	if !validField(name) {
 		return fmt.Errorf("sse: write event: name: %w", errFieldNewline)
 	}
@@ -111,6 +133,9 @@ func (w *Writer) Event(name, id string, data []byte) error {
 	}
 	b = appendLines(b, "data: ", data)
 	b = append(b, '\n')
+	if !flush {
+		return w.bufferLocked(b)
+	}
 	return w.writeLocked(b)
 }
 
@@ -129,8 +154,9 @@ func (w *Writer) Comment(text string) error {
 }
 
 // Retry tells the reader to wait d before reconnecting after the stream
-// drops ("retry:" in whole milliseconds, rounded down). Then it flushes.
-// A negative d is an error.
+// drops ("retry:" in whole milliseconds, rounded down). It is not flushed:
+// it goes out with the next event (or [Writer.Flush]), which is what it
+// is about. A negative d is an error.
 func (w *Writer) Retry(d time.Duration) error {
 	if d < 0 {
 		return fmt.Errorf("sse: write retry: negative duration %v", d)
@@ -143,12 +169,21 @@ func (w *Writer) Retry(d time.Duration) error {
 	b := append(w.buf[:0], "retry: "...)
 	b = strconv.AppendInt(b, d.Milliseconds(), 10)
 	b = append(b, "\n\n"...)
-	return w.writeLocked(b)
+	return w.bufferLocked(b)
 }
 
 // writeLocked writes b in one call, flushes, and keeps b for reuse.
 // w.mu must be held.
 func (w *Writer) writeLocked(b []byte) error {
+	if err := w.bufferLocked(b); err != nil {
+		return err
+	}
+	return w.flushLocked()
+}
+
+// bufferLocked writes b in one call without flushing, and keeps b for
+// reuse. w.mu must be held.
+func (w *Writer) bufferLocked(b []byte) error {
 	if cap(b) <= maxRetainedBuf {
 		w.buf = b[:0]
 	} else {
@@ -158,6 +193,11 @@ func (w *Writer) writeLocked(b []byte) error {
 		w.err = fmt.Errorf("sse: write: %w", err)
 		return w.err
 	}
+	return nil
+}
+
+// flushLocked flushes w's writer, if it can. w.mu must be held.
+func (w *Writer) flushLocked() error {
 	if w.flush != nil {
 		if err := w.flush(); err != nil {
 			w.err = fmt.Errorf("sse: flush: %w", err)

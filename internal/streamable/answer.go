@@ -37,8 +37,17 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, rec *audit.Reco
 	}
 	var keep <-chan time.Time
 	var ev *sse.Writer
+	unflushed := false // events written but not flushed: more were at hand
 	for {
 		m, ended := call.Poll()
+		if m == nil && unflushed {
+			// Nothing more at hand: send what is buffered before waiting.
+			if ev.Flush() != nil {
+				call.Abandon(modern)
+				return
+			}
+			unflushed = false
+		}
 		if m == nil {
 			if ended {
 				call.Abandon(modern)
@@ -88,7 +97,7 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, rec *audit.Reco
 			return
 		}
 		if ev == nil {
-			ev = startSSE(w, http.StatusOK)
+			ev = startSSE(w, http.StatusOK, false) // the event below follows at once
 			// No resumption is offered (Last-Event-ID), but clients that
 			// reconnect should wait: the same hint the go-sdk gives.
 			_ = ev.Retry(time.Second)
@@ -99,10 +108,20 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, rec *audit.Reco
 			defer k.Stop()
 			keep = k.C
 		}
-		if err := ev.Event("message", "", m.Encode()); err != nil {
+		// A notification is flushed with whatever follows it at once (the
+		// next Poll finding nothing flushes it): progress, a log line and
+		// the response that a tool sends together go out in one write.
+		var err error
+		if final {
+			err = ev.Event("message", "", m.Encode())
+		} else {
+			err = ev.EventNoFlush("message", "", m.Encode())
+		}
+		if err != nil {
 			call.Abandon(modern)
 			return
 		}
+		unflushed = !final
 		if final {
 			rec.ResponseBody = m.Encode()
 			if m.Error != nil {
@@ -163,7 +182,7 @@ func (h *Handler) writeFinal(w http.ResponseWriter, rec *audit.Record, m *jsonrp
 	}
 	rec.Status = status
 	if !jsonOK {
-		ev := startSSE(w, status)
+		ev := startSSE(w, status, false)
 		_ = ev.Event("message", "", body)
 		return
 	}
@@ -307,13 +326,17 @@ func writeError(w http.ResponseWriter, status int, id []byte, e *jsonrpc.Error) 
 }
 
 // startSSE writes the headers of an event stream and returns its writer.
-func startSSE(w http.ResponseWriter, status int) *sse.Writer {
+// flush sends them at once (a stream that may stay quiet); without it they
+// go out with the first event, in the same write.
+func startSSE(w http.ResponseWriter, status int, flush bool) *sse.Writer {
 	hd := w.Header()
 	hd.Set("Content-Type", "text/event-stream")
 	hd.Set("Cache-Control", "no-cache, no-store")
 	hd.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(status)
 	ev := sse.NewWriter(w)
-	_ = http.NewResponseController(w).Flush()
+	if flush {
+		_ = http.NewResponseController(w).Flush()
+	}
 	return ev
 }

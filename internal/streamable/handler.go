@@ -404,7 +404,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, rec *audit.Record)
 	rec.Session = s.ID
 	release := s.Acquire()
 	defer release()
-	ev := startSSE(w, http.StatusOK)
+	ev := startSSE(w, http.StatusOK, true) // the stream may stay quiet
 	rec.Status = http.StatusOK
 	keep := sse.NewKeepAlive(h.opts.KeepAlive)
 	defer keep.Stop()
