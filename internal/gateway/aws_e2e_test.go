@@ -543,7 +543,10 @@ func TestAWSExpiredToken(t *testing.T) {
 				t.Errorf("the expired request was signed with %s, the retry with %s; want the first role key %s, then a new one", expired[0].keyID, newKey, oldKey)
 			}
 			for _, s := range signed[len(before):] {
-				if s.keyID != newKey {
+				// The standalone GET stream is opened on its own, after
+				// the session starts: it may be signed before the refresh
+				// and arrive after the first call. The calls may not.
+				if s.method != "GET" && s.keyID != newKey {
 					t.Errorf("a %s after the refresh was signed with %s, want %s", s.method, s.keyID, newKey)
 				}
 			}
