@@ -189,7 +189,7 @@ func (h *Handler) writeFinal(w http.ResponseWriter, rec *audit.Record, m *jsonrp
 	hd := w.Header()
 	hd["Content-Type"] = hdrJSON
 	hd["Cache-Control"] = hdrNoStore
-	hd["Content-Length"] = []string{strconv.Itoa(len(body))}
+	hd["Content-Length"] = contentLength(len(body))
 	hd["Date"] = httpDate()
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
@@ -230,6 +230,23 @@ var (
 	hdrJSON    = []string{"application/json"}
 	hdrNoStore = []string{"no-store"}
 )
+
+// contentLengths holds the Content-Length values of small answers, made
+// on first use and shared as the values above are.
+var contentLengths [8 << 10]atomic.Pointer[[]string]
+
+// contentLength returns the Content-Length header value for n bytes.
+func contentLength(n int) []string {
+	if n >= len(contentLengths) {
+		return []string{strconv.Itoa(n)}
+	}
+	if v := contentLengths[n].Load(); v != nil {
+		return *v
+	}
+	v := []string{strconv.Itoa(n)}
+	contentLengths[n].Store(&v)
+	return v
+}
 
 // statusForCode maps the error codes Switchboard itself produces (and the
 // 2026-07-28 header errors) to HTTP statuses; every other JSON-RPC error is
