@@ -147,11 +147,15 @@ func (g *Gateway) serveView(current func() map[string]http.Handler, shadowed str
 		}
 		h := handlers[name]
 		if h == nil {
-			audit.FromContext(r.Context()).Destination = viewKey(name)
+			// The name is the client's: it goes in the audit line's error,
+			// not in the destination, which is a metrics label (bounded to
+			// configured names).
+			msg := fmt.Sprintf("no namespace or group named %q", name)
+			audit.FromContext(r.Context()).Error = msg
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusNotFound)
 			_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": nil,
-				"error": map[string]any{"code": -32600, "message": fmt.Sprintf("no namespace or group named %q", name)}})
+				"error": map[string]any{"code": -32600, "message": msg}})
 			return
 		}
 		if !permitView(w, r, name) {

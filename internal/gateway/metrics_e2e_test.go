@@ -183,6 +183,16 @@ func TestMetricsScrape(t *testing.T) {
 			t.Errorf("a session id appears in a metric: %s", k)
 		}
 	}
+	// Names a client makes up (unknown namespaces) never become labels:
+	// they would make series without bound.
+	for i := range 3 {
+		if r := h.do("POST", fmt.Sprintf("/mcp/made-up-%d", i), []byte(`{}`)); r.status != 404 {
+			t.Fatalf("unknown namespace: HTTP %d", r.status)
+		}
+	}
+	if text, _ := h.scrapeMetrics(); strings.Contains(text, "made-up-") {
+		t.Errorf("an unknown namespace's name appears in the metrics:\n%s", text)
+	}
 	for _, l := range h.audit.parsed(t) {
 		if l.Path == "/metrics" {
 			t.Errorf("/metrics was audited: %+v", l)
