@@ -339,7 +339,7 @@ func (c *catalog) build(k kind, members []*member, lists [][]json.RawMessage) *m
 				if k == kTools && !c.view.admits(m.name, name) {
 					continue
 				}
-				items = append(items, Item{Server: m.name, Name: name})
+				items = append(items, c.view.Item(m.name, name, k == kTools))
 				raws = append(raws, raw)
 				owners = append(owners, m)
 			}
@@ -358,11 +358,14 @@ func (c *catalog) build(k kind, members []*member, lists [][]json.RawMessage) *m
 				continue
 			}
 			raw := raws[i]
+			if k == kTools {
+				raw = reshape(raw, c.view.override(it.Server, it.Name))
+			}
 			if n != it.Name {
 				if _, s, e, ok := jsonrpc.Lookup(raw, field); ok {
 					raw = jsonrpc.Splice(raw, s, e, jsonrpc.Quote(n))
 				}
-				if full := it.Server + Separator + it.Name; n != full && n != it.Name {
+				if full := it.Server + Separator + it.Name; n != full && n != it.Name && it.Rename == "" && it.Prefix == "" {
 					c.r.noteShortened(it.Server, it.Name, n)
 				}
 			}
