@@ -165,3 +165,34 @@ func TestExecuteRoutesAndAudits(t *testing.T) {
 		t.Errorf("max_calls = %v", s)
 	}
 }
+
+// TestMetaStateless: the meta-tools serve 2026-07-28 requests too, and
+// code_mode only holds there as well.
+func TestMetaStateless(t *testing.T) {
+	s := &modernServer{fakeServer: &fakeServer{name: "s", tools: []string{"x", "y"}}}
+	r := New(&View{Name: "ns", Servers: []Server{s}, Meta: Meta{Search: true, CodeMode: config.CodeModeOnly,
+		Sandbox: config.Sandbox{Timeout: 5e9, Memory: 32 << 20, MaxCalls: 10, MaxOutput: 4096, Concurrency: 1}}}, Options{})
+	res, err := r.Stateless(t.Context(), modernReq(1, "tools/list", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(lastResult(t, finish(t, res))); !strings.Contains(got, `"execute"`) || strings.Contains(got, "s__x") {
+		t.Errorf("stateless tools/list under code_mode only = %s", got)
+	}
+	res, err = r.Stateless(t.Context(), modernReq(2, "tools/call", map[string]any{"name": "execute",
+		"arguments": map[string]any{"script": `call_tool("s", "x", {}) + "," + call_tool("s__y", {})`}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2 := structured(t, finish(t, res))
+	if s2["status"] != "ok" || s2["result"] != "s:x,s:y" {
+		t.Errorf("stateless execute = %v", s2)
+	}
+	res, err = r.Stateless(t.Context(), modernReq(3, "tools/call", map[string]any{"name": "s__x"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := finish(t, res); m[len(m)-1].ErrorOf() == nil {
+		t.Error("a direct stateless call under code_mode only succeeded")
+	}
+}
