@@ -146,6 +146,7 @@ var expectedErrors = []struct {
 	{"ns_code_mode.bad.yaml", `namespaces.dev.code_mode: expected true, false or only, got a string`},
 	{"ns_sandbox_off.bad.yaml", `namespaces.dev: sandbox is set but code_mode is off`},
 	{"ns_sandbox_memory.bad.yaml", `namespaces.dev: sandbox.memory must be at least 1MiB`},
+	{"ns_sandbox_timeout.bad.yaml", `namespaces.dev: sandbox.timeout (20s) must be shorter than timeout (15s)`},
 	{"ns_sandbox_unknown_key.bad.yaml", `namespaces.dev.sandbox: unknown key "cpu"`},
 	{"group_unknown_ns.bad.yaml", `groups.all: unknown namespace "home"`},
 	{"group_isolated.bad.yaml", `groups.all: namespace "home" is isolated; write "!home" to include it anyway`},

@@ -254,6 +254,10 @@ func (d *decoder) validateShaping(c *Config, ns *Namespace, p string) {
 		d.errorAt(p+".sandbox.concurrency", p, "sandbox.concurrency must be positive")
 	}
 	ns.Sandbox = s.withDefaults()
+	if ns.CodeMode != CodeModeOff && c.Timeout > 0 && ns.Sandbox.Timeout >= c.Timeout {
+		d.errorAt(p+".sandbox.timeout", p, "sandbox.timeout (%s) must be shorter than timeout (%s): the request would time out before the script",
+			ns.Sandbox.Timeout, c.Timeout)
+	}
 }
 
 func sortedKeys[V any](m map[string]V) []string {
