@@ -154,7 +154,7 @@ func (r *Runner) Run(ctx context.Context, script string, c Caller) *Result {
 	defer func() { <-r.slots }()
 	ctx, cancel := context.WithTimeout(ctx, r.limits.Timeout)
 	defer cancel()
-	x := newRun(ctx, r.limits, c)
+	x := newRun(ctx, cancel, r.limits, c)
 	res := x.run(script)
 	res.ExecutionTimeMS = float64(time.Since(start).Microseconds()) / 1000
 	return res
@@ -163,6 +163,7 @@ func (r *Runner) Run(ctx context.Context, script string, c Caller) *Result {
 // run is one script's state.
 type run struct {
 	ctx    context.Context
+	cancel context.CancelFunc // ends ctx: the calls in flight end with the script
 	limits Limits
 	caller Caller
 	vm     *goja.Runtime
@@ -175,11 +176,12 @@ type run struct {
 	stopped *LimitError // the first bound hit
 }
 
-func newRun(ctx context.Context, l Limits, c Caller) *run {
-	return &run{ctx: ctx, limits: l, caller: c}
+func newRun(ctx context.Context, cancel context.CancelFunc, l Limits, c Caller) *run {
+	return &run{ctx: ctx, cancel: cancel, limits: l, caller: c}
 }
 
-// stop interrupts the script for a bound (the first one wins).
+// stop interrupts the script for a bound (the first one wins) and ends
+// the tool calls it has in flight.
 func (x *run) stop(e *LimitError) {
 	x.mu.Lock()
 	if x.stopped == nil {
@@ -187,6 +189,7 @@ func (x *run) stop(e *LimitError) {
 	}
 	x.mu.Unlock()
 	x.vm.Interrupt(e)
+	x.cancel()
 }
 
 func (x *run) limitHit() *LimitError {
@@ -201,7 +204,11 @@ func (x *run) run(script string) (res *Result) {
 	x.vm.SetMaxCallStackSize(maxStack)
 	defer func() {
 		if p := recover(); p != nil {
+			// A bound hit inside a native call can unwind as a Go panic.
 			res.Status, res.Error = StatusError, fmt.Sprintf("internal error: %v", p)
+			if l := x.limitHit(); l != nil {
+				res.Error, res.Limit = l.Msg, l.Limit
+			}
 		}
 		x.mu.Lock()
 		res.Stdout, res.Calls = x.stdout.String(), x.calls
