@@ -280,7 +280,7 @@ print("sum says:", sum);
 	t.Run("bounds", func(t *testing.T) {
 		cases := []struct{ name, script, limit, err string }{
 			{"infinite loop", `while (true) {}`, "timeout", "timeout: the script ran longer than 3s"},
-			{"memory bomb", `const a = []; while (true) a.push("x".repeat(100000) + a.length)`, "memory", "memory:"},
+			{"memory bomb", `const a = []; while (true) a.push(new Array(100000).fill(a.length))`, "memory", "memory: the heap grew by more than 32 MiB"},
 			{"10000 calls", `for (let i = 0; i < 10000; i++) call_tool("everything", "get-sum", {a: i, b: 1})`, "max_calls", "max_calls: the script made more than 100 tool calls"},
 		}
 		for _, c := range cases {
@@ -298,23 +298,35 @@ print("sum says:", sum);
 	t.Run("serving while a script runs away", func(t *testing.T) {
 		other := aggConnect(ctx, t, base, aggConn{path: "/mcp/work", version: legacy}, nil)
 		var wg sync.WaitGroup
-		started := time.Now()
 		var r execResult
-		wg.Go(func() { r = execute(ctx, t, cs, `while (true) {}`) })
-		// While the loop spins (3 s), other sessions' calls are answered.
-		for i := range 5 {
-			t0 := time.Now()
+		stopped := make(chan struct{})
+		wg.Go(func() {
+			defer close(stopped)
+			r = execute(ctx, t, cs, `while (true) {}`)
+		})
+		// While the loop spins (3 s), another session's calls are answered:
+		// calls keep completing before the script is stopped.
+		answered := 0
+		for i := 0; ; i++ {
 			if got := textOf(callTool(ctx, t, other, "everything__get-sum", map[string]any{"a": i, "b": 1})); !strings.Contains(got, fmt.Sprintf("is %d", i+1)) {
 				t.Errorf("get-sum = %q", got)
 			}
-			if d := time.Since(t0); d > 2*time.Second {
-				t.Errorf("a direct call took %s while a script ran", d)
+			select {
+			case <-stopped:
+			default:
+				answered++
+				continue
 			}
+			break
 		}
 		wg.Wait()
-		if r.Limit != "timeout" || time.Since(started) > 30*time.Second {
-			t.Errorf("runaway = %+v after %s", r, time.Since(started))
+		if r.Limit != "timeout" {
+			t.Errorf("runaway = %+v", r)
 		}
+		if answered == 0 {
+			t.Error("no call was answered while the script ran")
+		}
+		t.Logf("%d calls answered while the script ran", answered)
 	})
 
 	t.Run("code_mode only", func(t *testing.T) {
