@@ -217,3 +217,15 @@ func TestResultJSON(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRunEmpty is the cost of one script that calls nothing: a fresh
+// interpreter with the API installed, compiling and running "1".
+func BenchmarkRunEmpty(b *testing.B) {
+	r := NewRunner(limits())
+	c := &fakeCaller{}
+	for b.Loop() {
+		if res := r.Run(context.Background(), `1`, c); res.Status != StatusOK {
+			b.Fatal(res.Error)
+		}
+	}
+}
