@@ -361,9 +361,8 @@ func (x *run) throw(err error) {
 		name = "PermissionError"
 	}
 	if x.ctx.Err() != nil {
-		if l := x.limitHit(); l != nil {
-			panic(x.vm.NewGoError(l))
-		}
+		x.ctxEnded() // the first bound stays: AfterFunc may not have run yet
+		panic(x.vm.NewGoError(x.limitHit()))
 	}
 	ctor, ok := goja.AssertConstructor(x.vm.Get(name))
 	if !ok {

@@ -14,7 +14,8 @@
 //     stops the script with an error naming it, which no try/catch in the
 //     script can swallow. Run never panics on a script's behalf.
 //   - At most Limits.Concurrency scripts of one Runner run at once; the
-//     others wait for a slot as long as their context allows.
+//     others wait for a slot as long as their context allows, and at most
+//     Limits.Timeout.
 //
 // Memory. goja has no allocation limit, so memory is bounded from outside:
 // while scripts run, a watchdog samples the Go heap every 5 ms
@@ -82,7 +83,7 @@ func (e *ToolError) Error() string { return e.Msg }
 
 // LimitError is a bound that stopped a script.
 type LimitError struct {
-	Limit string // "timeout", "memory", "max_calls", "max_output", "stack"
+	Limit string // "timeout", "cancelled", "memory", "max_calls", "max_output"
 	Msg   string
 }
 
@@ -145,11 +146,16 @@ func (r *Runner) Limits() Limits { return r.limits }
 // ended.
 func (r *Runner) Run(ctx context.Context, script string, c Caller) *Result {
 	start := time.Now()
+	wait := time.NewTimer(r.limits.Timeout)
 	select {
 	case r.slots <- struct{}{}:
+		wait.Stop()
 	case <-ctx.Done():
 		return &Result{Status: StatusError, Result: json.RawMessage("null"), Limit: "concurrency",
 			Error: fmt.Sprintf("no script slot free (%d scripts already running): %v", r.limits.Concurrency, ctx.Err())}
+	case <-wait.C:
+		return &Result{Status: StatusError, Result: json.RawMessage("null"), Limit: "concurrency",
+			Error: fmt.Sprintf("no script slot free (%d scripts already running) within %s", r.limits.Concurrency, r.limits.Timeout)}
 	}
 	defer func() { <-r.slots }()
 	ctx, cancel := context.WithTimeout(ctx, r.limits.Timeout)
@@ -192,6 +198,16 @@ func (x *run) stop(e *LimitError) {
 	x.cancel()
 }
 
+// ctxEnded stops the script because its context ended: its deadline (the
+// timeout) or the caller giving up.
+func (x *run) ctxEnded() {
+	if errors.Is(x.ctx.Err(), context.DeadlineExceeded) {
+		x.stop(&LimitError{Limit: "timeout", Msg: fmt.Sprintf("timeout: the script ran longer than %s", x.limits.Timeout)})
+	} else {
+		x.stop(&LimitError{Limit: "cancelled", Msg: "cancelled: the call was abandoned"})
+	}
+}
+
 func (x *run) limitHit() *LimitError {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -222,9 +238,7 @@ func (x *run) run(script string) (res *Result) {
 	// The watchdog and the deadline stop the interpreter.
 	w := watch(x)
 	defer w.done()
-	stopTimer := context.AfterFunc(x.ctx, func() {
-		x.stop(&LimitError{Limit: "timeout", Msg: fmt.Sprintf("timeout: the script ran longer than %s", x.limits.Timeout)})
-	})
+	stopTimer := context.AfterFunc(x.ctx, x.ctxEnded)
 	defer stopTimer()
 
 	v, err := x.eval(script)
@@ -238,8 +252,11 @@ func (x *run) run(script string) (res *Result) {
 	if err != nil {
 		res.Status = StatusError
 		res.Error = x.describe(err)
+		var so *goja.StackOverflowError
 		if l := x.limitHit(); l != nil {
 			res.Limit = l.Limit
+		} else if errors.As(err, &so) {
+			res.Limit = "stack"
 		}
 	}
 	return res

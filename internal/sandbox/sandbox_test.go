@@ -125,7 +125,8 @@ func TestRunErrors(t *testing.T) {
 		{"array bomb", `const a = []; while (true) a.push(new Array(100000).fill(1.5))`, "memory", "memory: the heap grew by more than 32 MiB"},
 		{"string bomb", `let s = "x"; const keep = []; while (true) { s = s + s; keep.push(s + "y") }`, "memory", "memory"},
 		{"sparse array filled", `new Array(4e9 - 1).fill(1)`, "memory", "Array.prototype.fill over 3999999999 elements"},
-		{"stack", `function f(n) { return f(n + 1) + 1 } f(0)`, "", "stack"},
+		{"stack", `function f(n) { return f(n + 1) + 1 } f(0)`, "stack", "stack: the script's calls nested deeper than 2048"},
+		{"stack caught", `function f(n) { return f(n + 1) + 1 } try { f(0) } catch (e) { "caught" }`, "stack", "stack"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -171,6 +172,23 @@ func TestTimeoutEndsCallsInFlight(t *testing.T) {
 	}
 }
 
+func TestCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	started := make(chan struct{})
+	release := make(chan struct{})
+	defer close(release)
+	done := make(chan *Result, 1)
+	go func() {
+		done <- NewRunner(limits()).Run(ctx, `call_tool("text", "block")`, &blockingCaller{started: started, release: release})
+	}()
+	<-started
+	cancel()
+	res := <-done
+	if res.Limit != "cancelled" || !strings.Contains(res.Error, "cancelled") {
+		t.Errorf("cancelled script = %+v", res)
+	}
+}
+
 func TestConcurrencyBounded(t *testing.T) {
 	l := limits()
 	l.Concurrency = 1
@@ -199,7 +217,11 @@ type blockingCaller struct{ started, release chan struct{} }
 
 func (b *blockingCaller) CallTool(ctx context.Context, _, _ string, _ json.RawMessage) (json.RawMessage, error) {
 	close(b.started)
-	<-b.release
+	select {
+	case <-b.release:
+	case <-ctx.Done():
+		return nil, &ToolError{Msg: ctx.Err().Error()}
+	}
 	return json.RawMessage(`{"content":[]}`), nil
 }
 
