@@ -271,6 +271,10 @@ print("sum says:", sum);
 				t.Errorf("%s = %+v", script, r)
 			}
 		}
+		// The refusal is in the audit log.
+		h.audit.wait(t, "the refused call to secret", func(a auditLine) bool {
+			return a.Destination == "secret" && strings.Contains(a.Error, "PermissionError")
+		})
 		r := execute(ctx, t, cs, `try { call_tool("secret", "peek", {}) } catch (e) { e.name }`)
 		if r.Status != "ok" || string(r.Result) != `"PermissionError"` {
 			t.Errorf("caught permission error = %+v", r)

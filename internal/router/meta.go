@@ -423,13 +423,24 @@ type scriptCaller struct {
 // CallTool routes a script's call as the view routes a client's: by the
 // tool's name in scripts (server given) or its exposed name. A server
 // outside the view, or a tool it does not offer (unknown, hidden or
-// filtered out), is a PermissionError; meta-tools cannot be called.
+// filtered out), is a PermissionError; meta-tools cannot be called. Every
+// call, refused ones too, gets an audit record.
 func (sc *scriptCaller) CallTool(ctx context.Context, server, tool string, args json.RawMessage) (json.RawMessage, error) {
 	cat := sc.cat
 	cat.mu.Lock()
 	v := cat.view
 	cat.mu.Unlock()
 	label := sc.r.viewLabel()
+	deny := func(format string, args ...any) error {
+		e := &sandbox.PermissionError{Msg: fmt.Sprintf(format, args...)}
+		rec := sc.rec
+		rec.Time, rec.Destination, rec.MCPMethod, rec.Tool, rec.Via = time.Now(), server, "tools/call", tool, MetaExecute
+		rec.Status, rec.Error = 200, "PermissionError: "+e.Msg
+		if sc.r.opts.Audit != nil {
+			sc.r.opts.Audit(&rec)
+		}
+		return e
+	}
 	if server != "" {
 		in := false
 		for _, s := range v.Servers {
@@ -439,7 +450,7 @@ func (sc *scriptCaller) CallTool(ctx context.Context, server, tool string, args 
 			}
 		}
 		if !in {
-			return nil, &sandbox.PermissionError{Msg: fmt.Sprintf("server %q is not in %s", server, label)}
+			return nil, deny("server %q is not in %s", server, label)
 		}
 	}
 	find := func(fresh bool) (string, route, bool) {
@@ -457,9 +468,9 @@ func (sc *scriptCaller) CallTool(ctx context.Context, server, tool string, args 
 	}
 	if !ok {
 		if server != "" {
-			return nil, &sandbox.PermissionError{Msg: fmt.Sprintf("tool %q of server %q is not available in %s (unknown, hidden or filtered out)", tool, server, label)}
+			return nil, deny("tool %q of server %q is not available in %s (unknown, hidden or filtered out)", tool, server, label)
 		}
-		return nil, &sandbox.PermissionError{Msg: fmt.Sprintf("tool %q is not available in %s (unknown, hidden or filtered out)", tool, label)}
+		return nil, deny("tool %q is not available in %s (unknown, hidden or filtered out)", tool, label)
 	}
 	params := map[string]json.RawMessage{"name": jsonrpc.Quote(rt.name), "arguments": args}
 	if sc.meta != nil {

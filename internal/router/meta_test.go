@@ -159,6 +159,17 @@ func TestExecuteRoutesAndAudits(t *testing.T) {
 			t.Error("the hidden tool reached its server from a script")
 		}
 	}
+	mu.Lock()
+	refused := 0
+	for _, r := range recs[n:] {
+		if strings.HasPrefix(r.Error, "PermissionError: ") && r.Via == "execute" {
+			refused++
+		}
+	}
+	mu.Unlock()
+	if refused != 4 {
+		t.Errorf("%d refused calls audited, want 4", refused)
+	}
 	_ = b
 	s = run(`for (let i = 0; i < 100; i++) call_tool("a", "add", {})`)
 	if s["status"] != "error" || s["limit"] != "max_calls" {
