@@ -13,7 +13,7 @@ import (
 // API is the script API, as execute's description gives it to a model.
 const API = `Script API (JavaScript; no file system, network or modules):
 - call_tool(server, tool, args) calls a tool and returns its result: the structuredContent when the tool gives one, else its text (several text items joined by newlines), else the whole CallToolResult. A failed tool (isError) throws ToolError; a server or tool this namespace does not offer throws PermissionError. call_tool(name, args) takes a tool's exposed name (as tools/list and search show it).
-- api.server(name).TOOL(args) is call_tool(name, "TOOL", args); api.call_tool is call_tool; api.call_tool_raw(server, tool, args) returns the whole CallToolResult without throwing on isError.
+- api.server(name).TOOL(args), or api.NAME.TOOL(args), is call_tool(name, "TOOL", args) (use api.server("my-server")["my-tool"](args) for names that are not identifiers); api.call_tool is call_tool; api.call_tool_raw(server, tool, args) returns the whole CallToolResult without throwing on isError.
 - parallel([{server, tool, args}, ...]) (or [server, tool, args] triples) runs the calls concurrently and returns their results in order; it throws the first error after all have ended.
 - print(...) and console.log/info/warn/error(...) write a line to stdout (objects as JSON).
 - The result is the value of the last expression statement; a script using top-level return or await runs as an async function body and its returned value is the result.
@@ -65,16 +65,17 @@ func (x *run) install() error {
 		return x.toValue(x.call(server, tool, args, false))
 	}
 	_ = g.Set("call_tool", callTool)
-	api := vm.NewObject()
-	_ = api.Set("call_tool", callTool)
-	_ = api.Set("call_tool_raw", func(call goja.FunctionCall) goja.Value {
-		server, tool, args := x.callArgs(call.Arguments)
-		return x.toValue(x.call(server, tool, args, true))
-	})
-	_ = api.Set("server", func(name string) *goja.Object {
-		return vm.NewDynamicObject(&serverProxy{x: x, server: name})
-	})
-	_ = g.Set("api", api)
+	_ = g.Set("api", vm.NewDynamicObject(&apiObject{x: x, fns: map[string]goja.Value{
+		"call_tool": vm.ToValue(callTool),
+		"call_tool_raw": vm.ToValue(func(call goja.FunctionCall) goja.Value {
+			server, tool, args := x.callArgs(call.Arguments)
+			return x.toValue(x.call(server, tool, args, true))
+		}),
+		"server": vm.ToValue(func(name string) *goja.Object {
+			return vm.NewDynamicObject(&serverProxy{x: x, server: name})
+		}),
+		"parallel": vm.ToValue(x.parallel),
+	}}))
 	_ = g.Set("parallel", x.parallel)
 	for _, n := range []string{"ToolError", "PermissionError"} {
 		if _, err := vm.RunString(fmt.Sprintf(
@@ -438,6 +439,30 @@ func (x *run) parallel(call goja.FunctionCall) goja.Value {
 		vals[i] = x.toValue(o)
 	}
 	return vm.NewArray(vals...)
+}
+
+// apiObject is the global api: its functions, and any other property is
+// the server of that name (api.memory is api.server("memory")).
+type apiObject struct {
+	x   *run
+	fns map[string]goja.Value
+}
+
+func (a *apiObject) Get(key string) goja.Value {
+	if f, ok := a.fns[key]; ok {
+		return f
+	}
+	switch key {
+	case "then", "toJSON", "constructor":
+		return goja.Undefined()
+	}
+	return a.x.vm.NewDynamicObject(&serverProxy{x: a.x, server: key})
+}
+func (a *apiObject) Set(string, goja.Value) bool { return false }
+func (a *apiObject) Has(string) bool             { return true }
+func (a *apiObject) Delete(string) bool          { return false }
+func (a *apiObject) Keys() []string {
+	return []string{"call_tool", "call_tool_raw", "server", "parallel"}
 }
 
 // serverProxy is api.server(name): each property is a function calling

@@ -83,6 +83,8 @@ func TestRunValuesAndAPI(t *testing.T) {
 		{"call_tool text", `call_tool("text", "echo", {message: "hi"})`, `"hi"`, ""},
 		{"exposed name", `call_tool("math__add", {a: 1, b: 1})`, `{"sum":2}`, ""},
 		{"proxy", `api.server("math").add({a: 4, b: 5}).sum`, `9`, ""},
+		{"api property", `api.math.add({a: 1, b: 5}).sum + api.parallel([["math", "add", {a: 1, b: 1}]])[0].sum`, `8`, ""},
+		{"api keys", `Object.keys(api).join()`, `"call_tool,call_tool_raw,server,parallel"`, ""},
 		{"raw", `api.call_tool_raw("text", "fail", {}).isError`, `true`, ""},
 		{"non-text", `call_tool("text", "image", {}).content[0].mimeType`, `"image/png"`, ""},
 		{"parallel", `const [x, y] = parallel([{server: "math", tool: "add", args: {a: 1, b: 2}}, ["text", "echo", {message: "m"}]]); x.sum + y`, `"3m"`, ""},
