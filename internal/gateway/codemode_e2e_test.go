@@ -37,7 +37,7 @@ namespaces:
       memory:
         delete_entities: {hide: true}
     code_mode: true
-    sandbox: {timeout: 3s, memory: 32MiB, max_calls: 100, concurrency: 2}
+    sandbox: {timeout: 5s, memory: 48MiB, max_calls: 20, concurrency: 2}
   only:
     servers: [everything]
     code_mode: only
@@ -283,9 +283,9 @@ print("sum says:", sum);
 
 	t.Run("bounds", func(t *testing.T) {
 		cases := []struct{ name, script, limit, err string }{
-			{"infinite loop", `while (true) {}`, "timeout", "timeout: the script ran longer than 3s"},
-			{"memory bomb", `const a = []; while (true) a.push(new Array(100000).fill(a.length))`, "memory", "memory: the heap grew by more than 32 MiB"},
-			{"10000 calls", `for (let i = 0; i < 10000; i++) call_tool("everything", "get-sum", {a: i, b: 1})`, "max_calls", "max_calls: the script made more than 100 tool calls"},
+			{"infinite loop", `while (true) {}`, "timeout", "timeout: the script ran longer than 5s"},
+			{"memory bomb", `const a = []; while (true) a.push(new Array(100000).fill(a.length))`, "memory", "memory: the heap grew by more than 48 MiB"},
+			{"10000 calls", `for (let i = 0; i < 10000; i++) call_tool("everything", "get-sum", {a: i, b: 1})`, "max_calls", "max_calls: the script made more than 20 tool calls"},
 		}
 		for _, c := range cases {
 			r := execute(ctx, t, cs, c.script)
@@ -308,7 +308,7 @@ print("sum says:", sum);
 			defer close(stopped)
 			r = execute(ctx, t, cs, `while (true) {}`)
 		})
-		// While the loop spins (3 s), another session's calls are answered:
+		// While the loop spins (5 s), another session's calls are answered:
 		// calls keep completing before the script is stopped.
 		answered := 0
 		for i := 0; ; i++ {
