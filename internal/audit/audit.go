@@ -67,6 +67,10 @@ type Record struct {
 	Latency time.Duration
 	// Error describes a failure; "" omits the field.
 	Error string
+	// Via is the meta-tool that ran the script ("execute") on the records
+	// of tool calls made by code mode, which have no HTTP request of their
+	// own (their Tool is the server's own name for the tool); "" omits it.
+	Via string
 	// Upstream is how long the upstream server took to answer the call:
 	// from the request written to it to its response read back. Zero when
 	// no upstream answered (an error of Switchboard's own, a notification,
@@ -144,6 +148,7 @@ type line struct {
 	Status       int             `json:"status"`
 	LatencyMS    float64         `json:"latency_ms"`
 	Error        string          `json:"error,omitempty"`
+	Via          string          `json:"via,omitempty"`
 	RequestBody  string          `json:"request_body,omitempty"`
 	ResponseBody string          `json:"response_body,omitempty"`
 	Truncated    bool            `json:"truncated,omitempty"`
@@ -179,6 +184,7 @@ func (l *Logger) Log(r *Record) {
 		Status:      r.Status,
 		LatencyMS:   math.Round(float64(r.Latency)/1e3) / 1e3,
 		Error:       rd.String(r.Error),
+		Via:         rd.String(r.Via),
 	}
 	if l.opts.LogBodies {
 		var cutReq, cutResp bool
@@ -234,6 +240,10 @@ func (ln *line) appendTo(b []byte) []byte {
 	if ln.Error != "" {
 		b = append(b, `,"error":`...)
 		b = appendJSONString(b, ln.Error)
+	}
+	if ln.Via != "" {
+		b = append(b, `,"via":`...)
+		b = appendJSONString(b, ln.Via)
 	}
 	if ln.RequestBody != "" {
 		b = append(b, `,"request_body":`...)

@@ -78,10 +78,14 @@ func TestLogOptionalFields(t *testing.T) {
 	if _, err := time.Parse(time.RFC3339Nano, m["time"].(string)); err != nil {
 		t.Errorf("zero Time not filled: %v", err)
 	}
-	for _, k := range []string{"request_body", "response_body", "truncated"} {
+	for _, k := range []string{"request_body", "response_body", "truncated", "tool", "via"} {
 		if _, ok := m[k]; ok {
-			t.Errorf("%s present without LogBodies", k)
+			t.Errorf("%s present without LogBodies or a value", k)
 		}
+	}
+	_, m = logOne(t, Options{}, &Record{MCPMethod: "tools/call", Tool: "echo", Via: "execute"})
+	if m["tool"] != "echo" || m["via"] != "execute" {
+		t.Errorf("tool, via = %v, %v", m["tool"], m["via"])
 	}
 	_, m = logOne(t, Options{}, &Record{RPCID: json.RawMessage(`{not json`)})
 	if m["rpc_id"] != "{not json" {

@@ -424,6 +424,20 @@ type Namespace struct {
 
 	// Tools filters the aggregated tools (`tools`).
 	Tools ToolFilter
+
+	// Prefix overrides ToolPrefix per server (`prefix`): always, conflict,
+	// never, or a custom prefix used instead of the server's name.
+	Prefix map[string]string
+	// Overrides rename, re-describe, hide or annotate tools, by server and
+	// the server's own tool name (`overrides`). See ToolOverride.
+	Overrides map[string]map[string]*ToolOverride
+	// ToolSearch adds the search and inspect meta-tools (`tool_search`).
+	ToolSearch bool
+	// CodeMode is CodeModeOff, CodeModeOn or CodeModeOnly (`code_mode`).
+	CodeMode string
+	// Sandbox bounds code mode's scripts (`sandbox`); defaults filled.
+	Sandbox    Sandbox
+	sandboxSet bool
 }
 
 // ToolFilter selects tools by name with path.Match globs, matched against

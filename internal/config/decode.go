@@ -442,7 +442,9 @@ func (d *decoder) namespace(name string, n *yaml.Node, path string) *Namespace {
 				}
 			})
 		default:
-			d.unknown(path, key)
+			if !d.namespaceShaping(ns, key, v, path) {
+				d.unknown(path, key)
+			}
 		}
 	})
 	return ns

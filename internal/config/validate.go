@@ -385,6 +385,7 @@ func (d *decoder) validateNamespace(c *Config, ns *Namespace, p string) {
 	}
 	d.checkGlobs(ns.Tools.Allow, p, "tools.allow")
 	d.checkGlobs(ns.Tools.Deny, p, "tools.deny")
+	d.validateShaping(c, ns, p)
 }
 
 func (d *decoder) checkGlobs(globs []string, p, field string) {

@@ -76,7 +76,7 @@ func (g *Gateway) buildViews(cfg *config.Config, dests map[string]*destination) 
 	for name, v := range vs {
 		rt := g.routers[name]
 		if rt == nil {
-			rt = router.New(v, router.Options{Version: buildinfo.Version(), Timeout: cfg.Timeout, Logger: g.log})
+			rt = router.New(v, router.Options{Version: buildinfo.Version(), Timeout: cfg.Timeout, Logger: g.log, Audit: g.audit.Log})
 			g.routers[name] = rt
 		} else {
 			rt.Update(v)

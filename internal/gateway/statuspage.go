@@ -79,7 +79,7 @@ func (g *Gateway) uiViews(cur *state) []statusui.View {
 			seen = seen || ok
 			for _, t := range tools {
 				if v.Admits(s, t) {
-					items = append(items, router.Item{Server: s, Name: t})
+					items = append(items, v.Item(s, t, true))
 				}
 			}
 		}

@@ -1,6 +1,7 @@
 // Package peers is test support: it finds and runs the real MCP peers that Switchboard is tested
 // against (the go-sdk conformance everything-server, the official conformance suite, the
-// TypeScript reference server-everything and inspector-cli, all under Node 22).
+// TypeScript reference servers server-everything, server-filesystem and server-memory, and
+// inspector-cli, all under Node 22).
 //
 // It is imported only by _test.go files. Nothing in the switchboard binary may import it.
 //
@@ -184,4 +185,27 @@ func ServerEverythingTS(t testing.TB) []string {
 	needVersion(t, "everything-ts", "@modelcontextprotocol/server-everything", "")
 	js := need(t, "server-everything", "everything-ts/node_modules/@modelcontextprotocol/server-everything/dist/index.js", false)
 	return []string{node, js, "stdio"}
+}
+
+// ServerFilesystemTS returns the argv that runs the reference server
+// @modelcontextprotocol/server-filesystem over stdio, allowed to read and write under root only:
+// {node, .../dist/index.js, root}. Pass a t.TempDir() as root.
+func ServerFilesystemTS(t testing.TB, root string) []string {
+	t.Helper()
+	node := Node(t)
+	needVersion(t, "filesystem-ts", "@modelcontextprotocol/server-filesystem", "")
+	js := need(t, "server-filesystem", "filesystem-ts/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js", false)
+	return []string{node, js, root}
+}
+
+// ServerMemoryTS returns the argv that runs the reference server @modelcontextprotocol/server-memory
+// (a knowledge graph) over stdio: {node, .../dist/index.js}. It keeps its graph in the file named by
+// the environment variable MEMORY_FILE_PATH (default: beside its own dist/ folder, shared by every
+// run): give each test its own, e.g. filepath.Join(t.TempDir(), "memory.jsonl").
+func ServerMemoryTS(t testing.TB) []string {
+	t.Helper()
+	node := Node(t)
+	needVersion(t, "memory-ts", "@modelcontextprotocol/server-memory", "")
+	js := need(t, "server-memory", "memory-ts/node_modules/@modelcontextprotocol/server-memory/dist/index.js", false)
+	return []string{node, js}
 }

@@ -66,6 +66,12 @@ func TestPeersInstalled(t *testing.T) {
 	if argv := ServerEverythingTS(t); len(argv) != 3 || argv[2] != "stdio" {
 		t.Errorf("ServerEverythingTS = %q", argv)
 	}
+	if argv := ServerFilesystemTS(t, "/tmp"); len(argv) != 3 || argv[2] != "/tmp" {
+		t.Errorf("ServerFilesystemTS = %q", argv)
+	}
+	if argv := ServerMemoryTS(t); len(argv) != 2 {
+		t.Errorf("ServerMemoryTS = %q", argv)
+	}
 	EverythingServer(t)
 }
 

@@ -114,6 +114,11 @@ type merged struct {
 	byName    map[string]json.RawMessage // exposed item by name or URI
 	templates []template                 // kTemplates only, most specific first
 	err       *jsonrpc.Error
+	// kTools only: each tool's name in scripts (its override's name, else
+	// the server's own) by exposed name, and the exposed name by server and
+	// name in scripts.
+	scriptName  map[string]string
+	scriptTools map[string]map[string]string
 }
 
 type template struct {
@@ -141,6 +146,17 @@ type catalog struct {
 	merged  [nKinds]*merged // cached; nil when stale
 	listGen [nKinds]int
 	ids     atomic.Int64
+	mi      metaIndex // the manifest (search)
+}
+
+// codeMode is the code mode of the catalog's view.
+func (c *catalog) codeMode() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.view == nil {
+		return ""
+	}
+	return c.view.Meta.CodeMode
 }
 
 // id returns a request id for the router's own upstream calls.
@@ -329,6 +345,15 @@ func (c *catalog) build(k kind, members []*member, lists [][]json.RawMessage) *m
 		var items []Item
 		var raws []json.RawMessage
 		var owners []*member
+		if k == kTools {
+			for _, raw := range metaTools(c.view) {
+				name, _ := jsonrpc.StringMember(raw, "name")
+				items = append(items, Item{Server: metaServer, Name: name, Rename: name})
+				raws = append(raws, raw)
+				owners = append(owners, nil)
+			}
+			mg.scriptName, mg.scriptTools = map[string]string{}, map[string]map[string]string{}
+		}
 		for i, list := range lists {
 			m := members[i]
 			for _, raw := range list {
@@ -339,7 +364,7 @@ func (c *catalog) build(k kind, members []*member, lists [][]json.RawMessage) *m
 				if k == kTools && !c.view.admits(m.name, name) {
 					continue
 				}
-				items = append(items, Item{Server: m.name, Name: name})
+				items = append(items, c.view.Item(m.name, name, k == kTools))
 				raws = append(raws, raw)
 				owners = append(owners, m)
 			}
@@ -358,17 +383,31 @@ func (c *catalog) build(k kind, members []*member, lists [][]json.RawMessage) *m
 				continue
 			}
 			raw := raws[i]
+			if k == kTools {
+				raw = reshape(raw, c.view.override(it.Server, it.Name))
+			}
 			if n != it.Name {
 				if _, s, e, ok := jsonrpc.Lookup(raw, field); ok {
 					raw = jsonrpc.Splice(raw, s, e, jsonrpc.Quote(n))
 				}
-				if full := it.Server + Separator + it.Name; n != full && n != it.Name {
+				if full := it.Server + Separator + it.Name; n != full && n != it.Name && it.Rename == "" && it.Prefix == "" {
 					c.r.noteShortened(it.Server, it.Name, n)
 				}
 			}
 			mg.items = append(mg.items, raw)
 			mg.routes[n] = route{m: owners[i], name: it.Name}
 			mg.byName[n] = raw
+			if k == kTools && owners[i] != nil {
+				sn := it.Name
+				if it.Rename != "" {
+					sn = it.Rename
+				}
+				mg.scriptName[n] = sn
+				if mg.scriptTools[it.Server] == nil {
+					mg.scriptTools[it.Server] = map[string]string{}
+				}
+				mg.scriptTools[it.Server][sn] = n
+			}
 		}
 	default:
 		for i, list := range lists {

@@ -68,67 +68,92 @@ func Prefixed(server, name string) string { return Normalize(server + Separator 
 type Item struct {
 	Server string // the server's name in the view
 	Name   string // the name the server gave it
+	// Policy is the item's own prefix policy (a namespace's prefix for its
+	// server); "" follows the policy given to ExposeNames.
+	Policy string
+	// Prefix replaces Server in the prefixed form ({Prefix}__{Name}); ""
+	// is Server (a custom prefix: `prefix: {server: custom}`).
+	Prefix string
+	// Rename is the exposed name, as written (an override's name): it is
+	// never prefixed; another server's conflicting name is prefixed
+	// instead, and a clash with a name that cannot move is an error.
+	Rename string
 }
 
-// CollisionError is a name offered by two servers in a view whose policy is
-// tool_prefix: never.
+// CollisionError is a name offered by two servers in a view that cannot
+// tell them apart (tool_prefix or prefix never, or a renamed tool).
 type CollisionError struct {
 	Name             string
 	Server1, Server2 string
 }
 
 func (e *CollisionError) Error() string {
-	return fmt.Sprintf("name %q is offered by both %s and %s (tool_prefix: never); "+
-		"set tool_prefix to conflict or always, or filter one of them out", e.Name, e.Server1, e.Server2)
+	return fmt.Sprintf("name %q is offered by both %s and %s (tool_prefix or prefix never, or an override's name); "+
+		"set tool_prefix to conflict or always, rename one of them, or filter one of them out", e.Name, e.Server1, e.Server2)
 }
 
+// policyFixed is the effective policy of a renamed item.
+const policyFixed = "fixed"
+
 // ExposeNames assigns the exposed name of each item under policy
-// (config.ToolPrefixAlways, Conflict or Never; "" is Always). The result is
-// parallel to items. An item whose exposed name repeats one before it (a
-// server listing a name twice) gets "" and must be left out.
+// (config.ToolPrefixAlways, Conflict or Never; "" is Always), each item's
+// own Policy, Prefix and Rename taking precedence. The result is parallel
+// to items. An item whose exposed name repeats one before it (a server
+// listing a name twice) gets "" and must be left out.
 //
 //   - always: every item is {server}__{name}.
 //   - conflict: names offered by more than one server are prefixed, the rest
 //     are kept; if a kept name then equals a prefixed one, it is prefixed too.
 //   - never: names are kept; a name offered by two servers is a
 //     *CollisionError naming both.
+//   - renamed (Rename): the new name, kept like never.
 //
 // Every exposed name is normalised (see Normalize).
 func ExposeNames(policy string, items []Item) ([]string, error) {
-	out := make([]string, len(items))
-	prefix := make([]bool, len(items))
-	switch policy {
-	case config.ToolPrefixNever:
-		first := map[string]string{} // name → server
-		for _, it := range items {
-			if s, ok := first[it.Name]; ok && s != it.Server {
-				return nil, &CollisionError{Name: it.Name, Server1: s, Server2: it.Server}
-			} else if !ok {
-				first[it.Name] = it.Server
-			}
+	n := len(items)
+	out := make([]string, n)
+	prefix := make([]bool, n)
+	pol := make([]string, n)
+	base := make([]string, n)
+	for i, it := range items {
+		p := it.Policy
+		if p == "" {
+			p = policy
 		}
-	case config.ToolPrefixConflict:
-		servers := map[string]map[string]bool{}
-		for _, it := range items {
-			if servers[it.Name] == nil {
-				servers[it.Name] = map[string]bool{}
-			}
-			servers[it.Name][it.Server] = true
+		if p != config.ToolPrefixNever && p != config.ToolPrefixConflict {
+			p = config.ToolPrefixAlways
 		}
-		for i, it := range items {
-			prefix[i] = len(servers[it.Name]) > 1
+		base[i] = it.Name
+		if it.Rename != "" {
+			p, base[i] = policyFixed, it.Rename
 		}
-	default:
-		for i := range prefix {
+		pol[i] = p
+		prefix[i] = p == config.ToolPrefixAlways
+	}
+	servers := map[string]map[string]bool{}
+	for i, it := range items {
+		if servers[base[i]] == nil {
+			servers[base[i]] = map[string]bool{}
+		}
+		servers[base[i]][it.Server] = true
+	}
+	for i := range items {
+		if pol[i] == config.ToolPrefixConflict && len(servers[base[i]]) > 1 {
 			prefix[i] = true
 		}
 	}
 	name := func(i int) string {
 		if prefix[i] {
-			return Prefixed(items[i].Server, items[i].Name)
+			p := items[i].Prefix
+			if p == "" {
+				p = items[i].Server
+			}
+			return Prefixed(p, items[i].Name)
 		}
-		return Normalize(items[i].Name)
+		return Normalize(base[i])
 	}
+	movable := func(i int) bool { return !prefix[i] && pol[i] == config.ToolPrefixConflict }
+	fixed := func(i int) bool { return pol[i] == config.ToolPrefixNever || pol[i] == policyFixed }
 	// A kept name may equal another server's prefixed one (server "a" offers
 	// "b__c" while "b" offers a colliding "c"): prefix the kept one too,
 	// until no such clash is left. Each round prefixes at least one more
@@ -137,23 +162,22 @@ func ExposeNames(policy string, items []Item) ([]string, error) {
 		owner := map[string]int{}
 		clash := false
 		for i := range items {
-			n := name(i)
-			j, seen := owner[n]
+			nm := name(i)
+			j, seen := owner[nm]
 			if !seen {
-				owner[n] = i
+				owner[nm] = i
 				continue
 			}
 			if items[j].Server == items[i].Server {
 				continue // the same server listed it twice
 			}
-			if policy == config.ToolPrefixNever {
-				return nil, &CollisionError{Name: n, Server1: items[j].Server, Server2: items[i].Server}
-			}
 			switch {
-			case !prefix[j]:
+			case movable(j):
 				prefix[j], clash = true, true
-			case !prefix[i]:
+			case movable(i):
 				prefix[i], clash = true, true
+			case fixed(i) || fixed(j):
+				return nil, &CollisionError{Name: nm, Server1: items[j].Server, Server2: items[i].Server}
 			}
 		}
 		if !clash {
@@ -162,12 +186,12 @@ func ExposeNames(policy string, items []Item) ([]string, error) {
 	}
 	seen := map[string]bool{}
 	for i := range items {
-		n := name(i)
-		if seen[n] {
+		nm := name(i)
+		if seen[nm] {
 			continue // duplicates (a server listing a name twice) are dropped
 		}
-		seen[n] = true
-		out[i] = n
+		seen[nm] = true
+		out[i] = nm
 	}
 	return out, nil
 }
@@ -206,12 +230,12 @@ func (f Filter) Admits(names ...string) bool {
 // server has no filter, or when any one of its filters admits the tool (a
 // server reached through several namespaces is visible wherever one of
 // them shows it).
-func admitted(filters []Filter, server, name string) bool {
+func admitted(filters []Filter, server, name string, extra ...string) bool {
 	if len(filters) == 0 {
 		return true
 	}
 	full := server + Separator + name
-	cands := []string{name, full}
+	cands := append([]string{name, full}, extra...)
 	if p := Normalize(full); p != full {
 		cands = append(cands, p)
 	}

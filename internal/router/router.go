@@ -18,6 +18,12 @@
 // router-unique ids so the client's response finds its member; list_changed
 // from any member re-lists it and is passed on to the client.
 //
+// A namespace's view may shape its tools (shape.go: per-server prefix
+// policies, renames, descriptions, annotations, hidden tools), in lists and
+// calls alike, and add meta-tools (meta.go: search and inspect over the
+// view's manifest, and code mode's execute, whose scripts' calls take the
+// same routes as a client's and are audited through Options.Audit).
+//
 // The view can be replaced while sessions are live (Update, for a config
 // reload): every live session joins the servers it lacks and leaves those
 // that are gone, and its client is told what changed (see update.go).
@@ -35,7 +41,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/internal/audit"
+	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/sandbox"
 	"github.com/switchboard-mcp/switchboard/internal/session"
 	"github.com/switchboard-mcp/switchboard/internal/upstream"
 )
@@ -66,6 +75,9 @@ type Options struct {
 	// calls (list fan-outs, setLevel). Zero means 30 s.
 	Timeout time.Duration
 	Logger  *slog.Logger // nil discards
+	// Audit receives one record per tool call a code-mode script makes
+	// (nil: none). The gateway writes them to the audit log.
+	Audit func(*audit.Record)
 }
 
 // Router serves one view. It implements streamable.Destination and
@@ -79,6 +91,10 @@ type Router struct {
 	noted     sync.Map                // shortened names already logged
 
 	updating sync.Mutex // serialises Update and Close
+
+	sbMu     sync.Mutex
+	sb       *sandbox.Runner // code mode's runner, for sbLimits
+	sbLimits config.Sandbox
 
 	mu       sync.Mutex
 	sessions map[*aggregate]struct{}  // live sessions (joined, not yet left)
@@ -662,7 +678,11 @@ func (r *Router) listAnswer(ctx context.Context, cat *catalog, req *jsonrpc.Mess
 	if mg.err != nil {
 		return failure(req, mg.err)
 	}
-	res, e := page(req.Params, kinds[k].key, kinds[k].key, mg.items, mg.version, r.opts.PageSize, extra)
+	items, version := mg.items, mg.version
+	if k == kTools && cat.codeMode() == config.CodeModeOnly {
+		items, version = onlyMeta(mg)
+	}
+	res, e := page(req.Params, kinds[k].key, kinds[k].key, items, version, r.opts.PageSize, extra)
 	if e != nil {
 		return failure(req, e)
 	}
@@ -687,6 +707,13 @@ func (r *Router) routeCall(ctx context.Context, cat *catalog, req *jsonrpc.Messa
 		rt, e := cat.routeName(ctx, k, name, meta)
 		if e != nil {
 			return failure(req, e), nil
+		}
+		if k == kTools && rt.m == nil {
+			return r.metaCall(ctx, cat, req, rt.name, meta, forward)
+		}
+		if k == kTools && cat.codeMode() == config.CodeModeOnly {
+			return failure(req, jsonrpc.Errorf(jsonrpc.InvalidParams,
+				"unknown tool %q (code_mode only: call it from execute)", name)), nil
 		}
 		return forward(ctx, rt.m, withParam(req, rt.name, "name"))
 

@@ -304,6 +304,9 @@ func viewKinds(old, v *View, oldS, newS []Server) [nKinds]bool {
 	if !sameFilters(old, v) {
 		ks[kTools] = true
 	}
+	if !sameShape(old, v) {
+		ks[kTools], ks[kPrompts] = true, true
+	}
 	if !sameServers(oldS, newS) {
 		for k := range nKinds {
 			ks[k] = true
@@ -351,7 +354,7 @@ func sameView(a, b *View) bool {
 	if a == nil || b == nil {
 		return false
 	}
-	return sameServers(a.Servers, b.Servers) && prefixPolicy(a.Prefix) == prefixPolicy(b.Prefix) && sameFilters(a, b)
+	return sameServers(a.Servers, b.Servers) && prefixPolicy(a.Prefix) == prefixPolicy(b.Prefix) && sameFilters(a, b) && sameShape(a, b)
 }
 
 func sameServers(a, b []Server) bool {

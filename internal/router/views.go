@@ -23,6 +23,11 @@ type View struct {
 	// filter of each namespace a server is reached through). A server with
 	// filters shows a tool when any of them admits it.
 	Filters map[string][]Filter
+	// Shape renames, re-describes, annotates and prefixes tools per server
+	// (a namespace's own view only).
+	Shape Shaping
+	// Meta are the view's meta-tools (a namespace's own view only).
+	Meta Meta
 }
 
 // Admits reports whether the view shows the tool name of server (its
@@ -31,7 +36,8 @@ func (v *View) Admits(server, name string) bool { return v.admits(server, name) 
 
 // admits reports whether the view shows a tool of server.
 func (v *View) admits(server, name string) bool {
-	if f := (Filter{Allow: v.Allow, Deny: v.Deny}); !f.Empty() && !admitted([]Filter{f}, server, name) {
+	extra := v.shapedNames(server, name)
+	if f := (Filter{Allow: v.Allow, Deny: v.Deny}); !f.Empty() && !admitted([]Filter{f}, server, name, extra...) {
 		return false
 	}
 	return admitted(v.Filters[server], server, name)
@@ -100,7 +106,7 @@ func Views(cfg *config.Config, servers map[string]Server, log *slog.Logger) map[
 		return out
 	}
 	nsFilter := func(ns *config.Namespace) Filter {
-		return Filter{Allow: ns.Tools.Allow, Deny: ns.Tools.Deny}
+		return Filter{Allow: ns.Tools.Allow, Deny: append(slices.Clip(ns.Tools.Deny), hidePatterns(ns)...)}
 	}
 	nsNames := make([]string, 0, len(cfg.Namespaces))
 	for n := range cfg.Namespaces {
@@ -115,8 +121,13 @@ func Views(cfg *config.Config, servers map[string]Server, log *slog.Logger) map[
 		if prefix == "" {
 			prefix = config.ToolPrefixAlways
 		}
+		meta := Meta{Search: ns.ToolSearch || ns.CodeMode != config.CodeModeOff, CodeMode: ns.CodeMode}
+		if ns.CodeMode != config.CodeModeOff {
+			meta.Sandbox = ns.Sandbox
+		}
 		views[n] = &View{Name: n, Servers: pick(NamespaceServers(cfg, n)), Prefix: prefix,
-			Allow: ns.Tools.Allow, Deny: ns.Tools.Deny}
+			Allow: ns.Tools.Allow, Deny: nsFilter(ns).Deny,
+			Shape: Shaping{Prefixes: ns.Prefix, Overrides: ns.Overrides}, Meta: meta}
 	}
 
 	// union merges the servers of namespaces into one ordered list with

@@ -1,0 +1,270 @@
+package config
+
+import (
+	"regexp"
+	"slices"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Code mode of a namespace (`code_mode`).
+const (
+	CodeModeOff  = ""     // false or absent: no execute tool
+	CodeModeOn   = "on"   // true: execute, search and inspect beside the tools
+	CodeModeOnly = "only" // only: clients see just search, inspect and execute
+)
+
+// Sandbox defaults (a namespace's `sandbox` block).
+const (
+	DefaultSandboxTimeout     = 10 * time.Second
+	DefaultSandboxMemory      = 64 << 20
+	DefaultSandboxMaxCalls    = 1000
+	DefaultSandboxMaxOutput   = 64 << 10
+	DefaultSandboxConcurrency = 4
+)
+
+// ToolOverride reshapes one tool of one server in a namespace (an entry of
+// `overrides`). Empty fields leave the server's own value.
+type ToolOverride struct {
+	// Name is the name the tool is exposed under, as written: no prefix is
+	// added (`name`). The server's own name no longer reaches it.
+	Name string
+	// Title and Description replace the server's (`title`, `description`).
+	Title, Description string
+	// Hide removes the tool from the namespace: it is not listed and cannot
+	// be called, directly or from a script (`hide`).
+	Hide bool
+	// Annotations are set on the tool's annotations, each key replacing the
+	// server's value (`annotations`: readOnlyHint, destructiveHint,
+	// idempotentHint, openWorldHint, title, or any other key).
+	Annotations map[string]any
+}
+
+// Sandbox bounds the scripts of a namespace's execute tool (`sandbox`).
+type Sandbox struct {
+	Timeout     time.Duration // wall time of one script (`timeout`)
+	Memory      int64         // heap growth allowed while a script runs (`memory`)
+	MaxCalls    int           // tool calls one script may make (`max_calls`)
+	MaxOutput   int64         // printed output and result, each (`max_output`)
+	Concurrency int           // scripts running at once in the namespace (`concurrency`)
+}
+
+// withDefaults fills the zero fields of s.
+func (s Sandbox) withDefaults() Sandbox {
+	if s.Timeout == 0 {
+		s.Timeout = DefaultSandboxTimeout
+	}
+	if s.Memory == 0 {
+		s.Memory = DefaultSandboxMemory
+	}
+	if s.MaxCalls == 0 {
+		s.MaxCalls = DefaultSandboxMaxCalls
+	}
+	if s.MaxOutput == 0 {
+		s.MaxOutput = DefaultSandboxMaxOutput
+	}
+	if s.Concurrency == 0 {
+		s.Concurrency = DefaultSandboxConcurrency
+	}
+	return s
+}
+
+// namespaceShaping decodes the keys of a namespace that shape its tools
+// and add meta-tools. It reports whether key was one of them.
+func (d *decoder) namespaceShaping(ns *Namespace, key string, v *yaml.Node, path string) bool {
+	switch key {
+	case "prefix":
+		ns.Prefix = map[string]string{}
+		d.each(v, path, func(server string, v *yaml.Node, path string) {
+			var s string
+			d.setString(&s, v, path, scope{})
+			ns.Prefix[server] = s
+		})
+	case "overrides":
+		ns.Overrides = map[string]map[string]*ToolOverride{}
+		d.each(v, path, func(server string, v *yaml.Node, path string) {
+			tools := map[string]*ToolOverride{}
+			ns.Overrides[server] = tools
+			d.each(v, path, func(tool string, v *yaml.Node, path string) {
+				tools[tool] = d.toolOverride(v, path)
+			})
+		})
+	case "tool_search":
+		d.setBool(&ns.ToolSearch, v, path)
+	case "code_mode":
+		n := resolve(v)
+		if isNull(n) {
+			break
+		}
+		switch {
+		case n.Kind == yaml.ScalarNode && n.ShortTag() == "!!bool":
+			var on bool
+			d.setBool(&on, n, path)
+			if on {
+				ns.CodeMode = CodeModeOn
+			}
+		case n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str" && n.Value == CodeModeOnly:
+			ns.CodeMode = CodeModeOnly
+		default:
+			d.errorf(n, path, "expected true, false or only, got %s", describe(n))
+		}
+	case "sandbox":
+		ns.sandboxSet = true
+		d.each(v, path, func(key string, v *yaml.Node, path string) {
+			switch key {
+			case "timeout":
+				d.setDuration(&ns.Sandbox.Timeout, v, path)
+			case "memory":
+				d.setSize(&ns.Sandbox.Memory, v, path)
+			case "max_calls":
+				d.setInt(&ns.Sandbox.MaxCalls, v, path)
+			case "max_output":
+				d.setSize(&ns.Sandbox.MaxOutput, v, path)
+			case "concurrency":
+				d.setInt(&ns.Sandbox.Concurrency, v, path)
+			default:
+				d.unknown(path, key)
+			}
+		})
+	default:
+		return false
+	}
+	return true
+}
+
+func (d *decoder) toolOverride(n *yaml.Node, path string) *ToolOverride {
+	o := &ToolOverride{}
+	d.each(n, path, func(key string, v *yaml.Node, path string) {
+		switch key {
+		case "name":
+			d.setString(&o.Name, v, path, scope{})
+		case "title":
+			d.setString(&o.Title, v, path, scope{})
+		case "description":
+			d.setString(&o.Description, v, path, scope{})
+		case "hide":
+			d.setBool(&o.Hide, v, path)
+		case "annotations":
+			o.Annotations = map[string]any{}
+			d.each(v, path, func(key string, v *yaml.Node, path string) {
+				n := resolve(v)
+				if n.Kind != yaml.ScalarNode {
+					d.typeErr(n, path, "a boolean, string or number")
+					return
+				}
+				var x any
+				if err := n.Decode(&x); err != nil {
+					d.errorf(n, path, "%v", err)
+					return
+				}
+				o.Annotations[key] = x
+			})
+		default:
+			d.unknown(path, key)
+		}
+	})
+	return o
+}
+
+// customPrefixRE is the syntax of a custom prefix (`prefix: {server: mem}`).
+var customPrefixRE = regexp.MustCompile(`^[a-zA-Z0-9-]+(_[a-zA-Z0-9-]+)*$`)
+
+// MaxCustomPrefix is the longest custom prefix.
+const MaxCustomPrefix = 32
+
+// toolNameRE is the syntax of an exposed tool name (an override's name).
+var toolNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// boolAnnotations are the MCP tool annotations that take a boolean.
+var boolAnnotations = []string{"readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}
+
+// validateShaping checks a namespace's prefix, overrides, code_mode and
+// sandbox keys, then fills the sandbox defaults.
+func (d *decoder) validateShaping(c *Config, ns *Namespace, p string) {
+	var servers []string
+	var walk func(string, map[string]bool)
+	walk = func(n string, seen map[string]bool) {
+		if seen[n] || c.Namespaces[n] == nil {
+			return
+		}
+		seen[n] = true
+		servers = append(servers, c.Namespaces[n].Servers...)
+		for _, e := range c.Namespaces[n].Extends {
+			walk(e, seen)
+		}
+	}
+	walk(ns.Name, map[string]bool{})
+	for _, server := range sortedKeys(ns.Prefix) {
+		pp := p + ".prefix." + server
+		if !slices.Contains(servers, server) {
+			d.errorAt(pp, p, "prefix: %q is not a server of the namespace", server)
+		}
+		switch v := ns.Prefix[server]; v {
+		case ToolPrefixAlways, ToolPrefixConflict, ToolPrefixNever:
+		default:
+			if len(v) > MaxCustomPrefix || !customPrefixRE.MatchString(v) {
+				d.errorAt(pp, p, "prefix.%s: %q is neither always, conflict, never nor a custom prefix "+
+					"(1 to %d letters, digits, '-' or single '_')", server, v, MaxCustomPrefix)
+			}
+		}
+	}
+	exposed := map[string]string{} // override name -> server.tool that takes it
+	for _, server := range sortedKeys(ns.Overrides) {
+		if !slices.Contains(servers, server) {
+			d.errorAt(p+".overrides."+server, p, "overrides: %q is not a server of the namespace", server)
+		}
+		for _, tool := range sortedKeys(ns.Overrides[server]) {
+			o := ns.Overrides[server][tool]
+			op := p + ".overrides." + server + "." + tool
+			if o.Name != "" {
+				if !toolNameRE.MatchString(o.Name) {
+					d.errorAt(op+".name", p, "overrides.%s.%s.name: %q is not a valid tool name (^[a-zA-Z0-9_-]{1,64}$)", server, tool, o.Name)
+				}
+				if first, dup := exposed[o.Name]; dup {
+					d.errorAt(op+".name", p, "overrides.%s.%s.name: %q is also the name of %s", server, tool, o.Name, first)
+				}
+				exposed[o.Name] = server + "." + tool
+			}
+			for _, k := range sortedKeys(o.Annotations) {
+				v := o.Annotations[k]
+				if _, isBool := v.(bool); slices.Contains(boolAnnotations, k) && !isBool {
+					d.errorAt(op+".annotations."+k, p, "overrides.%s.%s.annotations.%s: expected a boolean, got %v", server, tool, k, v)
+				}
+				if _, isString := v.(string); k == "title" && !isString {
+					d.errorAt(op+".annotations."+k, p, "overrides.%s.%s.annotations.title: expected a string, got %v", server, tool, v)
+				}
+			}
+		}
+	}
+	if ns.sandboxSet && ns.CodeMode == CodeModeOff {
+		d.errorAt(p+".sandbox", p, "sandbox is set but code_mode is off")
+	}
+	s := ns.Sandbox
+	switch {
+	case s.Timeout < 0:
+		d.errorAt(p+".sandbox.timeout", p, "sandbox.timeout must be positive")
+	case s.Memory < 0 || (s.Memory > 0 && s.Memory < 1<<20):
+		d.errorAt(p+".sandbox.memory", p, "sandbox.memory must be at least 1MiB")
+	case s.MaxCalls < 0:
+		d.errorAt(p+".sandbox.max_calls", p, "sandbox.max_calls must be positive")
+	case s.MaxOutput < 0 || (s.MaxOutput > 0 && s.MaxOutput < 1<<10):
+		d.errorAt(p+".sandbox.max_output", p, "sandbox.max_output must be at least 1KiB")
+	case s.Concurrency < 0:
+		d.errorAt(p+".sandbox.concurrency", p, "sandbox.concurrency must be positive")
+	}
+	ns.Sandbox = s.withDefaults()
+	if ns.CodeMode != CodeModeOff && c.Timeout > 0 && ns.Sandbox.Timeout >= c.Timeout {
+		d.errorAt(p+".sandbox.timeout", p, "sandbox.timeout (%s) must be shorter than timeout (%s): the request would time out before the script",
+			ns.Sandbox.Timeout, c.Timeout)
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,507 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/audit"
+	"github.com/switchboard-mcp/switchboard/internal/config"
+	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/manifest"
+	"github.com/switchboard-mcp/switchboard/internal/sandbox"
+	"github.com/switchboard-mcp/switchboard/internal/session"
+)
+
+// Meta-tools: tools the router answers itself on a namespace that asks for
+// them (tool_search, code_mode). They are named as written (never
+// prefixed); a server's tool that would take one of their names is
+// prefixed under tool_prefix conflict, and is a collision under never.
+//
+//   - search: ranked full-text search over the view's manifest (every
+//     member's tools, prompts, resources and templates, rebuilt when a list
+//     changed).
+//   - inspect: the full definitions of named tools, with how scripts name
+//     them.
+//   - execute: runs a script in the sandbox (package sandbox); its tool
+//     calls take the same route as a client's (the view's filters and
+//     shaping apply: what the view does not offer raises PermissionError in
+//     the script) and each gets an audit record.
+const (
+	MetaSearch  = "search"
+	MetaInspect = "inspect"
+	MetaExecute = "execute"
+)
+
+// metaServer is the Item.Server of meta-tools: no server has it.
+const metaServer = ""
+
+// maxSearchResults bounds search's limit.
+const maxSearchResults = 50
+
+// metaTools returns the definitions of v's meta-tools, in order.
+func metaTools(v *View) []json.RawMessage {
+	var out []json.RawMessage
+	if !v.Meta.Search && v.Meta.CodeMode == config.CodeModeOff {
+		return nil
+	}
+	label := "this endpoint"
+	if v.Name != "" {
+		label = "namespace " + v.Name
+	}
+	readOnly := map[string]any{"readOnlyHint": true, "openWorldHint": false}
+	out = append(out, jsonrpc.Marshal(map[string]any{
+		"name": MetaSearch,
+		"description": fmt.Sprintf("Search the tools, prompts and resources of %s by keywords: ranked full-text "+
+			"search over names, titles, descriptions and parameter names and descriptions. Returns the best "+
+			"matches with their exposed name, server and name in scripts; use inspect for a tool's full schema.", label),
+		"inputSchema": map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"query": map[string]any{"type": "string", "description": "keywords, e.g. \"read file\""},
+				"limit": map[string]any{"type": "integer", "minimum": 1, "maximum": maxSearchResults, "description": "most results (default 10)"},
+				"kind":  map[string]any{"type": "string", "enum": []string{manifest.KindTool, manifest.KindPrompt, manifest.KindResource}, "description": "only this kind"},
+			},
+			"required": []string{"query"},
+		},
+		"annotations": readOnly,
+	}))
+	out = append(out, jsonrpc.Marshal(map[string]any{
+		"name":        MetaInspect,
+		"description": fmt.Sprintf("The full definitions (input and output schemas, annotations) of tools of %s, by their exposed names as search or tools/list give them.", label),
+		"inputSchema": map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"names": map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "exposed tool names"},
+			},
+			"required": []string{"names"},
+		},
+		"annotations": readOnly,
+	}))
+	if v.Meta.CodeMode != config.CodeModeOff {
+		s := v.Meta.Sandbox
+		out = append(out, jsonrpc.Marshal(map[string]any{
+			"name": MetaExecute,
+			"description": fmt.Sprintf("Run a JavaScript program that calls the tools of %s and returns one result: "+
+				"use it to chain or combine several calls (in parallel too) instead of calling them one by one. "+
+				"Bounds: %s wall time, %d tool calls, %s of printed output and of result, %s of memory.\n\n%s\n\n"+
+				"Example: const [a, b] = parallel([{server: \"everything\", tool: \"echo\", args: {message: \"hi\"}}, "+
+				"[\"memory\", \"read_graph\", {}]]); ({echo: a, entities: b.entities.length})\n\n"+
+				"The answer is JSON: {status: \"ok\"|\"error\", result, stdout, error, execution_time_ms, tool_calls, limit}.",
+				label, s.Timeout, s.MaxCalls, byteSize(s.MaxOutput), byteSize(s.Memory), sandbox.API),
+			"inputSchema": map[string]any{
+				"type": "object",
+				"properties": map[string]any{
+					"script": map[string]any{"type": "string", "description": "the JavaScript program"},
+				},
+				"required": []string{"script"},
+			},
+			"outputSchema": map[string]any{
+				"type": "object",
+				"properties": map[string]any{
+					"status":            map[string]any{"type": "string", "enum": []string{sandbox.StatusOK, sandbox.StatusError}},
+					"result":            map[string]any{},
+					"stdout":            map[string]any{"type": "string"},
+					"error":             map[string]any{"type": "string"},
+					"execution_time_ms": map[string]any{"type": "number"},
+					"tool_calls":        map[string]any{"type": "integer"},
+					"limit":             map[string]any{"type": "string"},
+				},
+				"required": []string{"status", "result", "stdout", "execution_time_ms"},
+			},
+			"annotations": map[string]any{"openWorldHint": true},
+		}))
+	}
+	return out
+}
+
+func byteSize(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// isMeta reports whether an exposed tool is a meta-tool.
+func (mg *merged) isMeta(name string) bool {
+	rt, ok := mg.routes[name]
+	return ok && rt.m == nil
+}
+
+// onlyMeta returns the meta-tools of a merged tools list (code_mode: only).
+func onlyMeta(mg *merged) ([]json.RawMessage, string) {
+	var items []json.RawMessage
+	for _, raw := range mg.items {
+		if n, _ := jsonrpc.StringMember(raw, "name"); mg.isMeta(n) {
+			items = append(items, raw)
+		}
+	}
+	if items == nil {
+		items = []json.RawMessage{}
+	}
+	return items, mg.version + "m"
+}
+
+// metaIndex is a catalog's manifest, with the list versions it was built
+// from.
+type metaIndex struct {
+	mu  sync.Mutex
+	key string
+	ix  *manifest.Index
+}
+
+// index returns the manifest of the catalog's merged lists, rebuilt when
+// one of them changed since (a list_changed drops the merged list).
+func (c *catalog) index(ctx context.Context, meta json.RawMessage) *manifest.Index {
+	var mgs [nKinds]*merged
+	var key strings.Builder
+	for k := range nKinds {
+		mgs[k] = c.list(ctx, k, meta, false)
+		key.WriteString(mgs[k].version)
+		key.WriteByte('.')
+	}
+	c.mi.mu.Lock()
+	defer c.mi.mu.Unlock()
+	if c.mi.ix != nil && c.mi.key == key.String() {
+		return c.mi.ix
+	}
+	var entries []manifest.Entry
+	str := func(raw json.RawMessage, k string) string { s, _ := jsonrpc.StringMember(raw, k); return s }
+	for _, raw := range mgs[kTools].items {
+		name := str(raw, "name")
+		rt, ok := mgs[kTools].routes[name]
+		if !ok || rt.m == nil {
+			continue
+		}
+		entries = append(entries, manifest.Entry{Kind: manifest.KindTool, Name: name, Server: rt.m.name,
+			Tool: mgs[kTools].scriptName[name], Title: str(raw, "title"), Description: str(raw, "description"),
+			Schema: jsonrpc.Member(raw, "inputSchema")})
+	}
+	for _, raw := range mgs[kPrompts].items {
+		name := str(raw, "name")
+		e := manifest.Entry{Kind: manifest.KindPrompt, Name: name, Title: str(raw, "title"),
+			Description: str(raw, "description"), Schema: jsonrpc.Member(raw, "arguments")}
+		if rt, ok := mgs[kPrompts].routes[name]; ok && rt.m != nil {
+			e.Server = rt.m.name
+		}
+		entries = append(entries, e)
+	}
+	for _, k := range []kind{kResources, kTemplates} {
+		for _, raw := range mgs[k].items {
+			uri := str(raw, kinds[k].field)
+			e := manifest.Entry{Kind: manifest.KindResource, Name: uri, Title: strings.TrimSpace(str(raw, "title") + " " + str(raw, "name")),
+				Description: str(raw, "description")}
+			if rt, ok := mgs[k].routes[uri]; ok && rt.m != nil {
+				e.Server = rt.m.name
+			}
+			entries = append(entries, e)
+		}
+	}
+	c.mi.key, c.mi.ix = key.String(), manifest.Build(entries)
+	return c.mi.ix
+}
+
+// toolResult is a CallToolResult of the router's own: v as JSON text and
+// as structuredContent.
+func toolResult(req *jsonrpc.Message, v any, isError bool) *localCall {
+	b := jsonrpc.Marshal(v)
+	res := map[string]any{
+		"content":           []map[string]any{{"type": "text", "text": string(b)}},
+		"structuredContent": json.RawMessage(b),
+	}
+	if isError {
+		res["isError"] = true
+	}
+	return result(req, jsonrpc.Marshal(res))
+}
+
+// toolFailure is a CallToolResult with isError and a message.
+func toolFailure(req *jsonrpc.Message, format string, args ...any) *localCall {
+	return result(req, jsonrpc.Marshal(map[string]any{
+		"content": []map[string]any{{"type": "text", "text": fmt.Sprintf(format, args...)}},
+		"isError": true,
+	}))
+}
+
+// metaCall answers a call of a meta-tool.
+func (r *Router) metaCall(ctx context.Context, cat *catalog, req *jsonrpc.Message, name string, meta json.RawMessage,
+	forward func(context.Context, *member, *jsonrpc.Message) (session.Call, error)) (session.Call, error) {
+	args := jsonrpc.Member(req.Params, "arguments")
+	if args == nil || string(args) == "null" {
+		args = json.RawMessage("{}")
+	}
+	switch name {
+	case MetaSearch:
+		var a struct {
+			Query string `json:"query"`
+			Limit int    `json:"limit"`
+			Kind  string `json:"kind"`
+		}
+		if err := json.Unmarshal(args, &a); err != nil || strings.TrimSpace(a.Query) == "" {
+			return toolFailure(req, "search: arguments must be {query: string, limit?: integer, kind?: tool|prompt|resource}"), nil
+		}
+		if a.Limit <= 0 {
+			a.Limit = 10
+		}
+		a.Limit = min(a.Limit, maxSearchResults)
+		ix := cat.index(ctx, meta)
+		hits := ix.Search(a.Query, a.Limit, a.Kind)
+		results := make([]map[string]any, 0, len(hits))
+		for _, h := range hits {
+			e := h.Entry
+			item := map[string]any{"kind": e.Kind, "name": e.Name, "server": e.Server, "score": float64(int(h.Score*1000)) / 1000}
+			if e.Title != "" {
+				item["title"] = e.Title
+			}
+			if e.Description != "" {
+				item["description"] = clip(e.Description, 300)
+			}
+			if e.Kind == manifest.KindTool {
+				item["script"] = map[string]string{"server": e.Server, "tool": e.Tool}
+			}
+			results = append(results, item)
+		}
+		return toolResult(req, map[string]any{"query": a.Query, "results": results, "catalog_size": ix.Len()}, false), nil
+
+	case MetaInspect:
+		var a struct {
+			Names []string `json:"names"`
+			Name  string   `json:"name"`
+		}
+		if err := json.Unmarshal(args, &a); err != nil || (len(a.Names) == 0 && a.Name == "") {
+			return toolFailure(req, "inspect: arguments must be {names: [exposed tool names]}"), nil
+		}
+		if a.Name != "" {
+			a.Names = append(a.Names, a.Name)
+		}
+		mg := cat.list(ctx, kTools, meta, false)
+		tools := []any{}
+		unknown := []string{}
+		for _, n := range a.Names {
+			raw, ok := mg.byName[n]
+			rt := mg.routes[n]
+			if !ok || rt.m == nil {
+				unknown = append(unknown, n)
+				continue
+			}
+			var def map[string]any
+			_ = json.Unmarshal(raw, &def)
+			if def == nil {
+				def = map[string]any{}
+			}
+			def["server"] = rt.m.name
+			def["script"] = map[string]string{"server": rt.m.name, "tool": mg.scriptName[n]}
+			tools = append(tools, def)
+		}
+		out := map[string]any{"tools": tools}
+		if len(unknown) > 0 {
+			out["unknown"] = unknown
+		}
+		return toolResult(req, out, len(tools) == 0), nil
+
+	case MetaExecute:
+		var a struct {
+			Script string `json:"script"`
+			Code   string `json:"code"`
+		}
+		if err := json.Unmarshal(args, &a); err != nil || (a.Script == "" && a.Code == "") {
+			return toolFailure(req, "execute: arguments must be {script: string}"), nil
+		}
+		if a.Script == "" {
+			a.Script = a.Code
+		}
+		return r.execute(ctx, cat, req, a.Script, meta, forward), nil
+	}
+	return failure(req, jsonrpc.Errorf(jsonrpc.InvalidParams, "unknown tool %q", name)), nil
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !isRuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// runner returns the sandbox runner for the view's limits (made once per
+// set of limits: a reload that changes them starts a new one).
+func (r *Router) runner(s config.Sandbox) *sandbox.Runner {
+	r.sbMu.Lock()
+	defer r.sbMu.Unlock()
+	if r.sb == nil || r.sbLimits != s {
+		r.sb = sandbox.NewRunner(sandbox.Limits{Timeout: s.Timeout, Memory: s.Memory, MaxCalls: s.MaxCalls,
+			MaxOutput: s.MaxOutput, Concurrency: s.Concurrency})
+		r.sbLimits = s
+	}
+	return r.sb
+}
+
+// execute runs a script on its own goroutine and answers when it ends.
+// The script outlives the request's own context (the sandbox's timeout
+// bounds it); the client abandoning the call cancels it.
+func (r *Router) execute(ctx context.Context, cat *catalog, req *jsonrpc.Message, script string, meta json.RawMessage,
+	forward func(context.Context, *member, *jsonrpc.Message) (session.Call, error)) session.Call {
+	cat.mu.Lock()
+	v := cat.view
+	cat.mu.Unlock()
+	rn := r.runner(v.Meta.Sandbox)
+	parent := audit.FromContext(ctx)
+	sc := &scriptCaller{r: r, cat: cat, meta: meta, forward: forward,
+		rec: audit.Record{Session: parent.Session, SourceIP: parent.SourceIP, Path: parent.Path}}
+	ectx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	c := &asyncCall{ready: make(chan struct{}), cancel: cancel}
+	go func() {
+		defer cancel()
+		res := rn.Run(ectx, script, sc)
+		if res.Status != sandbox.StatusOK {
+			r.log.Info("script stopped", "view", v.Name, "limit", res.Limit, "err", res.Error,
+				"tool_calls", res.Calls, "ms", res.ExecutionTimeMS)
+		}
+		c.finish(toolResult(req, res, res.Status != sandbox.StatusOK).msgs[0])
+	}()
+	return c
+}
+
+// asyncCall is a call the router answers later (execute).
+type asyncCall struct {
+	ready  chan struct{}
+	cancel context.CancelFunc
+
+	mu    sync.Mutex
+	msg   *jsonrpc.Message
+	taken bool
+}
+
+func (c *asyncCall) finish(m *jsonrpc.Message) {
+	c.mu.Lock()
+	c.msg = m
+	c.mu.Unlock()
+	close(c.ready)
+}
+
+func (c *asyncCall) Poll() (*jsonrpc.Message, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.msg == nil {
+		return nil, c.taken
+	}
+	m := c.msg
+	c.msg, c.taken = nil, true
+	return m, false
+}
+
+func (c *asyncCall) Ready() <-chan struct{} { return c.ready }
+func (c *asyncCall) LongLived() bool        { return false }
+
+// Abandon stops the script when the client gives up on it.
+func (c *asyncCall) Abandon(cancel bool) {
+	if cancel {
+		c.cancel()
+	}
+}
+
+// scriptCaller makes a script's tool calls (sandbox.Caller).
+type scriptCaller struct {
+	r       *Router
+	cat     *catalog
+	meta    json.RawMessage
+	forward func(context.Context, *member, *jsonrpc.Message) (session.Call, error)
+	rec     audit.Record // the execute request's session, source and path
+}
+
+// CallTool routes a script's call as the view routes a client's: by the
+// tool's name in scripts (server given) or its exposed name. A server
+// outside the view, or a tool it does not offer (unknown, hidden or
+// filtered out), is a PermissionError; meta-tools cannot be called. Every
+// call, refused ones too, gets an audit record.
+func (sc *scriptCaller) CallTool(ctx context.Context, server, tool string, args json.RawMessage) (json.RawMessage, error) {
+	cat := sc.cat
+	cat.mu.Lock()
+	v := cat.view
+	cat.mu.Unlock()
+	label := sc.r.viewLabel()
+	deny := func(format string, args ...any) error {
+		e := &sandbox.PermissionError{Msg: fmt.Sprintf(format, args...)}
+		rec := sc.rec
+		rec.Time, rec.Destination, rec.MCPMethod, rec.Tool, rec.Via = time.Now(), server, "tools/call", tool, MetaExecute
+		rec.Status, rec.Error = 200, "PermissionError: "+e.Msg
+		if sc.r.opts.Audit != nil {
+			sc.r.opts.Audit(&rec)
+		}
+		return e
+	}
+	if server != "" {
+		in := false
+		for _, s := range v.Servers {
+			if s.Name() == server {
+				in = true
+				break
+			}
+		}
+		if !in {
+			return nil, deny("server %q is not in %s", server, label)
+		}
+	}
+	find := func(fresh bool) (string, route, bool) {
+		mg := cat.list(ctx, kTools, sc.meta, fresh)
+		exposed := tool
+		if server != "" {
+			exposed = mg.scriptTools[server][tool]
+		}
+		rt, ok := mg.routes[exposed]
+		return exposed, rt, ok && rt.m != nil
+	}
+	exposed, rt, ok := find(false)
+	if !ok {
+		exposed, rt, ok = find(true)
+	}
+	if !ok {
+		if server != "" {
+			return nil, deny("tool %q of server %q is not available in %s (unknown, hidden or filtered out)", tool, server, label)
+		}
+		return nil, deny("tool %q is not available in %s (unknown, hidden or filtered out)", tool, label)
+	}
+	params := map[string]json.RawMessage{"name": jsonrpc.Quote(rt.name), "arguments": args}
+	if sc.meta != nil {
+		params["_meta"] = sc.meta
+	}
+	req := jsonrpc.NewRequest(cat.id(), "tools/call", jsonrpc.Marshal(params))
+	start := time.Now()
+	rec := sc.rec
+	rec.Time, rec.Destination, rec.MCPMethod, rec.Tool, rec.Via, rec.RPCID = start, rt.m.name, "tools/call", rt.name, MetaExecute, req.ID
+	rec.RequestBody = req.Params
+	defer func() {
+		rec.Status = 200
+		rec.Latency = time.Since(start)
+		if sc.r.opts.Audit != nil {
+			sc.r.opts.Audit(&rec)
+		}
+	}()
+	call, err := sc.forward(ctx, rt.m, req)
+	if err != nil {
+		rec.Error = err.Error()
+		return nil, &sandbox.ToolError{Msg: fmt.Sprintf("%s: %v", exposed, err)}
+	}
+	resp, err := drain(ctx, call, nil)
+	if err != nil {
+		rec.Error = err.Error()
+		return nil, &sandbox.ToolError{Msg: fmt.Sprintf("%s: %v", exposed, err)}
+	}
+	if e := resp.ErrorOf(); e != nil {
+		rec.Error = e.Message
+		return nil, &sandbox.ToolError{Msg: fmt.Sprintf("%s: %s", exposed, e.Message)}
+	}
+	rec.ResponseBody = resp.Result
+	return resp.Result, nil
+}

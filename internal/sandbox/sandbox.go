@@ -1,0 +1,354 @@
+// Package sandbox runs code mode's scripts: JavaScript (ECMAScript 5.1 and
+// most of ES6, in github.com/dop251/goja, a pure-Go interpreter) that calls
+// the tools of one aggregated view and returns one result.
+//
+// Contracts:
+//   - A script reaches nothing but what Run gives it: no file system, no
+//     network, no process, no clock it can block on, no module loader.
+//     Its only way out is the Caller, which the router implements with the
+//     same routing, namespace filters and audit log as a client's calls.
+//   - Every run is bounded: wall time (Limits.Timeout; the interpreter is
+//     interrupted, and the context of the tool calls in flight ends), tool
+//     calls (MaxCalls), printed output and the result's size (MaxOutput),
+//     call stack depth, and memory (Memory; see below). A bound that is hit
+//     stops the script with an error naming it, which no try/catch in the
+//     script can swallow. Run never panics on a script's behalf.
+//   - At most Limits.Concurrency scripts of one Runner run at once; the
+//     others wait for a slot as long as their context allows, and at most
+//     Limits.Timeout.
+//
+// Memory. goja has no allocation limit, so memory is bounded from outside:
+// while scripts run, a watchdog samples the Go heap every 5 ms
+// (runtime/metrics, no stop-the-world) and stops a script whose run has
+// seen the heap grow by more than Limits.Memory since it started, after a
+// garbage collection confirms it (at most one forced collection per 50 ms).
+// The heap is the process's, so a script running beside a memory bomb may
+// be stopped with it; the bomb cannot outlive one sample by much. The
+// interrupt is seen only between the interpreter's instructions, so native
+// calls that would allocate or walk past the bound in one go are refused up
+// front (see guardNatives): String.prototype.repeat, padStart, padEnd and
+// split check the size they would produce, Array.from and the
+// Array.prototype methods that walk every index refuse arrays longer than
+// memory/16 elements (a sparse array's length costs nothing until one of
+// them fills it), and ArrayBuffer, SharedArrayBuffer, DataView and the
+// typed arrays are not provided.
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dop251/goja"
+)
+
+// Limits bound one script.
+type Limits struct {
+	Timeout     time.Duration // wall time
+	Memory      int64         // heap growth, bytes
+	MaxCalls    int           // tool calls
+	MaxOutput   int64         // bytes of printed output, and of the result's JSON
+	Concurrency int           // scripts of one Runner at once
+}
+
+// maxStack bounds the script's call depth.
+const maxStack = 2048
+
+// maxParallel bounds the calls of one parallel([...]) in flight at once.
+const maxParallel = 16
+
+// Caller makes the tool calls of a script.
+type Caller interface {
+	// CallTool calls a tool named as scripts name it: server and the tool's
+	// name in scripts (server "" means tool is the exposed name). It
+	// returns the CallToolResult, or an error: a *PermissionError when the
+	// view does not offer the tool; a *ToolError when the call failed.
+	CallTool(ctx context.Context, server, tool string, args json.RawMessage) (json.RawMessage, error)
+}
+
+// PermissionError is a call to a server or tool the view does not offer.
+type PermissionError struct{ Msg string }
+
+func (e *PermissionError) Error() string { return e.Msg }
+
+// ToolError is a call that failed: a JSON-RPC error, or an unavailable
+// server.
+type ToolError struct{ Msg string }
+
+func (e *ToolError) Error() string { return e.Msg }
+
+// LimitError is a bound that stopped a script.
+type LimitError struct {
+	Limit string // "timeout", "cancelled", "memory", "max_calls", "max_output"
+	Msg   string
+}
+
+func (e *LimitError) Error() string { return e.Msg }
+
+// Status values of a Result.
+const (
+	StatusOK    = "ok"
+	StatusError = "error"
+)
+
+// Result is what a run returns; it is execute's answer as JSON.
+type Result struct {
+	Status string `json:"status"`
+	// Result is the script's value as JSON: the value of its last
+	// expression statement, or what its body returns (a script with a
+	// top-level return or await runs as an async function body).
+	Result          json.RawMessage `json:"result"`
+	Stdout          string          `json:"stdout"`
+	Error           string          `json:"error,omitempty"`
+	ExecutionTimeMS float64         `json:"execution_time_ms"`
+	// Calls is the number of tool calls the script made.
+	Calls int `json:"tool_calls"`
+	// Limit names the bound that stopped the script, if one did.
+	Limit string `json:"limit,omitempty"`
+}
+
+// Runner runs scripts within limits.
+type Runner struct {
+	limits Limits
+	slots  chan struct{}
+}
+
+// NewRunner returns a Runner; zero limits take the defaults of
+// config.Sandbox (10 s, 64 MiB, 1000 calls, 64 KiB, 4 at once).
+func NewRunner(l Limits) *Runner {
+	if l.Timeout <= 0 {
+		l.Timeout = 10 * time.Second
+	}
+	if l.Memory <= 0 {
+		l.Memory = 64 << 20
+	}
+	if l.MaxCalls <= 0 {
+		l.MaxCalls = 1000
+	}
+	if l.MaxOutput <= 0 {
+		l.MaxOutput = 64 << 10
+	}
+	if l.Concurrency <= 0 {
+		l.Concurrency = 4
+	}
+	return &Runner{limits: l, slots: make(chan struct{}, l.Concurrency)}
+}
+
+// Limits returns the runner's bounds.
+func (r *Runner) Limits() Limits { return r.limits }
+
+// Run runs script, calling tools through c, and returns its result. It
+// returns when the script ended or was stopped, with every call it started
+// ended.
+func (r *Runner) Run(ctx context.Context, script string, c Caller) *Result {
+	start := time.Now()
+	wait := time.NewTimer(r.limits.Timeout)
+	select {
+	case r.slots <- struct{}{}:
+		wait.Stop()
+	case <-ctx.Done():
+		return &Result{Status: StatusError, Result: json.RawMessage("null"), Limit: "concurrency",
+			Error: fmt.Sprintf("no script slot free (%d scripts already running): %v", r.limits.Concurrency, ctx.Err())}
+	case <-wait.C:
+		return &Result{Status: StatusError, Result: json.RawMessage("null"), Limit: "concurrency",
+			Error: fmt.Sprintf("no script slot free (%d scripts already running) within %s", r.limits.Concurrency, r.limits.Timeout)}
+	}
+	defer func() { <-r.slots }()
+	ctx, cancel := context.WithTimeout(ctx, r.limits.Timeout)
+	defer cancel()
+	x := newRun(ctx, cancel, r.limits, c)
+	res := x.run(script)
+	res.ExecutionTimeMS = float64(time.Since(start).Microseconds()) / 1000
+	return res
+}
+
+// run is one script's state.
+type run struct {
+	ctx    context.Context
+	cancel context.CancelFunc // ends ctx: the calls in flight end with the script
+	limits Limits
+	caller Caller
+	vm     *goja.Runtime
+
+	stringify, parse goja.Callable
+
+	mu      sync.Mutex
+	stdout  strings.Builder
+	calls   int
+	stopped *LimitError // the first bound hit
+}
+
+func newRun(ctx context.Context, cancel context.CancelFunc, l Limits, c Caller) *run {
+	return &run{ctx: ctx, cancel: cancel, limits: l, caller: c}
+}
+
+// stop interrupts the script for a bound (the first one wins) and ends
+// the tool calls it has in flight.
+func (x *run) stop(e *LimitError) {
+	x.mu.Lock()
+	if x.stopped == nil {
+		x.stopped = e
+	}
+	x.mu.Unlock()
+	x.vm.Interrupt(e)
+	x.cancel()
+}
+
+// ctxEnded stops the script because its context ended: its deadline (the
+// timeout) or the caller giving up.
+func (x *run) ctxEnded() {
+	if errors.Is(x.ctx.Err(), context.DeadlineExceeded) {
+		x.stop(&LimitError{Limit: "timeout", Msg: fmt.Sprintf("timeout: the script ran longer than %s", x.limits.Timeout)})
+	} else {
+		x.stop(&LimitError{Limit: "cancelled", Msg: "cancelled: the call was abandoned"})
+	}
+}
+
+func (x *run) limitHit() *LimitError {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.stopped
+}
+
+func (x *run) run(script string) (res *Result) {
+	res = &Result{Status: StatusOK, Result: json.RawMessage("null")}
+	x.vm = goja.New()
+	x.vm.SetMaxCallStackSize(maxStack)
+	defer func() {
+		if p := recover(); p != nil {
+			// A bound hit inside a native call can unwind as a Go panic.
+			res.Status, res.Error = StatusError, fmt.Sprintf("internal error: %v", p)
+			if l := x.limitHit(); l != nil {
+				res.Error, res.Limit = l.Msg, l.Limit
+			}
+		}
+		x.mu.Lock()
+		res.Stdout, res.Calls = x.stdout.String(), x.calls
+		x.mu.Unlock()
+	}()
+	if err := x.install(); err != nil {
+		res.Status, res.Error = StatusError, "internal error: "+err.Error()
+		return res
+	}
+
+	// The watchdog and the deadline stop the interpreter.
+	w := watch(x)
+	defer w.done()
+	stopTimer := context.AfterFunc(x.ctx, x.ctxEnded)
+	defer stopTimer()
+
+	v, err := x.eval(script)
+	if err == nil {
+		var out json.RawMessage
+		out, err = x.export(v)
+		if err == nil {
+			res.Result = out
+		}
+	}
+	if err != nil {
+		res.Status = StatusError
+		res.Error = x.describe(err)
+		var so *goja.StackOverflowError
+		if l := x.limitHit(); l != nil {
+			res.Limit = l.Limit
+		} else if errors.As(err, &so) {
+			res.Limit = "stack"
+		}
+	}
+	return res
+}
+
+// eval runs the script: as a script when it compiles as one (its value is
+// that of its last expression statement), else as the body of an async
+// function (top-level return and await). A promise is awaited.
+func (x *run) eval(script string) (goja.Value, error) {
+	prog, err := goja.Compile("script.js", script, false)
+	if err != nil {
+		var perr error
+		prog, perr = goja.Compile("script.js", "(async function() {\n"+script+"\n})()", false)
+		if perr != nil {
+			return nil, err // the script's own syntax error
+		}
+	}
+	v, err := x.vm.RunProgram(prog)
+	if err != nil {
+		return nil, err
+	}
+	if p, ok := v.Export().(*goja.Promise); ok {
+		switch p.State() {
+		case goja.PromiseStateFulfilled:
+			return p.Result(), nil
+		case goja.PromiseStateRejected:
+			return nil, &rejected{text: valueText(p.Result())}
+		default:
+			return nil, errors.New("the script's promise never settled (only call_tool and parallel can be awaited)")
+		}
+	}
+	return v, nil
+}
+
+// export turns the script's value into JSON (undefined is null).
+func (x *run) export(v goja.Value) (json.RawMessage, error) {
+	if v == nil || goja.IsUndefined(v) || goja.IsNull(v) {
+		return json.RawMessage("null"), nil
+	}
+	s, err := x.stringify(goja.Undefined(), v)
+	if err != nil {
+		return nil, err
+	}
+	if goja.IsUndefined(s) { // a function, a symbol
+		return json.RawMessage("null"), nil
+	}
+	out := s.String()
+	if int64(len(out)) > x.limits.MaxOutput {
+		e := &LimitError{Limit: "max_output", Msg: fmt.Sprintf("max_output: the result is %d bytes of JSON, more than %d", len(out), x.limits.MaxOutput)}
+		x.mu.Lock()
+		x.stopped = e
+		x.mu.Unlock()
+		return nil, e
+	}
+	return json.RawMessage(out), nil
+}
+
+// describe is the error text of a failed run.
+func (x *run) describe(err error) string {
+	if l := x.limitHit(); l != nil {
+		return l.Msg
+	}
+	var ie *goja.InterruptedError
+	if errors.As(err, &ie) {
+		if l, ok := ie.Value().(*LimitError); ok {
+			return l.Msg
+		}
+	}
+	var le *LimitError
+	if errors.As(err, &le) {
+		return le.Msg
+	}
+	var so *goja.StackOverflowError
+	if errors.As(err, &so) {
+		return fmt.Sprintf("stack: the script's calls nested deeper than %d", maxStack)
+	}
+	var ex *goja.Exception
+	if errors.As(err, &ex) {
+		return ex.Error()
+	}
+	return err.Error()
+}
+
+// rejected is an error thrown out of an async script body.
+type rejected struct{ text string }
+
+func (e *rejected) Error() string { return e.text }
+
+// valueText describes a thrown value: "Name: message" for errors.
+func valueText(v goja.Value) string {
+	if v == nil || goja.IsUndefined(v) {
+		return "undefined was thrown"
+	}
+	return v.String()
+}
