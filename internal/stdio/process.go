@@ -283,8 +283,8 @@ func (p *Process) send(add func([]byte) []byte) error {
 	_, err := p.stdin.Write(out)
 	p.wmu.Lock()
 	p.writing = false
-	if cap(out) <= 1<<20 {
-		p.spare = out[:0] // do not pin a large buffer
+	if cap(out) <= 256<<10 {
+		p.spare = out[:0] // a batch of large messages is not kept
 	}
 	if err != nil {
 		p.werr = fmt.Errorf("stdio: write: %w", err)
