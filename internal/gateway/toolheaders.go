@@ -63,9 +63,6 @@ type toolsFetch struct {
 // a tool missing from a fresh cache, or any tool once the cache is stale,
 // costs one tools/list walk, shared by concurrent callers.
 func (d *destination) paramHeaders(ctx context.Context, req *jsonrpc.Message, tool string) ([]streamable.ParamBinding, error) {
-	if d.modern == nil {
-		return nil, nil // a legacy sse destination: Stateless refuses the call anyway
-	}
 	t := &d.toolHeaders
 	t.mu.Lock()
 	if t.tools != nil && time.Now().Before(t.expires) {
@@ -171,7 +168,7 @@ func (d *destination) listTools(ctx context.Context, req *jsonrpc.Message) (map[
 // roundTrip sends one stateless request through the modern upstream and
 // returns its result. Related notifications are dropped.
 func (d *destination) roundTrip(ctx context.Context, req *jsonrpc.Message) (json.RawMessage, error) {
-	c, err := d.modern.CallStateless(ctx, req)
+	c, err := d.Stateless(ctx, req) // translated for a legacy server
 	if err != nil {
 		return nil, err
 	}

@@ -125,7 +125,7 @@ func hasMethod(prefix []byte) bool {
 func (u *Upstream) owner() (m *Member, c *Call, why ownerProblem) {
 	var newest *Call
 	for _, p := range u.pending {
-		if p.internal {
+		if p.internal || p.parked.Load() {
 			continue
 		}
 		if newest != nil && (p.member == nil || p.member != newest.member) {
