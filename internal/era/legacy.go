@@ -122,10 +122,14 @@ func (s *legacySession) setMeta(info json.RawMessage, level string) {
 		b = append(b, `,"`+MetaClientInfo+`":`...)
 		b = append(b, s.info...)
 	}
-	if s.level != "" {
-		b = append(b, `,"`+MetaLogLevel+`":`...)
-		b = append(b, jsonrpc.Quote(s.level)...)
+	// A legacy client that set no level gets every message (the legacy
+	// default); a modern server sends none without a level.
+	level = s.level
+	if level == "" {
+		level = "debug"
 	}
+	b = append(b, `,"`+MetaLogLevel+`":`...)
+	b = append(b, jsonrpc.Quote(level)...)
 	s.mu.Unlock()
 	s.meta.Store(&b)
 }

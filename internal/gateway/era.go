@@ -225,4 +225,3 @@ func (e *eraState) close(ctx context.Context) {
 		pool.close(ctx)
 	}
 }
-

@@ -125,14 +125,16 @@ func hasMethod(prefix []byte) bool {
 func (u *Upstream) owner() (m *Member, c *Call, why ownerProblem) {
 	var newest *Call
 	for _, p := range u.pending {
-		if p.internal || p.parked.Load() {
+		if p.internal || p.parked.Load() || p.subscription {
+			// A subscription stream never carries progress, log
+			// messages or requests (2026-07-28); a parked call's server
+			// waits for its client.
 			continue
 		}
 		if newest != nil && (p.member == nil || p.member != newest.member) {
 			return nil, nil, severalOwners
 		}
-		if newest == nil || (newest.subscription && !p.subscription) ||
-			(newest.subscription == p.subscription && p.id > newest.id) {
+		if newest == nil || p.id > newest.id {
 			newest = p
 		}
 	}
