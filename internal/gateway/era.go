@@ -22,8 +22,8 @@ import (
 //	modern      legacy       era.ModernOverLegacy over a legacy connection per distinct
 //	                         client capabilities (legacyPool)
 //	legacy      legacy/dual  d.shared or a private upstream per session, native
-//	legacy      modern       era.LegacyOverModern over d.modern; for HTTP servers also dual
-//	                         ones (a stateless HTTP server cannot hold a legacy session)
+//	legacy      modern       era.LegacyOverModern over d.modern (pinned modern, or probed
+//	                         modern-only; a dual-era server serves legacy sessions itself)
 type eraState struct {
 	d        *destination
 	detector *era.Detector
@@ -82,21 +82,15 @@ func (e *eraState) modernNative(ctx context.Context) bool {
 }
 
 // legacyTranslated reports whether legacy sessions are translated onto the
-// server's 2026-07-28 side. stdio servers are probed only once a modern
-// request came (a legacy-only stdio server then costs no second process);
-// HTTP ones at the first session.
+// server's 2026-07-28 side: when the config pins protocol: modern, or a
+// probe (made for a modern client) found a modern-only server. A legacy
+// session never costs a probe: a legacy or dual-era server keeps serving
+// it natively, with its own sessions.
 func (e *eraState) legacyTranslated(ctx context.Context) bool {
 	if e.d.modern == nil {
 		return false
 	}
-	switch e.d.cfg.Type {
-	case config.TypeStdio:
-		return e.detector.Known() == era.Modern
-	case config.TypeStreamableHTTP:
-		v, err := e.detector.Era(ctx)
-		return err == nil && v.ServesModern()
-	}
-	return e.detector.Known() == era.Modern && e.d.cfg.Protocol == config.ProtocolModern
+	return e.detector.Known() == era.Modern
 }
 
 // modernOverLegacy returns the translator for modern clients.

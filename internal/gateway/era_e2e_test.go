@@ -71,7 +71,8 @@ func TestEraModernClientLegacyServer(t *testing.T) {
 
 // TestEraLegacyClientModernServer: the legacy suites through Switchboard in
 // front of the everything-server in stateless mode, a 2026-07-28 server
-// that holds no session (protocol: auto detects it as modern over HTTP).
+// that holds no session, pinned with protocol: modern (probed, it says it is
+// dual-era: it takes initialize too, but cannot hold a legacy session).
 // Switchboard holds the session: initialize from server/discover, the log
 // level and capabilities in each request's _meta, subscriptions from
 // subscriptions/listen (resources-subscribe, -unsubscribe and
@@ -97,7 +98,7 @@ func TestEraLegacyClientModernServer(t *testing.T) {
 		{"0.2.0-alpha.12/2025-11-25", peers.ConformanceNext, []string{"--requirements", "2025-11-25"}, 70},
 	} {
 		t.Run(s.name, func(t *testing.T) {
-			h := startRemote(t, "max_sessions: 500\n", remoteDest{name: "everything", typ: "streamable_http", url: url})
+			h := startRemote(t, "max_sessions: 500\n", remoteDest{name: "everything", typ: "streamable_http", url: url, extra: "protocol: modern"})
 			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 			defer cancel()
 			passed, failed, out, err := peers.RunConformance(ctx, t, s.version, h.url("/everything/mcp"), s.extra...)

@@ -28,7 +28,7 @@ func TestEraRoundTrips(t *testing.T) {
 	bin := peers.EverythingServer(t)
 	url, _ := peers.StartEverythingServer(t, true)
 	h := startAgg(t, "max_sessions: 100\n",
-		remoteDest{name: "modern", typ: "streamable_http", url: url}.yaml(),
+		remoteDest{name: "modern", typ: "streamable_http", url: url, extra: "protocol: modern"}.yaml(),
 		dest{name: "legacy", command: []string{bin}, extra: "protocol: legacy"})
 
 	// Which tool asks for input on which server: the legacy server's
