@@ -163,14 +163,11 @@ func initFor(req *jsonrpc.Message) *jsonrpc.Message {
 	return jsonrpc.NewRequest(json.RawMessage(`0`), "initialize", params)
 }
 
-// legacyRequest is req as a legacy server should see it: without the
-// 2026-07-28 _meta members (the session carries them in that era) and
-// without MRTR params.
-func legacyRequest(req *jsonrpc.Message) *jsonrpc.Message {
-	out := &jsonrpc.Message{ID: req.ID, Method: req.Method}
-	out.Params = withoutMeta(req.Params, MetaProtocolVersion, MetaClientCapabilities, MetaClientInfo, MetaLogLevel)
-	return out
-}
+// legacyRequest is req as a legacy server gets it: as it came. Its
+// 2026-07-28 _meta members stay (_meta is open to any member, and a legacy
+// server reads the era from its session's initialize, so they change
+// nothing); removing them would cost a decode and an encode per call.
+func legacyRequest(req *jsonrpc.Message) *jsonrpc.Message { return req }
 
 // discard is the downstream of a transient member: nothing outlives its
 // one call.

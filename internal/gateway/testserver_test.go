@@ -279,6 +279,20 @@ func (s *testServer) request(ctx context.Context, m *wireMsg) {
 			"serverInfo":   map[string]any{"name": "switchboard-testserver", "version": "1"},
 			"instructions": fmt.Sprintf("pid=%d", os.Getpid()),
 		})
+	case "server/discover":
+		// Dual-era, as the go-sdk servers are: Switchboard serves either
+		// era's clients natively (package era translates only for a
+		// server of one era).
+		s.result(m.ID, map[string]any{
+			"resultType":        "complete",
+			"supportedVersions": []string{"2026-07-28", "2025-11-25"},
+			"capabilities": map[string]any{
+				"tools":     map[string]any{"listChanged": true},
+				"resources": map[string]any{"subscribe": true, "listChanged": true},
+			},
+			"_meta": map[string]any{"io.modelcontextprotocol/serverInfo": map[string]any{"name": "switchboard-testserver", "version": "1"}},
+			"ttlMs": 0, "cacheScope": "private",
+		})
 	case "ping":
 		s.result(m.ID, map[string]any{})
 	case "tools/list":

@@ -147,7 +147,9 @@ func (d *destination) listTools(ctx context.Context, req *jsonrpc.Message) (map[
 		for _, tl := range page.Tools {
 			tools[tl.Name] = streamable.ExtractBindings(tl.InputSchema)
 		}
-		if page.TTLMs != nil && *page.TTLMs >= 0 {
+		// A translated (legacy) server's list carries Switchboard's own
+		// ttlMs 0, which says nothing of the server: the default applies.
+		if page.TTLMs != nil && *page.TTLMs >= 0 && d.eras.modernNative(ctx) {
 			if p := time.Duration(*page.TTLMs) * time.Millisecond; ttl < 0 || p < ttl {
 				ttl = p
 			}
