@@ -115,3 +115,55 @@ func TestEraRoundTrips(t *testing.T) {
 		}
 	}
 }
+
+// TestEraInspector drives MCP Inspector 2.12.0's CLI in each protocol era
+// against a legacy server, a modern one and the aggregated /mcp holding
+// both: tools/list and a tool call complete in every combination. The CLI
+// declares no elicitation capability (it cannot answer one), so the
+// elicitation tool shows the other half of the translation: the client's
+// capabilities, sent per request (modern) or per session (legacy), reach
+// the server of the other era, which refuses to ask for what was not
+// declared. (It has no resources/subscribe either; TestEraRoundTrips
+// covers elicitation and subscriptions with the go-sdk client.)
+func TestEraInspector(t *testing.T) {
+	skipRemoteShort(t)
+	insp := peers.Inspector(t)
+	bin := peers.EverythingServer(t)
+	url, _ := peers.StartEverythingServer(t, true)
+	h := startAgg(t, "max_sessions: 100\n",
+		remoteDest{name: "modern", typ: "streamable_http", url: url, extra: "protocol: modern"}.yaml(),
+		dest{name: "legacy", command: []string{bin}, extra: "protocol: legacy"})
+	home := t.TempDir()
+	run := func(t *testing.T, args ...string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		out, errOut, _ := peers.Run(ctx, t, "", append(append([]string{}, insp...), args...), "HOME="+home)
+		return out + errOut
+	}
+	for _, era := range []string{"legacy", "modern"} {
+		for _, ep := range []struct{ name, path, prefix, elicit, server string }{
+			{"legacy", "/legacy/mcp", "", "test_elicitation", "legacy"},
+			{"modern", "/modern/mcp", "", "test_input_required_result_elicitation", "modern"},
+			{"aggregated", "/mcp", "legacy__", "legacy__test_elicitation", "legacy"},
+			{"aggregated-modern-member", "/mcp", "modern__", "modern__test_input_required_result_elicitation", "modern"},
+		} {
+			t.Run(era+"/"+ep.name, func(t *testing.T) {
+				base := []string{h.url(ep.path), "--protocol-era", era, "--format", "json"}
+				if out := run(t, append(base, "--method", "tools/list")...); !strings.Contains(out, `"name":"`+ep.prefix+`test_simple_text"`) {
+					t.Fatalf("tools/list has no %stest_simple_text:\n%s", ep.prefix, out)
+				}
+				if out := run(t, append(base, "--method", "tools/call", "--tool-name", ep.prefix+"test_simple_text")...); !strings.Contains(out, "This is a simple text response for testing.") {
+					t.Fatalf("tools/call %stest_simple_text:\n%s", ep.prefix, out)
+				}
+				if era == ep.server {
+					return // native: the server's own business
+				}
+				out := run(t, append(base, "--method", "tools/call", "--tool-name", ep.elicit, "--tool-arg", "message=hi")...)
+				if !strings.Contains(out, "did not declare") && !strings.Contains(out, "does not support elicitation") {
+					t.Fatalf("tools/call %s by a client without elicitation: want a refusal naming the capability:\n%s", ep.elicit, out)
+				}
+			})
+		}
+	}
+}
