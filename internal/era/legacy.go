@@ -35,7 +35,7 @@ func (t *LegacyOverModern) Join(ctx context.Context, down upstream.Downstream, i
 	requested, _ := jsonrpc.StringMember(init.Params, "protocolVersion")
 	caps := orEmpty(jsonrpc.Member(init.Params, "capabilities"))
 	info := jsonrpc.Member(init.Params, "clientInfo")
-	s := &legacySession{t: t, down: down, caps: caps, version: ModernVersion, pending: map[string]chan *jsonrpc.Message{}}
+	s := &legacySession{t: t, down: down, caps: caps, version: ModernVersion, pending: map[string]chan *jsonrpc.Message{}, calls: map[string]*legacyCall{}}
 	s.setMeta(info, "")
 
 	ctx, cancel := context.WithTimeout(ctx, t.opts.Timeout)
@@ -101,6 +101,7 @@ type legacySession struct {
 	info    json.RawMessage
 	level   string
 	pending map[string]chan *jsonrpc.Message // server→client requests by the id the client got
+	calls   map[string]*legacyCall           // tools/call, prompts/get, resources/read in flight, by client id
 	subs    []string                         // resources subscribed to
 	listen  session.Call                     // the subscriptions/listen feeding the GET stream
 	left    bool
@@ -173,12 +174,39 @@ func (s *legacySession) Call(ctx context.Context, req *jsonrpc.Message) (session
 	if !inputMethod(req.Method) {
 		return inner, nil
 	}
-	return &legacyCall{s: s, req: fwd, inner: inner}, nil
+	c := &legacyCall{s: s, req: fwd, inner: inner}
+	s.mu.Lock()
+	s.calls[string(req.ID)] = c
+	s.mu.Unlock()
+	return c, nil
 }
 
-// Notify takes a client notification: nothing reaches a stateless server
-// (cancellation is the call's Abandon; roots changes are asked per call).
-func (s *legacySession) Notify(ctx context.Context, n *jsonrpc.Message) error { return nil }
+// Notify takes a client notification. notifications/cancelled of a call
+// in flight closes its upstream stream (a stateless server's
+// cancellation); nothing else reaches a stateless server (roots changes
+// are asked per call).
+func (s *legacySession) Notify(ctx context.Context, n *jsonrpc.Message) error {
+	if n.Method != "notifications/cancelled" {
+		return nil
+	}
+	id := jsonrpc.Member(n.Params, "requestId")
+	s.mu.Lock()
+	c := s.calls[string(id)]
+	s.mu.Unlock()
+	if c != nil {
+		c.cancel(true)
+	}
+	return nil
+}
+
+// done forgets a call that ended.
+func (s *legacySession) done(c *legacyCall) {
+	s.mu.Lock()
+	if s.calls[string(c.req.ID)] == c {
+		delete(s.calls, string(c.req.ID))
+	}
+	s.mu.Unlock()
+}
 
 // Respond takes the client's answer to a server→client request.
 func (s *legacySession) Respond(ctx context.Context, r *jsonrpc.Message) error {
@@ -231,10 +259,11 @@ type legacyCall struct {
 	req   *jsonrpc.Message // as sent upstream (with _meta)
 	inner session.Call
 
-	driving atomic.Bool
-	q       jsonrpc.Queue // the driver's output, once driving
-	ctx     context.Context
-	cancel  context.CancelFunc
+	driving   atomic.Bool
+	cancelled atomic.Bool   // the client cancelled it before any input round
+	q         jsonrpc.Queue // the driver's output, once driving
+	ctx       context.Context
+	stop      context.CancelFunc
 }
 
 func (c *legacyCall) LongLived() bool { return false }
@@ -251,26 +280,47 @@ func (c *legacyCall) Poll() (*jsonrpc.Message, bool) {
 		return c.q.Poll()
 	}
 	m, ended := c.inner.Poll()
-	if m == nil || !m.IsResponse() || m.Result == nil {
+	switch {
+	case m == nil && ended && c.cancelled.CompareAndSwap(true, false):
+		// Cancelled by the client (its notifications/cancelled): the
+		// stream upstream was closed; the client's request still gets
+		// its answer, as from a legacy server.
+		return jsonrpc.NewError(c.req.ID, jsonrpc.Errorf(jsonrpc.RequestRefused, "request cancelled by the client")), false
+	case m == nil:
+		return nil, ended
+	case !m.IsResponse():
+		return m, ended
+	case m.Result == nil:
+		c.s.done(c)
 		return m, ended
 	}
 	if v, _ := jsonrpc.StringMember(m.Result, "resultType"); v != "input_required" {
+		c.s.done(c)
 		return m, ended
 	}
 	c.q.Init(1024)
-	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.ctx, c.stop = context.WithCancel(context.Background())
 	c.driving.Store(true)
 	go c.drive(m)
 	return c.q.Poll()
 }
 
-func (c *legacyCall) Abandon(cancel bool) {
+func (c *legacyCall) Abandon(cancel bool) { c.cancel(false) }
+
+// cancel stops the call upstream; byClient (notifications/cancelled)
+// leaves the client an error answer to read.
+func (c *legacyCall) cancel(byClient bool) {
+	c.s.done(c)
 	if c.driving.Load() {
-		c.cancel()
+		c.stop()
+		if byClient {
+			c.q.PushLast(jsonrpc.NewError(c.req.ID, jsonrpc.Errorf(jsonrpc.RequestRefused, "request cancelled by the client")))
+		}
 		c.q.Close()
 		return
 	}
-	c.inner.Abandon(cancel)
+	c.cancelled.Store(byClient)
+	c.inner.Abandon(true)
 }
 
 // maxRounds bounds the input rounds of one call.
@@ -278,7 +328,8 @@ const maxRounds = 32
 
 // drive answers input_required results until the final one.
 func (c *legacyCall) drive(first *jsonrpc.Message) {
-	defer c.cancel()
+	defer c.stop()
+	defer c.s.done(c)
 	resp := first
 	for round := 0; ; round++ {
 		if round >= maxRounds {
