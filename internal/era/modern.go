@@ -269,12 +269,11 @@ func (c *call) Poll() (*jsonrpc.Message, bool) {
 		switch {
 		case m.IsResponse():
 			c.finish()
-			out := *m
-			out.ID = c.clientID
+			m.ID = c.clientID // the message is this call's alone
 			if m.Result != nil {
-				out.Result = amendResult(m.Result, c.method)
+				m.Result = amendResult(m.Result, c.method)
 			}
-			return &out, false
+			return m, false
 		case m.IsRequest():
 			if r := c.serverRequest(m); r != nil {
 				return r, false
@@ -291,13 +290,23 @@ func (c *call) Poll() (*jsonrpc.Message, bool) {
 // that returns MRTR fields itself (a dual-era SDK shim's later rounds)
 // gets its result marked input_required.
 func amendResult(res []byte, method string) []byte {
-	if inputMethod(method) && jsonrpc.Member(res, "inputRequests") != nil {
+	if inputMethod(method) && hasMember(res, "inputRequests") {
 		return ensureMembers(res, [2]string{"resultType", `"input_required"`})
 	}
 	if cacheable(method) {
 		return ensureMembers(res, [2]string{"resultType", `"complete"`}, [2]string{"ttlMs", "0"}, [2]string{"cacheScope", `"private"`})
 	}
-	return ensureMembers(res, [2]string{"resultType", `"complete"`})
+	if hasMember(res, "resultType") {
+		return res
+	}
+	return prependMembers(res, resultComplete) // the common case: one copy, nothing else
+}
+
+var resultComplete = []byte(`"resultType":"complete"`)
+
+func hasMember(obj []byte, key string) bool {
+	_, _, _, ok := jsonrpc.Lookup(obj, key)
+	return ok
 }
 
 // gatherWindow is how long a call that raised a server→client request

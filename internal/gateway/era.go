@@ -121,8 +121,13 @@ type legacyPool struct {
 
 	mu     sync.Mutex
 	ups    map[string]*pooled // guarded by mu; by canonical capabilities
+	keys   map[string]string  // guarded by mu; raw capabilities → canonical (bounded)
 	closed bool               // guarded by mu
 }
+
+// maxKeys bounds legacyPool.keys: spellings of capabilities beyond it are
+// canonicalised per call.
+const maxKeys = 256
 
 type pooled struct {
 	up   *upstream.Upstream
@@ -130,7 +135,21 @@ type pooled struct {
 }
 
 func (p *legacyPool) Join(ctx context.Context, down upstream.Downstream, init *jsonrpc.Message) (session.Backend, *jsonrpc.Message, error) {
-	key := canonicalJSON(jsonrpc.Member(init.Params, "capabilities"))
+	raw := jsonrpc.Member(init.Params, "capabilities")
+	p.mu.Lock()
+	key, known := p.keys[string(raw)]
+	p.mu.Unlock()
+	if !known {
+		key = canonicalJSON(raw)
+		p.mu.Lock()
+		if p.keys == nil {
+			p.keys = map[string]string{}
+		}
+		if len(p.keys) < maxKeys {
+			p.keys[string(raw)] = key
+		}
+		p.mu.Unlock()
+	}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
