@@ -264,3 +264,48 @@ func TestModernResumeErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestLegacyRequestDropsVersion(t *testing.T) {
+	for _, in := range []string{
+		`{"name":"t","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}`,
+		`{"name":"t","_meta":{"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`,
+		`{"name":"t","_meta":{ "io.modelcontextprotocol/protocolVersion" : "2026-07-28" }}`,
+		`{"name":"t","_meta":{"io.modelcontextprotocol\u002fprotocolVersion":"2026-07-28","progressToken":1}}`,
+	} {
+		req := jsonrpc.NewRequest(json.RawMessage(`1`), "tools/call", json.RawMessage(in))
+		out := legacyRequest(req)
+		if !json.Valid(out.Params) {
+			t.Fatalf("%s → invalid %s", in, out.Params)
+		}
+		if _, ok := out.MetaString(MetaProtocolVersion); ok {
+			t.Errorf("%s → still has protocolVersion: %s", in, out.Params)
+		}
+		if n, _ := jsonrpc.StringMember(out.Params, "name"); n != "t" {
+			t.Errorf("%s → lost name: %s", in, out.Params)
+		}
+	}
+}
+
+// FuzzRemoveMember: removing a member found by Lookup leaves valid JSON
+// without it.
+func FuzzRemoveMember(f *testing.F) {
+	for _, s := range []string{`{"k":1}`, `{"a":1,"k":2}`, `{"k":[1],"b":2}`, `{ "a" : 1 , "k" : "x" }`, `{"k\u0000":1,"k":2}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		if !json.Valid([]byte(in)) {
+			return
+		}
+		_, s, e, ok := jsonrpc.Lookup([]byte(in), "k")
+		if !ok {
+			return
+		}
+		out, ok := removeMember([]byte(in), "k", s, e)
+		if !ok {
+			return
+		}
+		if !json.Valid(out) {
+			t.Fatalf("removeMember(%q) = %q: invalid", in, out)
+		}
+	})
+}

@@ -158,3 +158,43 @@ func (c *fixedCall) Poll() (*jsonrpc.Message, bool) { return c.q.Poll() }
 func (c *fixedCall) Ready() <-chan struct{}         { return c.q.Ready() }
 func (c *fixedCall) Abandon(bool)                   {}
 func (c *fixedCall) LongLived() bool                { return false }
+
+// removeMember returns obj without the member key whose value spans
+// obj[s:e] (offsets from a Lookup), with the comma that separated it. ok
+// is false when the bytes before the value are not "key": literally (an
+// escaped key); obj is then returned unchanged.
+func removeMember(obj []byte, key string, s, e int) ([]byte, bool) {
+	i := s - 1
+	for i >= 0 && isWS(obj[i]) {
+		i--
+	}
+	if i < 0 || obj[i] != ':' {
+		return obj, false
+	}
+	i--
+	for i >= 0 && isWS(obj[i]) {
+		i--
+	}
+	q := jsonrpc.Quote(key)
+	ks := i + 1 - len(q)
+	if ks < 0 || string(obj[ks:i+1]) != string(q) {
+		return obj, false
+	}
+	start, end := ks, e
+	if j := skipWS(obj, e); j < len(obj) && obj[j] == ',' {
+		end = j + 1 // "key":v, → gone with its comma
+	} else {
+		k := ks - 1
+		for k >= 0 && isWS(obj[k]) {
+			k--
+		}
+		if k >= 0 && obj[k] == ',' {
+			start = k // ,"key":v (the last member) → gone with the comma before
+		}
+	}
+	out := make([]byte, 0, len(obj)-(end-start))
+	out = append(out, obj[:start]...)
+	return append(out, obj[end:]...), true
+}
+
+func isWS(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }

@@ -163,11 +163,23 @@ func initFor(req *jsonrpc.Message) *jsonrpc.Message {
 	return jsonrpc.NewRequest(json.RawMessage(`0`), "initialize", params)
 }
 
-// legacyRequest is req as a legacy server gets it: as it came. Its
-// 2026-07-28 _meta members stay (_meta is open to any member, and a legacy
-// server reads the era from its session's initialize, so they change
-// nothing); removing them would cost a decode and an encode per call.
-func legacyRequest(req *jsonrpc.Message) *jsonrpc.Message { return req }
+// legacyRequest is req as a legacy server gets it: without _meta's
+// protocolVersion, which marks a request as 2026-07-28 (to an HTTP
+// upstream connection too, which would send it without the session). The
+// other 2026-07-28 _meta members stay: _meta is open to any member, and a
+// legacy server reads the era from its session's initialize; removing
+// them would cost a decode and an encode per call.
+func legacyRequest(req *jsonrpc.Message) *jsonrpc.Message {
+	_, s, e, ok := req.LookupMeta(MetaProtocolVersion)
+	if !ok {
+		return req
+	}
+	params, ok := removeMember(req.Params, MetaProtocolVersion, s, e)
+	if !ok {
+		params = withoutMeta(req.Params, MetaProtocolVersion) // an escaped key: the slow way
+	}
+	return &jsonrpc.Message{ID: req.ID, Method: req.Method, Params: params}
+}
 
 // discard is the downstream of a transient member: nothing outlives its
 // one call.

@@ -20,8 +20,8 @@ import (
 
 // BenchmarkEra compares the translated path of each client era with its
 // native one: a 64 B echo tools/call, about 16 calls in flight, through a
-// stdio server (the test binary's own, which answers either era's
-// requests). The destination's protocol setting picks the path:
+// stdio server (the test binary's own in mode dual, which answers either
+// era's requests and server/discover). The destination's protocol setting picks the path:
 //
 //	modern/native      protocol: modern   2026-07-28 requests go to the server as they are
 //	modern/translated  protocol: legacy   … through era.ModernOverLegacy (a legacy member per call)
@@ -113,7 +113,7 @@ destinations:
     type: stdio
     command: [%q]
     protocol: %s
-    env: {SWITCHBOARD_TEST_SERVER: plain, GORACE: atexit_sleep_ms=0}
+    env: {SWITCHBOARD_TEST_SERVER: dual, GORACE: atexit_sleep_ms=0}
 `, exe, protocol)
 	cfg, err := config.Parse([]byte(yaml), "bench.yaml")
 	if err != nil {

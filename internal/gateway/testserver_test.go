@@ -280,9 +280,13 @@ func (s *testServer) request(ctx context.Context, m *wireMsg) {
 			"instructions": fmt.Sprintf("pid=%d", os.Getpid()),
 		})
 	case "server/discover":
-		// Dual-era, as the go-sdk servers are: Switchboard serves either
-		// era's clients natively (package era translates only for a
-		// server of one era).
+		if s.mode != "dual" {
+			// A legacy server (its tools send server→client requests).
+			s.fail(m.ID, -32601, "method not found: "+m.Method)
+			return
+		}
+		// Mode dual (BenchmarkEra): the server answers either era's
+		// requests (its tools that ask for input are not used there).
 		s.result(m.ID, map[string]any{
 			"resultType":        "complete",
 			"supportedVersions": []string{"2026-07-28", "2025-11-25"},
