@@ -342,8 +342,10 @@ func (c *call) serverRequest(m *jsonrpc.Message) *jsonrpc.Message {
 	defer timer.Stop()
 gather:
 	for {
-		more, _ := c.inner.Poll()
+		more, ended := c.inner.Poll()
 		switch {
+		case more == nil && ended:
+			break gather // the connection ended: the parked call fails on retry
 		case more == nil:
 			select {
 			case <-c.inner.Ready():
