@@ -170,7 +170,7 @@ func (d *destination) listTools(ctx context.Context, req *jsonrpc.Message) (map[
 // roundTrip sends one stateless request through the modern upstream and
 // returns its result. Related notifications are dropped.
 func (d *destination) roundTrip(ctx context.Context, req *jsonrpc.Message) (json.RawMessage, error) {
-	c, err := d.Stateless(ctx, req) // translated for a legacy server
+	c, err := d.stateless(ctx, req) // era-aware (translated for a legacy server), outside the limits
 	if err != nil {
 		return nil, err
 	}
