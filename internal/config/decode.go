@@ -301,6 +301,8 @@ func (d *decoder) destination(name string, n *yaml.Node, path string) *Destinati
 			d.setString(&dst.Isolation, v, path, scope{})
 		case "legacy_sse":
 			d.setBool(&dst.LegacySSE, v, path)
+		case "protocol":
+			d.setString(&dst.Protocol, v, path, scope{})
 		case "url":
 			d.setString(&dst.URL, v, path, secret)
 		case "headers":

@@ -174,6 +174,15 @@ func (d *decoder) validateDestination(dst *Destination, p string) {
 	default:
 		d.errorAt(p+".type", p, "unknown type %q: want stdio, streamable_http, sse or agentcore", dst.Type)
 	}
+	switch dst.Protocol {
+	case "", ProtocolAuto, ProtocolLegacy:
+	case ProtocolModern:
+		if dst.Type == TypeSSE {
+			d.errorAt(p+".protocol", p, "protocol modern is not valid for type sse (HTTP+SSE is a legacy transport)")
+		}
+	default:
+		d.errorAt(p+".protocol", p, "unknown protocol %q: want auto, legacy or modern", dst.Protocol)
+	}
 	if dst.Type != TypeAgentCore {
 		d.notValid(p, dst.Type, []field{
 			{"arn", dst.ARN != ""},

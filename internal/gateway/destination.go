@@ -41,6 +41,8 @@ type destination struct {
 	dialer func(forward http.Header) upstream.Dialer
 	newUp  func(dial upstream.Dialer, shared bool, era upstream.Era) *upstream.Upstream
 
+	log    *slog.Logger       // the destination's operational log
+	eras   *eraState          // protocol-era detection and translation (era.go)
 	aws    *awsClient         // the signing client of an HTTP type with an aws block; else nil
 	shared *upstream.Upstream // nil unless stdio with isolation shared
 	modern *upstream.Upstream // nil for legacy sse destinations
@@ -80,6 +82,7 @@ func newDestination(cfg *config.Destination, global *config.Config, log *slog.Lo
 	d := &destination{name: cfg.Name, cfg: cfg, private: map[*upstream.Upstream]struct{}{}}
 	d.childIdle.Store(int64(global.SessionChildIdleTimeout))
 	dlog := log.With("destination", cfg.Name)
+	d.log = dlog
 	maxMsg := int(global.MaxMessageBytes)
 	switch cfg.Type {
 	case config.TypeStdio:
@@ -133,8 +136,10 @@ func newDestination(cfg *config.Destination, global *config.Config, log *slog.Lo
 			Name: cfg.Name, Dial: dial, Shared: shared, Era: era,
 			RestartDelays: delays, HandshakeTimeout: timeout, Logger: log,
 			RetryFailedAfter: global.Restart.RetryAfter, RetryFailedMax: global.Restart.RetryMax,
+			OnState: d.eras.restarted,
 		})
 	}
+	d.eras = newEraState(d, cfg, timeout)
 	if cfg.Type == config.TypeStdio && cfg.Isolation != config.IsolationSession {
 		d.shared = d.newUp(d.dialer(nil), true, upstream.Legacy)
 	}
@@ -181,8 +186,12 @@ func (d *destination) Open(ctx context.Context, s *session.Session, init *jsonrp
 }
 
 // Join attaches a downstream (a session, or an aggregating router's member
-// slot) and returns its backend and the InitializeResult response.
+// slot) and returns its backend and the InitializeResult response. A
+// modern-only server gets the session translated (era.go).
 func (d *destination) Join(ctx context.Context, down upstream.Downstream, init *jsonrpc.Message) (session.Backend, *jsonrpc.Message, error) {
+	if d.eras.legacyTranslated(ctx) {
+		return d.eras.legacyOverModern().Join(ctx, down, init)
+	}
 	up := d.shared
 	var owned *upstream.Upstream
 	if up == nil {
@@ -217,12 +226,27 @@ func (d *destination) Join(ctx context.Context, down upstream.Downstream, init *
 // (*session.Session, an aggregated session's member slot).
 type idleSetter interface{ SetIdle(time.Duration) }
 
-// Stateless sends a 2026-07-28 request.
+// Stateless sends a 2026-07-28 request: to the server itself when it
+// speaks that era, else translated onto its legacy side (era.go).
 func (d *destination) Stateless(ctx context.Context, req *jsonrpc.Message) (session.Call, error) {
 	return d.limits.Load().Send(ctx, req, d.stateless)
 }
 
+// stateless sends it to the server itself when it speaks that era, else
+// translated onto its legacy side (era.go).
 func (d *destination) stateless(ctx context.Context, req *jsonrpc.Message) (session.Call, error) {
+	if !d.eras.modernNative(ctx) {
+		t, err := d.eras.modernOverLegacy()
+		if err != nil {
+			return nil, err
+		}
+		return t.Stateless(ctx, req)
+	}
+	return d.nativeStateless(ctx, req)
+}
+
+// nativeStateless sends a 2026-07-28 request to the server as it is.
+func (d *destination) nativeStateless(ctx context.Context, req *jsonrpc.Message) (session.Call, error) {
 	if d.modern == nil {
 		return nil, jsonrpc.Errorf(jsonrpc.UnsupportedProtocolVersion,
 			"destination %s is a legacy HTTP+SSE server; send initialize (protocol 2025-11-25 or earlier)", d.name)
@@ -277,6 +301,7 @@ func (d *destination) Close(ctx context.Context) {
 	for _, up := range ups {
 		wg.Go(func() { _ = up.Close(ctx) })
 	}
+	wg.Go(func() { d.eras.close(ctx) })
 	wg.Wait()
 	d.releasing.Wait() // an up.Close that lost the race to release's returned at once
 	d.aws.close()

@@ -279,6 +279,24 @@ func (s *testServer) request(ctx context.Context, m *wireMsg) {
 			"serverInfo":   map[string]any{"name": "switchboard-testserver", "version": "1"},
 			"instructions": fmt.Sprintf("pid=%d", os.Getpid()),
 		})
+	case "server/discover":
+		if s.mode != "dual" {
+			// A legacy server (its tools send server→client requests).
+			s.fail(m.ID, -32601, "method not found: "+m.Method)
+			return
+		}
+		// Mode dual (BenchmarkEra): the server answers either era's
+		// requests (its tools that ask for input are not used there).
+		s.result(m.ID, map[string]any{
+			"resultType":        "complete",
+			"supportedVersions": []string{"2026-07-28", "2025-11-25"},
+			"capabilities": map[string]any{
+				"tools":     map[string]any{"listChanged": true},
+				"resources": map[string]any{"subscribe": true, "listChanged": true},
+			},
+			"_meta": map[string]any{"io.modelcontextprotocol/serverInfo": map[string]any{"name": "switchboard-testserver", "version": "1"}},
+			"ttlMs": 0, "cacheScope": "private",
+		})
 	case "ping":
 		s.result(m.ID, map[string]any{})
 	case "tools/list":

@@ -63,9 +63,6 @@ type toolsFetch struct {
 // a tool missing from a fresh cache, or any tool once the cache is stale,
 // costs one tools/list walk, shared by concurrent callers.
 func (d *destination) paramHeaders(ctx context.Context, req *jsonrpc.Message, tool string) ([]streamable.ParamBinding, error) {
-	if d.modern == nil {
-		return nil, nil // a legacy sse destination: Stateless refuses the call anyway
-	}
 	t := &d.toolHeaders
 	t.mu.Lock()
 	if t.tools != nil && time.Now().Before(t.expires) {
@@ -150,7 +147,9 @@ func (d *destination) listTools(ctx context.Context, req *jsonrpc.Message) (map[
 		for _, tl := range page.Tools {
 			tools[tl.Name] = streamable.ExtractBindings(tl.InputSchema)
 		}
-		if page.TTLMs != nil && *page.TTLMs >= 0 {
+		// A translated (legacy) server's list carries Switchboard's own
+		// ttlMs 0, which says nothing of the server: the default applies.
+		if page.TTLMs != nil && *page.TTLMs >= 0 && d.eras.modernNative(ctx) {
 			if p := time.Duration(*page.TTLMs) * time.Millisecond; ttl < 0 || p < ttl {
 				ttl = p
 			}
@@ -171,7 +170,7 @@ func (d *destination) listTools(ctx context.Context, req *jsonrpc.Message) (map[
 // roundTrip sends one stateless request through the modern upstream and
 // returns its result. Related notifications are dropped.
 func (d *destination) roundTrip(ctx context.Context, req *jsonrpc.Message) (json.RawMessage, error) {
-	c, err := d.modern.CallStateless(ctx, req)
+	c, err := d.stateless(ctx, req) // era-aware (translated for a legacy server), outside the limits
 	if err != nil {
 		return nil, err
 	}

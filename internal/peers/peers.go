@@ -176,6 +176,18 @@ func InspectorCLI(t testing.TB) (argv []string, dir string) {
 	return []string{node, js}, filepath.Dir(js)
 }
 
+// Inspector returns the argv prefix of @modelcontextprotocol/inspector 2.12.0's CLI mode, which
+// speaks both protocol eras: append the target and options, e.g.
+//
+//	argv + {"http://127.0.0.1:PORT/x/mcp", "--protocol-era", "modern", "--method", "tools/list", "--format", "json"}
+func Inspector(t testing.TB) []string {
+	t.Helper()
+	node := Node(t)
+	needVersion(t, "inspector2", "@modelcontextprotocol/inspector", "2.12.0")
+	js := need(t, "inspector 2.12.0", "inspector2/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js", false)
+	return []string{node, js, "--cli"}
+}
+
 // ServerEverythingTS returns the argv that runs the TypeScript reference server
 // (@modelcontextprotocol/server-everything) over stdio: {node, .../dist/index.js, "stdio"}.
 // (Its HTTP modes listen on all interfaces, so only stdio is offered.)

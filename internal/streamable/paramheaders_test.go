@@ -516,6 +516,10 @@ func TestFakeToolsServerProcess(t *testing.T) {
 		}
 		var result any
 		switch m.Method {
+		case "server/discover":
+			// A modern-only server (Switchboard probes its era with this).
+			result = map[string]any{"resultType": "complete", "supportedVersions": []string{"2026-07-28"},
+				"capabilities": map[string]any{"tools": map[string]any{}}, "ttlMs": 0, "cacheScope": "public"}
 		case "tools/list":
 			lists++
 			page := map[string]any{"resultType": "complete", "cacheScope": "public"}

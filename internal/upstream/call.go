@@ -30,6 +30,12 @@ type Call struct {
 	local        bool // answered by Switchboard without the server
 	subscription bool // subscriptions/listen: long-lived, never times out
 
+	// parked is set while the call waits for a client that was handed
+	// the server's request as a 2026-07-28 input_required result (package
+	// era): the server waits on that answer, so a new server→client
+	// request is not this call's.
+	parked atomic.Bool
+
 	// detached is set once nobody reads q: related messages then go to the
 	// member's listen stream, and the response is dropped.
 	detached atomic.Bool
@@ -40,6 +46,9 @@ type Call struct {
 	sent time.Time
 	took time.Duration
 }
+
+// SetParked marks the call as waiting for a client's input (see parked).
+func (c *Call) SetParked(on bool) { c.parked.Store(on) }
 
 // Method returns the request's method.
 func (c *Call) Method() string { return c.method }

@@ -125,14 +125,16 @@ func hasMethod(prefix []byte) bool {
 func (u *Upstream) owner() (m *Member, c *Call, why ownerProblem) {
 	var newest *Call
 	for _, p := range u.pending {
-		if p.internal {
+		if p.internal || p.parked.Load() || p.subscription {
+			// A subscription stream never carries progress, log
+			// messages or requests (2026-07-28); a parked call's server
+			// waits for its client.
 			continue
 		}
 		if newest != nil && (p.member == nil || p.member != newest.member) {
 			return nil, nil, severalOwners
 		}
-		if newest == nil || (newest.subscription && !p.subscription) ||
-			(newest.subscription == p.subscription && p.id > newest.id) {
+		if newest == nil || p.id > newest.id {
 			newest = p
 		}
 	}
@@ -244,6 +246,22 @@ func (u *Upstream) reply(m *jsonrpc.Message) {
 }
 
 func (u *Upstream) notification(msg *jsonrpc.Message) {
+	// 2026-07-28 subscription streams tag their notifications (resources/
+	// updated included: it belongs to the stream, not to legacy members).
+	// Progress and log messages never travel on them.
+	if msg.Method != "notifications/progress" && msg.Method != "notifications/message" {
+		if sid, s, e, ok := jsonrpc.Lookup(msg.Params, "_meta", subscriptionIDKey); ok {
+			id, _ := jsonrpc.ParseIntID(sid)
+			u.mu.Lock()
+			c := u.pending[id]
+			u.mu.Unlock()
+			if c != nil {
+				out := &jsonrpc.Message{Method: msg.Method, Params: jsonrpc.Splice(msg.Params, s, e, c.clientID)}
+				c.deliver(out)
+			}
+			return
+		}
+	}
 	switch msg.Method {
 	case "notifications/progress":
 		u.progress(msg)
@@ -287,18 +305,6 @@ func (u *Upstream) notification(msg *jsonrpc.Message) {
 		if target != nil {
 			out := &jsonrpc.Message{Method: msg.Method, Params: jsonrpc.Splice(msg.Params, s, e, jsonrpc.IntID(down))}
 			target.member.d.Deliver(out)
-		}
-		return
-	}
-	// 2026-07-28 subscription streams tag their notifications.
-	if sid, s, e, ok := jsonrpc.Lookup(msg.Params, "_meta", subscriptionIDKey); ok {
-		id, _ := jsonrpc.ParseIntID(sid)
-		u.mu.Lock()
-		c := u.pending[id]
-		u.mu.Unlock()
-		if c != nil {
-			out := &jsonrpc.Message{Method: msg.Method, Params: jsonrpc.Splice(msg.Params, s, e, c.clientID)}
-			c.deliver(out)
 		}
 		return
 	}

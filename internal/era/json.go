@@ -1,0 +1,200 @@
+package era
+
+import (
+	"encoding/json"
+
+	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+)
+
+// Reserved _meta keys of 2026-07-28 requests and results.
+const (
+	MetaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	MetaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	MetaClientInfo         = "io.modelcontextprotocol/clientInfo"
+	MetaLogLevel           = "io.modelcontextprotocol/logLevel"
+	MetaServerInfo         = "io.modelcontextprotocol/serverInfo"
+	MetaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
+)
+
+// ModernVersion is the protocol version of the stateless era.
+const ModernVersion = "2026-07-28"
+
+// skipWS returns the index of the first non-space byte of b at or after i.
+func skipWS(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// prependMembers inserts members (`"k":v,"k2":v2`, no braces) at the start
+// of the JSON object obj and returns the new object. A nil, empty or
+// non-object obj becomes {members}.
+func prependMembers(obj []byte, members []byte) []byte {
+	i := skipWS(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		out := make([]byte, 0, len(members)+2)
+		out = append(out, '{')
+		out = append(out, members...)
+		return append(out, '}')
+	}
+	j := skipWS(obj, i+1)
+	empty := j < len(obj) && obj[j] == '}'
+	out := make([]byte, 0, len(obj)+len(members)+1)
+	out = append(out, obj[:i+1]...)
+	out = append(out, members...)
+	if !empty {
+		out = append(out, ',')
+	}
+	return append(out, obj[i+1:]...)
+}
+
+// withMeta returns params with the given _meta members (`"k":v,…`) added
+// in front of its own _meta members (creating _meta when absent). Members
+// the params already carry with the same key are left as they are and come
+// after, so a JSON parser that keeps the last duplicate keeps the client's.
+func withMeta(params []byte, members []byte) []byte {
+	if _, s, e, ok := jsonrpc.Lookup(params, "_meta"); ok {
+		return jsonrpc.Splice(params, s, e, prependMembers(params[s:e], members))
+	}
+	field := make([]byte, 0, len(members)+10)
+	field = append(field, `"_meta":{`...)
+	field = append(field, members...)
+	field = append(field, '}')
+	return prependMembers(params, field)
+}
+
+// withoutMeta returns params with the named _meta keys removed (the
+// original when none is there). It decodes only _meta.
+func withoutMeta(params []byte, keys ...string) []byte {
+	raw, s, e, ok := jsonrpc.Lookup(params, "_meta")
+	if !ok {
+		return params
+	}
+	var meta map[string]json.RawMessage
+	if json.Unmarshal(raw, &meta) != nil {
+		return params
+	}
+	n := len(meta)
+	for _, k := range keys {
+		delete(meta, k)
+	}
+	if len(meta) == n {
+		return params
+	}
+	return jsonrpc.Splice(params, s, e, jsonrpc.Marshal(meta))
+}
+
+// withoutMember returns obj without its top-level member key (decoding the
+// object once); the original when it has none.
+func withoutMembers(obj []byte, keys ...string) []byte {
+	found := false
+	for _, k := range keys {
+		if _, _, _, ok := jsonrpc.Lookup(obj, k); ok {
+			found = true
+		}
+	}
+	if !found {
+		return obj
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(obj, &m) != nil {
+		return obj
+	}
+	for _, k := range keys {
+		delete(m, k)
+	}
+	return jsonrpc.Marshal(m)
+}
+
+// ensureMembers adds to the result object each member of defaults
+// (key, raw JSON) it lacks, in front.
+func ensureMembers(obj []byte, defaults ...[2]string) []byte {
+	var add []byte
+	for _, d := range defaults {
+		if _, _, _, ok := jsonrpc.Lookup(obj, d[0]); ok {
+			continue
+		}
+		if len(add) > 0 {
+			add = append(add, ',')
+		}
+		add = append(add, jsonrpc.Quote(d[0])...)
+		add = append(add, ':')
+		add = append(add, d[1]...)
+	}
+	if add == nil {
+		return obj
+	}
+	return prependMembers(obj, add)
+}
+
+// result returns a Call holding one response.
+func result(req *jsonrpc.Message, res json.RawMessage) *fixedCall {
+	return newFixed(jsonrpc.NewResult(req.ID, res))
+}
+
+// failure returns a Call holding one error response.
+func failure(req *jsonrpc.Message, e *jsonrpc.Error) *fixedCall {
+	return newFixed(jsonrpc.NewError(req.ID, e))
+}
+
+// fixedCall is a session.Call whose messages are known already.
+type fixedCall struct{ q jsonrpc.Queue }
+
+func newFixed(msgs ...*jsonrpc.Message) *fixedCall {
+	c := &fixedCall{}
+	c.q.Init(len(msgs) + 1)
+	for i, m := range msgs {
+		if i == len(msgs)-1 {
+			c.q.PushLast(m)
+		} else {
+			c.q.Push(m, true)
+		}
+	}
+	return c
+}
+
+func (c *fixedCall) Poll() (*jsonrpc.Message, bool) { return c.q.Poll() }
+func (c *fixedCall) Ready() <-chan struct{}         { return c.q.Ready() }
+func (c *fixedCall) Abandon(bool)                   {}
+func (c *fixedCall) LongLived() bool                { return false }
+
+// removeMember returns obj without the member key whose value spans
+// obj[s:e] (offsets from a Lookup), with the comma that separated it. ok
+// is false when the bytes before the value are not "key": literally (an
+// escaped key); obj is then returned unchanged.
+func removeMember(obj []byte, key string, s, e int) ([]byte, bool) {
+	i := s - 1
+	for i >= 0 && isWS(obj[i]) {
+		i--
+	}
+	if i < 0 || obj[i] != ':' {
+		return obj, false
+	}
+	i--
+	for i >= 0 && isWS(obj[i]) {
+		i--
+	}
+	q := jsonrpc.Quote(key)
+	ks := i + 1 - len(q)
+	if ks < 0 || string(obj[ks:i+1]) != string(q) {
+		return obj, false
+	}
+	start, end := ks, e
+	if j := skipWS(obj, e); j < len(obj) && obj[j] == ',' {
+		end = j + 1 // "key":v, → gone with its comma
+	} else {
+		k := ks - 1
+		for k >= 0 && isWS(obj[k]) {
+			k--
+		}
+		if k >= 0 && obj[k] == ',' {
+			start = k // ,"key":v (the last member) → gone with the comma before
+		}
+	}
+	out := make([]byte, 0, len(obj)-(end-start))
+	out = append(out, obj[:start]...)
+	return append(out, obj[end:]...), true
+}
+
+func isWS(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }

@@ -1,0 +1,162 @@
+package era
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/session"
+)
+
+// parked is an upstream call waiting for the client's answer to a
+// server→client request, which the client got as input_required.
+type parked struct {
+	method, name string // what the state is bound to: the retry must match
+	b            session.Backend
+	inner        session.Call
+	reqs         []pendingRequest // the server's requests the client is asked
+
+	token string      // guarded by states.mu
+	timer *time.Timer // guarded by states.mu
+}
+
+// states holds the parked calls by requestState token: at most max, each
+// for at most ttl, after which its upstream call is cancelled.
+type states struct {
+	max int
+	ttl time.Duration
+
+	mu     sync.Mutex
+	m      map[string]*parked
+	closed bool
+}
+
+func newStates(max int, ttl time.Duration) *states {
+	return &states{max: max, ttl: ttl, m: map[string]*parked{}}
+}
+
+// pendingRequest is one server→client request of a parked call.
+type pendingRequest struct {
+	key string           // its key in inputRequests / inputResponses
+	req *jsonrpc.Message // with the id the member gave it
+}
+
+// add appends a server request under a key named for its method
+// (elicitation, sampling, roots; elicitation_2, … for more of a kind).
+func (p *parked) add(m *jsonrpc.Message) {
+	base := inputKey(m.Method)
+	key := base
+	for n := 2; ; n++ {
+		taken := false
+		for _, r := range p.reqs {
+			if r.key == key {
+				taken = true
+			}
+		}
+		if !taken {
+			break
+		}
+		key = fmt.Sprintf("%s_%d", base, n)
+	}
+	p.reqs = append(p.reqs, pendingRequest{key: key, req: m})
+}
+
+// tokenPrefix starts every requestState Switchboard mints; any other is the
+// server's own and passes through.
+const tokenPrefix = "sb1."
+
+func isToken(s string) bool { return len(s) > len(tokenPrefix) && s[:len(tokenPrefix)] == tokenPrefix }
+
+var errTooMany = errors.New("too many requests are waiting for input")
+
+// park stores p under a new token and returns it.
+func (s *states) park(p *parked) (string, error) {
+	var b [18]byte
+	_, _ = rand.Read(b[:])
+	token := tokenPrefix + base64.RawURLEncoding.EncodeToString(b[:])
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return "", errors.New("shutting down")
+	}
+	if len(s.m) >= s.max {
+		return "", fmt.Errorf("%w (%d)", errTooMany, s.max)
+	}
+	p.token = token
+	s.m[token] = p
+	p.timer = time.AfterFunc(s.ttl, func() { s.expire(token, p) })
+	setParked(p.inner, true)
+	return token, nil
+}
+
+// take removes and returns the call parked under token, when the retry is
+// for the same method and name; else nil and why.
+func (s *states) take(token, method, name string) (*parked, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.m[token]
+	switch {
+	case p == nil:
+		return nil, "unknown, expired or already used"
+	case p.method != method || p.name != name:
+		return nil, fmt.Sprintf("issued for %s %q, not %s %q", p.method, p.name, method, name)
+	}
+	delete(s.m, token)
+	p.timer.Stop()
+	return p, ""
+}
+
+// expire drops p if it is still parked under token.
+func (s *states) expire(token string, p *parked) {
+	s.mu.Lock()
+	live := s.m[token] == p
+	if live {
+		delete(s.m, token)
+	}
+	s.mu.Unlock()
+	if live {
+		s.drop(p)
+	}
+}
+
+// drop cancels p's upstream call and ends its member.
+func (s *states) drop(p *parked) {
+	setParked(p.inner, false)
+	p.inner.Abandon(true)
+	p.b.Leave()
+}
+
+func (s *states) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.m)
+}
+
+func (s *states) close() {
+	s.mu.Lock()
+	s.closed = true
+	all := s.m
+	s.m = map[string]*parked{}
+	s.mu.Unlock()
+	for _, p := range all {
+		p.timer.Stop()
+		s.drop(p)
+	}
+}
+
+// parker is an upstream call that can be marked as waiting for a client
+// (*upstream.Call): while parked it does not count as the call in flight
+// that a server→client request belongs to.
+type parker interface{ SetParked(bool) }
+
+func setParked(c session.Call, on bool) {
+	if p, ok := c.(parker); ok {
+		p.SetParked(on)
+	}
+}
+
+func unpark(c session.Call) { setParked(c, false) }
