@@ -642,9 +642,13 @@ func TestCloseWhileWriteBlocked(t *testing.T) {
 	next(t, r)
 	werr := make(chan error, 1)
 	go func() { werr <- p.Write(bytes.Repeat([]byte("x"), 4<<20)) }() // far more than a pipe holds
-	// Wait (deadline polling) until the Write is under way: it holds wmu.
-	for deadline := time.Now().Add(3 * time.Second); p.wmu.TryLock(); {
-		p.wmu.Unlock()
+	// Wait (deadline polling) until the Write is under way.
+	writing := func() bool {
+		p.wmu.Lock()
+		defer p.wmu.Unlock()
+		return p.writing
+	}
+	for deadline := time.Now().Add(3 * time.Second); !writing(); {
 		if time.Now().After(deadline) {
 			t.Fatal("Write never started")
 		}
