@@ -563,7 +563,7 @@ func statusCode(c codes.Code) tracepb.Status_StatusCode {
 func unixNano(t time.Time) uint64 { return uint64(max(0, t.UnixNano())) }
 
 func clampUint32(n int) uint32 {
-	return uint32(min(max(n, 0), math.MaxUint32))
+	return uint32(min(max(int64(n), 0), math.MaxUint32)) // int64: int is 32 bits on arm
 }
 
 func (c *converter) iterKV(it attribute.Iterator) []*commonpb.KeyValue {
