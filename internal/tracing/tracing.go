@@ -141,7 +141,7 @@ func New(opts Options) (*Tracer, error) {
 		attrs = append(attrs, attribute.String("service.version", opts.ServiceVersion))
 	}
 	tp := sdktrace.NewTracerProvider(
-		sdktrace.WithBatcher(exp),
+		sdktrace.WithSpanProcessor(newProcessor(exp)),
 		sdktrace.WithResource(resource.NewSchemaless(attrs...)),
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(opts.SampleRatio))),
 	)
