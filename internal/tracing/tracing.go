@@ -178,6 +178,13 @@ type Request struct {
 	ctx  context.Context // guarded by mu: holds span once started
 	span trace.Span      // guarded by mu; nil until started
 	tool string          // guarded by mu: the tool of a tools/call
+	// method and name are the method of the last upstream call and its
+	// span's name, reused for the server span when the method is the
+	// request's (one string built per request, not two).
+	method, name string // guarded by mu
+
+	opts  [2]trace.SpanStartOption // the server span's, kept here so that passing them allocates nothing
+	attrs [6]attribute.KeyValue    // the server span's, set by End
 }
 
 // Start begins the trace of r, arrived at start. A nil Tracer returns nil.
@@ -214,14 +221,17 @@ func (q *Request) server(meta string) context.Context {
 	} else if meta != "" {
 		ctx = q.t.prop.Extract(ctx, metaCarrier(meta))
 	}
-	q.ctx, q.span = q.t.tr.Start(ctx, "mcp", serverKind, trace.WithTimestamp(q.start))
+	q.opts = [2]trace.SpanStartOption{serverKind, trace.WithTimestamp(q.start)}
+	q.ctx, q.span = q.t.tr.Start(ctx, "mcp", q.opts[:]...)
 	return q.ctx
 }
 
-// The span kinds, as options made once.
+// The span kinds, as options made once, and the client span's options as
+// a slice made once.
 var (
 	serverKind = trace.WithSpanKind(trace.SpanKindServer)
 	clientKind = trace.WithSpanKind(trace.SpanKindClient)
+	clientOpts = []trace.SpanStartOption{clientKind}
 )
 
 // metaCarrier is a traceparent value read as a propagation carrier.
@@ -239,20 +249,28 @@ func (c metaCarrier) Keys() []string     { return []string{MetaKey} }
 // traceparent renders sc as a W3C traceparent value.
 func traceparent(sc trace.SpanContext) string {
 	var b [55]byte
+	putTraceparent(&b, sc)
+	return string(b[:])
+}
+
+// putTraceparent writes sc as a W3C traceparent value into b.
+func putTraceparent(b *[55]byte, sc trace.SpanContext) {
 	tid, sid := sc.TraceID(), sc.SpanID()
 	b[0], b[1], b[2] = '0', '0', '-'
 	hex.Encode(b[3:35], tid[:])
 	b[35] = '-'
 	hex.Encode(b[36:52], sid[:])
 	b[52] = '-'
-	hex.Encode(b[53:55], []byte{byte(sc.TraceFlags())})
-	return string(b[:])
+	const digits = "0123456789abcdef"
+	f := byte(sc.TraceFlags())
+	b[53], b[54] = digits[f>>4], digits[f&0xf]
 }
 
 // Call is one upstream call's client span.
 type Call struct {
 	span  trace.Span
 	ended atomic.Bool
+	attrs [4]attribute.KeyValue // kept here so that setting them allocates nothing more
 }
 
 // Upstream starts the client span of req, sent to destination dest for
@@ -264,8 +282,10 @@ func (q *Request) Upstream(dest, session string, req *jsonrpc.Message) (*jsonrpc
 		return req, nil
 	}
 	var meta string
-	if raw, _, _, ok := jsonrpc.Lookup(req.Params, "_meta", MetaKey); ok {
-		meta, _ = jsonrpc.String(raw)
+	if mayHaveMeta(req.Params) {
+		if raw, _, _, ok := jsonrpc.Lookup(req.Params, "_meta", MetaKey); ok {
+			meta, _ = jsonrpc.String(raw)
+		}
 	}
 	var tool string
 	if req.Method == "tools/call" {
@@ -276,29 +296,46 @@ func (q *Request) Upstream(dest, session string, req *jsonrpc.Message) (*jsonrpc
 	if tool != "" {
 		q.tool = tool
 	}
+	if q.name == "" || q.method != req.Method || q.tool != tool {
+		q.method, q.name = req.Method, spanName(req.Method, tool)
+	}
+	name := q.name
 	q.mu.Unlock()
 
-	attrs := make([]attribute.KeyValue, 0, 4)
-	attrs = append(attrs, attribute.String(AttrMethod, req.Method), attribute.String(AttrDestination, dest))
+	c := &Call{}
+	c.attrs[0], c.attrs[1] = attribute.String(AttrMethod, req.Method), attribute.String(AttrDestination, dest)
+	n := 2
 	if tool != "" {
-		attrs = append(attrs, attribute.String(AttrTool, tool))
+		c.attrs[n] = attribute.String(AttrTool, tool)
+		n++
 	}
 	if session != "" {
-		attrs = append(attrs, attribute.String(AttrSession, session))
+		c.attrs[n] = attribute.String(AttrSession, session)
+		n++
 	}
-	_, span := q.t.tr.Start(ctx, spanName(req.Method, tool), clientKind, trace.WithAttributes(attrs...))
-	c := &Call{span: span}
-	sc := span.SpanContext()
+	_, c.span = q.t.tr.Start(ctx, name, clientOpts...)
+	c.span.SetAttributes(c.attrs[:n]...)
+	sc := c.span.SpanContext()
 	if !sc.IsValid() {
 		return req, c
 	}
-	params, ok := SetMeta(req.Params, MetaKey, traceparent(sc))
+	var tp [55]byte
+	putTraceparent(&tp, sc)
+	params, ok := setMeta(req.Params, MetaKey, tp[:])
 	if !ok {
 		return req, c
 	}
 	cp := *req
 	cp.Params = params
 	return &cp, c
+}
+
+// mayHaveMeta reports whether params may have a _meta member: false only
+// when its quoted key appears nowhere and no backslash does (an escaped
+// key is the same key). Both searches are vectorised, so params without
+// _meta (most of them) are not walked.
+func mayHaveMeta(params []byte) bool {
+	return bytes.Contains(params, []byte(`"_meta"`)) || bytes.IndexByte(params, '\\') >= 0
 }
 
 // End ends the client span; answer is the upstream's response, nil when
@@ -329,14 +366,13 @@ func (q *Request) End(rec *audit.Record) {
 		return
 	}
 	q.mu.Lock()
+	defer q.mu.Unlock()
 	q.server("")
 	span, tool := q.span, q.tool
-	q.mu.Unlock()
 	// Each attribute costs three allocations in the export: the HTTP
 	// method and path are left out (the destination and the MCP method say
 	// more).
-	attrs := make([]attribute.KeyValue, 0, 6)
-	attrs = append(attrs, attribute.Int("http.response.status_code", rec.Status))
+	attrs := append(q.attrs[:0], attribute.Int("http.response.status_code", rec.Status))
 	if rec.MCPMethod != "" {
 		attrs = append(attrs, attribute.String(AttrMethod, rec.MCPMethod))
 	}
@@ -353,9 +389,14 @@ func (q *Request) End(rec *audit.Record) {
 		attrs = append(attrs, attribute.String(AttrRequestID, string(rec.RPCID)))
 	}
 	span.SetAttributes(attrs...)
-	name := spanName(rec.MCPMethod, tool)
-	if rec.MCPMethod == "" {
+	var name string
+	switch {
+	case rec.MCPMethod == "":
 		name = rec.HTTPMethod
+	case rec.MCPMethod == q.method && q.name != "":
+		name = q.name
+	default:
+		name = spanName(rec.MCPMethod, tool)
 	}
 	span.SetName(name)
 	if rec.Error != "" || rec.Status >= 500 {
@@ -379,23 +420,30 @@ func spanName(method, tool string) string {
 // false, and params returned as they are, when params or its _meta is not
 // an object. params is not modified.
 func SetMeta(params json.RawMessage, key, value string) (json.RawMessage, bool) {
+	return setMeta(params, key, value)
+}
+
+// setMeta is SetMeta with the value as a string or bytes.
+func setMeta[V string | []byte](params json.RawMessage, key string, value V) (json.RawMessage, bool) {
 	if len(bytes.TrimSpace(params)) == 0 {
 		out := make([]byte, 0, len(key)+len(value)+16)
 		out = appendMember(append(out, `{"_meta":{`...), key, value)
 		return append(out, "}}"...), true
 	}
-	meta, ms, _, ok := jsonrpc.Lookup(params, "_meta")
-	if ok {
-		if len(meta) == 0 || meta[0] != '{' {
-			return params, false
+	if mayHaveMeta(params) {
+		meta, ms, _, ok := jsonrpc.Lookup(params, "_meta")
+		if ok {
+			if len(meta) == 0 || meta[0] != '{' {
+				return params, false
+			}
+			if _, s, e, ok := jsonrpc.Lookup(meta, key); ok {
+				out := make([]byte, 0, len(params)-(e-s)+len(value)+2)
+				out = append(out, params[:ms+s]...)
+				out = appendQuoted(out, value)
+				return append(out, params[ms+e:]...), true
+			}
+			return insertFirst(params, ms, "", key, value), true
 		}
-		if _, s, e, ok := jsonrpc.Lookup(meta, key); ok {
-			out := make([]byte, 0, len(params)-(e-s)+len(value)+2)
-			out = append(out, params[:ms+s]...)
-			out = appendQuoted(out, value)
-			return append(out, params[ms+e:]...), true
-		}
-		return insertFirst(params, ms, "", key, value), true
 	}
 	i := 0
 	for i < len(params) && (params[i] == ' ' || params[i] == '\t' || params[i] == '\n' || params[i] == '\r') {
@@ -411,7 +459,7 @@ func SetMeta(params json.RawMessage, key, value string) (json.RawMessage, bool) 
 // not empty, a closing '}', as the first member of the object whose '{' is
 // at b[open], followed by a comma unless the object was empty. One
 // allocation: the result.
-func insertFirst(b []byte, open int, prefix, key, value string) []byte {
+func insertFirst[V string | []byte](b []byte, open int, prefix, key string, value V) []byte {
 	out := make([]byte, 0, len(b)+len(prefix)+len(key)+len(value)+8)
 	out = append(out, b[:open+1]...)
 	out = appendMember(append(out, prefix...), key, value)
@@ -426,17 +474,17 @@ func insertFirst(b []byte, open int, prefix, key, value string) []byte {
 }
 
 // appendMember appends "key":"value".
-func appendMember(dst []byte, key, value string) []byte {
+func appendMember[V string | []byte](dst []byte, key string, value V) []byte {
 	return appendQuoted(append(appendQuoted(dst, key), ':'), value)
 }
 
 // appendQuoted appends s as a JSON string: as it is between quotes when it
 // needs no escape (a traceparent never does), else as jsonrpc.Quote
 // writes it.
-func appendQuoted(dst []byte, s string) []byte {
+func appendQuoted[V string | []byte](dst []byte, s V) []byte {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
-			return append(dst, jsonrpc.Quote(s)...)
+			return append(dst, jsonrpc.Quote(string(s))...)
 		}
 	}
 	dst = append(dst, '"')
