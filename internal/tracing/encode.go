@@ -108,7 +108,7 @@ const (
 // byte for its length, and returns where the message's bytes start; the
 // message is appended next and endMessage sets its length.
 func beginMessage(b []byte, num protowire.Number) ([]byte, int) {
-	b = protowire.AppendTag(b, num, protowire.BytesType)
+	b = appendTag(b, num, protowire.BytesType)
 	b = append(b, 0)
 	return b, len(b)
 }
@@ -131,41 +131,63 @@ func endMessage(b []byte, start int) []byte {
 	return b
 }
 
+// appendTag appends a field's tag: one byte for every field number here
+// but Span.flags (16), without protowire's general varint loop.
+func appendTag(b []byte, num protowire.Number, typ protowire.Type) []byte {
+	if x := uint64(num)<<3 | uint64(typ); x < 0x80 {
+		return append(b, byte(x))
+	}
+	return protowire.AppendTag(b, num, typ)
+}
+
+// appendVarint appends v, a byte when it is under 128.
+func appendVarint(b []byte, v uint64) []byte {
+	if v < 0x80 {
+		return append(b, byte(v))
+	}
+	return protowire.AppendVarint(b, v)
+}
+
+// appendString appends s, length-prefixed.
+func appendString(b []byte, s string) []byte {
+	return append(appendVarint(b, uint64(len(s))), s...)
+}
+
 func appendStringField(b []byte, num protowire.Number, s string) []byte {
 	if s == "" {
 		return b
 	}
-	b = protowire.AppendTag(b, num, protowire.BytesType)
-	return protowire.AppendString(b, s)
+	b = appendTag(b, num, protowire.BytesType)
+	return appendString(b, s)
 }
 
 func appendBytesField(b []byte, num protowire.Number, v []byte) []byte {
 	if len(v) == 0 {
 		return b
 	}
-	b = protowire.AppendTag(b, num, protowire.BytesType)
-	return protowire.AppendBytes(b, v)
+	b = appendTag(b, num, protowire.BytesType)
+	return append(appendVarint(b, uint64(len(v))), v...)
 }
 
 func appendVarintField(b []byte, num protowire.Number, v uint64) []byte {
 	if v == 0 {
 		return b
 	}
-	return protowire.AppendVarint(protowire.AppendTag(b, num, protowire.VarintType), v)
+	return appendVarint(appendTag(b, num, protowire.VarintType), v)
 }
 
 func appendFixed64Field(b []byte, num protowire.Number, v uint64) []byte {
 	if v == 0 {
 		return b
 	}
-	return protowire.AppendFixed64(protowire.AppendTag(b, num, protowire.Fixed64Type), v)
+	return protowire.AppendFixed64(appendTag(b, num, protowire.Fixed64Type), v)
 }
 
 func appendFixed32Field(b []byte, num protowire.Number, v uint32) []byte {
 	if v == 0 {
 		return b
 	}
-	return protowire.AppendFixed32(protowire.AppendTag(b, num, protowire.Fixed32Type), v)
+	return protowire.AppendFixed32(appendTag(b, num, protowire.Fixed32Type), v)
 }
 
 // appendSpan appends sd as a Span, field num of the enclosing message.
@@ -315,8 +337,9 @@ func appendAnyValue(b []byte, num protowire.Number, v attribute.Value) []byte {
 		}
 		b = endMessage(b, as)
 	case attribute.BYTESLICE:
-		b = protowire.AppendTag(b, fAnyBytes, protowire.BytesType)
-		b = protowire.AppendBytes(b, v.AsByteSlice())
+		b = appendTag(b, fAnyBytes, protowire.BytesType)
+		bs := v.AsByteSlice()
+		b = append(appendVarint(b, uint64(len(bs))), bs...)
 	case attribute.MAP:
 		var ms int
 		b, ms = beginMessage(b, fAnyKVList)
@@ -334,19 +357,19 @@ func appendAnyValue(b []byte, num protowire.Number, v attribute.Value) []byte {
 // The oneof members of AnyValue.
 
 func appendAnyBool(b []byte, v bool) []byte {
-	return protowire.AppendVarint(protowire.AppendTag(b, fAnyBool, protowire.VarintType), protowire.EncodeBool(v))
+	return appendVarint(appendTag(b, fAnyBool, protowire.VarintType), protowire.EncodeBool(v))
 }
 
 func appendAnyInt(b []byte, v int64) []byte {
-	return protowire.AppendVarint(protowire.AppendTag(b, fAnyInt, protowire.VarintType), uint64(v))
+	return appendVarint(appendTag(b, fAnyInt, protowire.VarintType), uint64(v))
 }
 
 func appendAnyDouble(b []byte, v float64) []byte {
-	return protowire.AppendFixed64(protowire.AppendTag(b, fAnyDouble, protowire.Fixed64Type), math.Float64bits(v))
+	return protowire.AppendFixed64(appendTag(b, fAnyDouble, protowire.Fixed64Type), math.Float64bits(v))
 }
 
 func appendAnyString(b []byte, v string) []byte {
-	return protowire.AppendString(protowire.AppendTag(b, fAnyString, protowire.BytesType), v)
+	return appendString(appendTag(b, fAnyString, protowire.BytesType), v)
 }
 
 // appendArray appends vs as the ArrayValue member of an AnyValue, each

@@ -282,7 +282,8 @@ func (q *Request) Upstream(dest, session string, req *jsonrpc.Message) (*jsonrpc
 		return req, nil
 	}
 	var meta string
-	if mayHaveMeta(req.Params) {
+	hasMeta := mayHaveMeta(req.Params)
+	if hasMeta {
 		if raw, _, _, ok := jsonrpc.Lookup(req.Params, "_meta", MetaKey); ok {
 			meta, _ = jsonrpc.String(raw)
 		}
@@ -319,9 +320,10 @@ func (q *Request) Upstream(dest, session string, req *jsonrpc.Message) (*jsonrpc
 	if !sc.IsValid() {
 		return req, c
 	}
-	var tp [55]byte
-	putTraceparent(&tp, sc)
-	params, ok := setMeta(req.Params, MetaKey, tp[:])
+	var tp [57]byte // the traceparent as a JSON string
+	tp[0], tp[56] = '"', '"'
+	putTraceparent((*[55]byte)(tp[1:56]), sc)
+	params, ok := setMeta(req.Params, hasMeta, quotedMetaKey, tp[:])
 	if !ok {
 		return req, c
 	}
@@ -420,26 +422,30 @@ func spanName(method, tool string) string {
 // false, and params returned as they are, when params or its _meta is not
 // an object. params is not modified.
 func SetMeta(params json.RawMessage, key, value string) (json.RawMessage, bool) {
-	return setMeta(params, key, value)
+	return setMeta(params, mayHaveMeta(params), appendQuoted(nil, key), appendQuoted(nil, value))
 }
 
-// setMeta is SetMeta with the value as a string or bytes.
-func setMeta[V string | []byte](params json.RawMessage, key string, value V) (json.RawMessage, bool) {
+// quotedMetaKey is MetaKey as a JSON string.
+var quotedMetaKey = appendQuoted(nil, MetaKey)
+
+// setMeta is SetMeta with the key and value already JSON strings; hasMeta
+// is mayHaveMeta(params).
+func setMeta(params json.RawMessage, hasMeta bool, key, value []byte) (json.RawMessage, bool) {
 	if len(bytes.TrimSpace(params)) == 0 {
 		out := make([]byte, 0, len(key)+len(value)+16)
 		out = appendMember(append(out, `{"_meta":{`...), key, value)
 		return append(out, "}}"...), true
 	}
-	if mayHaveMeta(params) {
+	if hasMeta {
 		meta, ms, _, ok := jsonrpc.Lookup(params, "_meta")
 		if ok {
 			if len(meta) == 0 || meta[0] != '{' {
 				return params, false
 			}
-			if _, s, e, ok := jsonrpc.Lookup(meta, key); ok {
-				out := make([]byte, 0, len(params)-(e-s)+len(value)+2)
+			if _, s, e, ok := jsonrpc.Lookup(meta, unquotedKey(key)); ok {
+				out := make([]byte, 0, len(params)-(e-s)+len(value))
 				out = append(out, params[:ms+s]...)
-				out = appendQuoted(out, value)
+				out = append(out, value...)
 				return append(out, params[ms+e:]...), true
 			}
 			return insertFirst(params, ms, "", key, value), true
@@ -459,7 +465,7 @@ func setMeta[V string | []byte](params json.RawMessage, key string, value V) (js
 // not empty, a closing '}', as the first member of the object whose '{' is
 // at b[open], followed by a comma unless the object was empty. One
 // allocation: the result.
-func insertFirst[V string | []byte](b []byte, open int, prefix, key string, value V) []byte {
+func insertFirst(b []byte, open int, prefix string, key, value []byte) []byte {
 	out := make([]byte, 0, len(b)+len(prefix)+len(key)+len(value)+8)
 	out = append(out, b[:open+1]...)
 	out = appendMember(append(out, prefix...), key, value)
@@ -473,18 +479,28 @@ func insertFirst[V string | []byte](b []byte, open int, prefix, key string, valu
 	return append(out, b[open+1:]...)
 }
 
-// appendMember appends "key":"value".
-func appendMember[V string | []byte](dst []byte, key string, value V) []byte {
-	return appendQuoted(append(appendQuoted(dst, key), ':'), value)
+// appendMember appends key:value, both JSON already.
+func appendMember(dst []byte, key, value []byte) []byte {
+	return append(append(append(dst, key...), ':'), value...)
+}
+
+// unquotedKey is the Go string of key, a JSON string (MetaKey is the one
+// the gateway uses: returned without decoding).
+func unquotedKey(key []byte) string {
+	if string(key) == string(quotedMetaKey) {
+		return MetaKey
+	}
+	s, _ := jsonrpc.String(key)
+	return s
 }
 
 // appendQuoted appends s as a JSON string: as it is between quotes when it
 // needs no escape (a traceparent never does), else as jsonrpc.Quote
 // writes it.
-func appendQuoted[V string | []byte](dst []byte, s V) []byte {
+func appendQuoted(dst []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
-			return append(dst, jsonrpc.Quote(string(s))...)
+			return append(dst, jsonrpc.Quote(s)...)
 		}
 	}
 	dst = append(dst, '"')
