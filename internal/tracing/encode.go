@@ -131,14 +131,14 @@ func endMessage(b []byte, start int) []byte {
 	return b
 }
 
-// appendTag appends a field's tag: one byte for every field number here
-// but Span.flags (16), without protowire's general varint loop.
+// appendTag appends the tag of field num, a number under 16 (every field
+// here but Span.flags, whose tag is flagsTag): one byte.
 func appendTag(b []byte, num protowire.Number, typ protowire.Type) []byte {
-	if x := uint64(num)<<3 | uint64(typ); x < 0x80 {
-		return append(b, byte(x))
-	}
-	return protowire.AppendTag(b, num, typ)
+	return append(b, byte(uint64(num)<<3|uint64(typ)))
 }
+
+// flagsTag is the tag of Span.flags, field 16, fixed32: two bytes.
+var flagsTag = protowire.AppendTag(nil, fSpanFlags, protowire.Fixed32Type)
 
 // appendVarint appends v, a byte when it is under 128.
 func appendVarint(b []byte, v uint64) []byte {
@@ -243,7 +243,8 @@ func appendSpan(b []byte, num protowire.Number, sd sdktrace.ReadOnlySpan) []byte
 	b = appendStringField(b, fStatusMessage, st.Description)
 	b = appendVarintField(b, fStatusCode, statusCode(st.Code))
 	b = endMessage(b, ss)
-	b = appendFixed32Field(b, fSpanFlags, spanFlags(sc.TraceFlags(), parent.IsRemote()))
+	// Never 0: the "has is_remote" bit is always set.
+	b = protowire.AppendFixed32(append(b, flagsTag...), spanFlags(sc.TraceFlags(), parent.IsRemote()))
 	return endMessage(b, start)
 }
 

@@ -303,7 +303,8 @@ func (q *Request) Upstream(dest, session string, req *jsonrpc.Message) (*jsonrpc
 	name := q.name
 	q.mu.Unlock()
 
-	c := &Call{}
+	u := &upstreamCall{}
+	c := &u.call
 	c.attrs[0], c.attrs[1] = attribute.String(AttrMethod, req.Method), attribute.String(AttrDestination, dest)
 	n := 2
 	if tool != "" {
@@ -327,9 +328,16 @@ func (q *Request) Upstream(dest, session string, req *jsonrpc.Message) (*jsonrpc
 	if !ok {
 		return req, c
 	}
-	cp := *req
-	cp.Params = params
-	return &cp, c
+	u.msg = *req
+	u.msg.Params = params
+	return &u.msg, c
+}
+
+// upstreamCall is a Call and the copy of the request it traces, made in
+// one allocation.
+type upstreamCall struct {
+	call Call
+	msg  jsonrpc.Message
 }
 
 // mayHaveMeta reports whether params may have a _meta member: false only
