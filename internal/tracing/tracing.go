@@ -216,7 +216,9 @@ func (q *Request) server(meta string) context.Context {
 		return q.ctx
 	}
 	ctx := context.Background()
-	if q.header.Get("Traceparent") != "" {
+	// The canonical key, as net/http stores received headers: looked up
+	// without canonicalising it again.
+	if v := q.header["Traceparent"]; len(v) > 0 && v[0] != "" {
 		ctx = q.t.prop.Extract(ctx, propagation.HeaderCarrier(q.header))
 	} else if meta != "" {
 		ctx = q.t.prop.Extract(ctx, metaCarrier(meta))

@@ -1,7 +1,10 @@
 package tracing
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"reflect"
 	"testing"
 
 	"go.opentelemetry.io/otel/propagation"
@@ -57,4 +60,48 @@ func TestTracingTraceparent(t *testing.T) {
 			t.Errorf("traceparent = %q, want %q", got, want)
 		}
 	}
+}
+
+// FuzzSetMeta: whatever the params, SetMeta never fails to terminate or
+// panics; when it reports success on a JSON object, the result is JSON
+// whose params._meta.traceparent is the value and whose other members are
+// as they were; otherwise params come back unchanged.
+func FuzzSetMeta(f *testing.F) {
+	for _, s := range []string{``, `{}`, ` { } `, `{"name":"echo","arguments":{"a":1}}`, `{"_meta":{}}`,
+		`{"_meta":{"traceparent":"x","k":1},"z":2}`, `{"\u005fmeta":{"a":1}}`, `{"a":"\"_meta\""}`, `[1]`, `{"_meta":[]}`, `{`, `{"_meta":{"traceparent":`} {
+		f.Add([]byte(s))
+	}
+	const tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	f.Fuzz(func(t *testing.T, params []byte) {
+		in := append([]byte(nil), params...)
+		got, ok := SetMeta(params, MetaKey, tp)
+		if !bytes.Equal(params, in) {
+			t.Fatalf("input modified")
+		}
+		if !ok {
+			if !bytes.Equal(got, params) {
+				t.Fatalf("not ok, yet params changed: %s", got)
+			}
+			return
+		}
+		var before, after map[string]any
+		if len(bytes.TrimSpace(params)) > 0 && json.Unmarshal(params, &before) != nil {
+			return // invalid JSON in: nothing promised about the bytes out
+		}
+		if err := json.Unmarshal(got, &after); err != nil {
+			t.Fatalf("SetMeta(%s) = %s: not JSON: %v", params, got, err)
+		}
+		meta, _ := after["_meta"].(map[string]any)
+		if meta["traceparent"] != tp {
+			t.Fatalf("SetMeta(%s) = %s: _meta.traceparent not set", params, got)
+		}
+		for k, v := range before {
+			if k == "_meta" {
+				continue
+			}
+			if !reflect.DeepEqual(after[k], v) {
+				t.Fatalf("SetMeta(%s) = %s: member %q changed", params, got, k)
+			}
+		}
+	})
 }
