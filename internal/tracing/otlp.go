@@ -206,7 +206,7 @@ func (e *exporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpa
 	if bt.n == 0 {
 		return nil
 	}
-	return e.export(ctx, bt.appendExport(nil))
+	return e.export(ctx, bt.appendExport(make([]byte, 0, bt.size()+256)))
 }
 
 // export posts body, an encoded ExportTraceServiceRequest, as ExportSpans
