@@ -214,10 +214,11 @@ type Request struct {
 	ctx  context.Context // guarded by mu: holds span once started
 	span trace.Span      // guarded by mu; nil until started
 	tool string          // guarded by mu: the tool of a tools/call
-	// method and name are the method of the last upstream call and its
-	// span's name, reused for the server span when the method is the
-	// request's (one string built per request, not two).
-	method, name string // guarded by mu
+	// method, nameTool and name are the method and tool of the last
+	// upstream call and its span's name, reused for the server span when
+	// its method and tool are the same (one string built per request, not
+	// two).
+	method, nameTool, name string // guarded by mu
 
 	opts  [2]trace.SpanStartOption // the server span's, kept here so that passing them allocates nothing
 	attrs [6]attribute.KeyValue    // the server span's, set by End
@@ -335,8 +336,8 @@ func (q *Request) Upstream(dest, session string, req *jsonrpc.Message) (*jsonrpc
 	if tool != "" {
 		q.tool = tool
 	}
-	if q.name == "" || q.method != req.Method || q.tool != tool {
-		q.method, q.name = req.Method, spanName(req.Method, tool)
+	if q.name == "" || q.method != req.Method || q.nameTool != tool {
+		q.method, q.nameTool, q.name = req.Method, tool, spanName(req.Method, tool)
 	}
 	name := q.name
 	q.mu.Unlock()
@@ -441,7 +442,7 @@ func (q *Request) End(rec *audit.Record) {
 	switch {
 	case rec.MCPMethod == "":
 		name = rec.HTTPMethod
-	case rec.MCPMethod == q.method && q.name != "":
+	case rec.MCPMethod == q.method && tool == q.nameTool && q.name != "":
 		name = q.name
 	default:
 		name = spanName(rec.MCPMethod, tool)

@@ -4,11 +4,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http/httptest"
 	"reflect"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/switchboard-mcp/switchboard/internal/audit"
+	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 )
 
 func TestTracingSetMeta(t *testing.T) {
@@ -104,4 +111,50 @@ func FuzzSetMeta(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestTracingSpanNames: the server span is named for the request's method
+// and tool, whatever the upstream calls were named; a request that is no
+// MCP call takes the HTTP method.
+func TestTracingSpanNames(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	tr := &Tracer{tp: tp, tr: tp.Tracer("test")}
+	call := func(method, params string) *jsonrpc.Message {
+		m, err := jsonrpc.Decode([]byte(`{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":` + params + `}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	hr := httptest.NewRequest("POST", "/d/mcp", nil)
+	now := time.Now()
+	for _, c := range []struct {
+		calls       []*jsonrpc.Message
+		method      string
+		want        string
+		wantClients []string
+	}{
+		{[]*jsonrpc.Message{call("tools/call", `{"name":"echo"}`)}, "tools/call", "tools/call echo", []string{"tools/call echo"}},
+		{[]*jsonrpc.Message{call("tools/call", `{"name":"a"}`), call("ping", `{}`)}, "tools/call", "tools/call a", []string{"tools/call a", "ping"}},
+		{[]*jsonrpc.Message{call("ping", `{}`), call("tools/call", `{"name":"b"}`)}, "ping", "ping b", []string{"ping", "tools/call b"}},
+		{[]*jsonrpc.Message{call("tools/call", `{"name":"a"}`), call("tools/call", `{}`)}, "tools/call", "tools/call a", []string{"tools/call a", "tools/call"}},
+		{nil, "", "GET", nil},
+	} {
+		rec.Reset()
+		q := tr.Start(hr, now)
+		for _, m := range c.calls {
+			_, cl := q.Upstream("d", "", m)
+			cl.End(nil)
+		}
+		q.End(&audit.Record{Time: now, HTTPMethod: "GET", MCPMethod: c.method, Status: 200})
+		ended := rec.Ended()
+		var clients []string
+		for _, s := range ended[:len(ended)-1] {
+			clients = append(clients, s.Name())
+		}
+		if got := ended[len(ended)-1].Name(); got != c.want || !reflect.DeepEqual(clients, c.wantClients) {
+			t.Errorf("%s: server span %q, client spans %q; want %q, %q", c.want, got, clients, c.want, c.wantClients)
+		}
+	}
 }
