@@ -56,6 +56,10 @@
 //	+ one-byte tags, pre-quoted traceparent       168.1k
 //	+ Call and request copy in one allocation     166.5k   64 allocs
 //
+// Measured again on the main branch these changes were rebased onto
+// (683b38a): tracing off 123.8k and 43 allocations; tracing on 240.3k and
+// 71 before, 171.0k and 62 after (+38%, was +94%).
+//
 // What is left (about +40%) is mostly the SDK's own work per span (start,
 // attributes and their de-duplication map, the snapshot at End: about 12k
 // instructions and 8 allocations per call), the garbage collection of
