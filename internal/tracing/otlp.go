@@ -15,17 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/sdk/instrumentation"
-	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/trace"
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
 )
 
 // The OTLP exporter's environment, as the OpenTelemetry specification
@@ -207,13 +197,23 @@ func (e *exporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpa
 	if e.stopped.Err() != nil {
 		return errExporterShutdown
 	}
-	rss := resourceSpans(spans)
-	if len(rss) == 0 {
+	var bt batch
+	for _, sd := range spans {
+		if sd != nil {
+			bt.add(sd)
+		}
+	}
+	if bt.n == 0 {
 		return nil
 	}
-	body, err := encodeExport(nil, rss)
-	if err != nil {
-		return fmt.Errorf("tracing: OTLP export: %w", err)
+	return e.export(ctx, bt.appendExport(make([]byte, 0, bt.size()+256)))
+}
+
+// export posts body, an encoded ExportTraceServiceRequest, as ExportSpans
+// describes.
+func (e *exporter) export(ctx context.Context, body []byte) error {
+	if e.stopped.Err() != nil {
+		return errExporterShutdown
 	}
 	if e.cfg.gzip {
 		var b bytes.Buffer
@@ -339,333 +339,6 @@ func (e *exporter) Shutdown(ctx context.Context) error {
 	e.stop()
 	e.client.CloseIdleConnections()
 	return ctx.Err()
-}
-
-// encodeExport appends to b the ExportTraceServiceRequest holding rss:
-// field 1, ResourceSpans, repeated and length-delimited. (The collector
-// package that declares the message also declares its gRPC service and
-// would bring in all of gRPC; its one field is written here instead.)
-func encodeExport(b []byte, rss []*tracepb.ResourceSpans) ([]byte, error) {
-	opts := proto.MarshalOptions{UseCachedSize: true}
-	for _, rs := range rss {
-		n := opts.Size(rs)
-		b = protowire.AppendTag(b, 1, protowire.BytesType)
-		b = protowire.AppendVarint(b, uint64(n))
-		var err error
-		if b, err = opts.MarshalAppend(b, rs); err != nil {
-			return nil, err
-		}
-	}
-	return b, nil
-}
-
-// resourceSpans converts spans to OTLP, grouped by resource and then by
-// instrumentation scope, each group in the order its first span came.
-func resourceSpans(spans []sdktrace.ReadOnlySpan) []*tracepb.ResourceSpans {
-	type scopeKey struct {
-		res   attribute.Distinct
-		scope instrumentation.Scope
-	}
-	var out []*tracepb.ResourceSpans
-	byRes := map[attribute.Distinct]*tracepb.ResourceSpans{}
-	byScope := map[scopeKey]*tracepb.ScopeSpans{}
-	c := newConverter(spans)
-	for _, sd := range spans {
-		if sd == nil {
-			continue
-		}
-		res := sd.Resource()
-		rk := res.Equivalent()
-		rs, ok := byRes[rk]
-		if !ok {
-			rs = &tracepb.ResourceSpans{Resource: c.resource(res), SchemaUrl: res.SchemaURL()}
-			byRes[rk] = rs
-			out = append(out, rs)
-		}
-		scope := sd.InstrumentationScope()
-		sk := scopeKey{rk, scope}
-		ss, ok := byScope[sk]
-		if !ok {
-			ss = &tracepb.ScopeSpans{Scope: c.scope(scope), SchemaUrl: scope.SchemaURL}
-			byScope[sk] = ss
-			rs.ScopeSpans = append(rs.ScopeSpans, ss)
-		}
-		ss.Spans = append(ss.Spans, c.span(sd))
-	}
-	return out
-}
-
-// converter converts one batch, taking the many small messages of its
-// spans and their attributes from chunks: a few allocations per batch
-// rather than about twenty per span.
-type converter struct {
-	spans    chunk[tracepb.Span]
-	statuses chunk[tracepb.Status]
-	kvs      chunk[commonpb.KeyValue]
-	anys     chunk[commonpb.AnyValue]
-	strs     chunk[commonpb.AnyValue_StringValue]
-	ints     chunk[commonpb.AnyValue_IntValue]
-	bools    chunk[commonpb.AnyValue_BoolValue]
-	doubles  chunk[commonpb.AnyValue_DoubleValue]
-	kvPtrs   slices[*commonpb.KeyValue]
-	ids      slices[byte]
-}
-
-// newConverter sizes the chunks of spans, statuses, ids and attributes for
-// spans, so that the batch takes one allocation of each.
-func newConverter(spans []sdktrace.ReadOnlySpan) *converter {
-	var n, attrs int
-	for _, sd := range spans {
-		if sd != nil {
-			n++
-			attrs += len(sd.Attributes())
-		}
-	}
-	c := &converter{}
-	c.spans.free = make([]tracepb.Span, n)
-	c.statuses.free = make([]tracepb.Status, n)
-	c.ids.free = make([]byte, n*(16+8+8))
-	c.kvs.free = make([]commonpb.KeyValue, attrs)
-	c.anys.free = make([]commonpb.AnyValue, attrs)
-	c.kvPtrs.free = make([]*commonpb.KeyValue, attrs)
-	return c
-}
-
-// chunkLen is how many values a chunk allocates at once when it has none
-// left.
-const chunkLen = 128
-
-// chunk hands out pointers to zero values of T, allocated chunkLen at a
-// time. A chunk's values live as long as any of them is referenced.
-type chunk[T any] struct{ free []T }
-
-func (c *chunk[T]) new() *T {
-	if len(c.free) == 0 {
-		c.free = make([]T, chunkLen)
-	}
-	p := &c.free[0]
-	c.free = c.free[1:]
-	return p
-}
-
-// slices hands out slices of T (capacity capped at their length) cut from
-// larger allocations.
-type slices[T any] struct{ free []T }
-
-func (c *slices[T]) take(n int) []T {
-	if len(c.free) < n {
-		c.free = make([]T, max(n, 8*chunkLen))
-	}
-	s := c.free[:n:n]
-	c.free = c.free[n:]
-	return s
-}
-
-// id copies an id into the batch's id bytes.
-func (c *converter) id(b []byte) []byte {
-	out := c.ids.take(len(b))
-	copy(out, b)
-	return out
-}
-
-func (c *converter) resource(r *resource.Resource) *resourcepb.Resource {
-	if r == nil {
-		return nil
-	}
-	return &resourcepb.Resource{Attributes: c.iterKV(r.Iter())}
-}
-
-func (c *converter) scope(s instrumentation.Scope) *commonpb.InstrumentationScope {
-	if s == (instrumentation.Scope{}) {
-		return nil
-	}
-	return &commonpb.InstrumentationScope{Name: s.Name, Version: s.Version, Attributes: c.iterKV(s.Attributes.Iter())}
-}
-
-func (c *converter) span(sd sdktrace.ReadOnlySpan) *tracepb.Span {
-	sc := sd.SpanContext()
-	tid, sid := sc.TraceID(), sc.SpanID()
-	st := c.statuses.new()
-	st.Code, st.Message = statusCode(sd.Status().Code), sd.Status().Description
-	s := c.spans.new()
-	s.TraceId = c.id(tid[:])
-	s.SpanId = c.id(sid[:])
-	s.TraceState = sc.TraceState().String()
-	s.Flags = spanFlags(sc.TraceFlags(), sd.Parent().IsRemote())
-	s.Name = sd.Name()
-	s.Kind = spanKind(sd.SpanKind())
-	s.StartTimeUnixNano = unixNano(sd.StartTime())
-	s.EndTimeUnixNano = unixNano(sd.EndTime())
-	s.Attributes = c.keyValues(sd.Attributes())
-	s.DroppedAttributesCount = clampUint32(sd.DroppedAttributes())
-	s.DroppedEventsCount = clampUint32(sd.DroppedEvents())
-	s.DroppedLinksCount = clampUint32(sd.DroppedLinks())
-	s.Status = st
-	if psid := sd.Parent().SpanID(); psid.IsValid() {
-		s.ParentSpanId = c.id(psid[:])
-	}
-	if evs := sd.Events(); len(evs) > 0 {
-		s.Events = make([]*tracepb.Span_Event, len(evs))
-		for i, ev := range evs {
-			s.Events[i] = &tracepb.Span_Event{Name: ev.Name, TimeUnixNano: unixNano(ev.Time),
-				Attributes: c.keyValues(ev.Attributes), DroppedAttributesCount: clampUint32(ev.DroppedAttributeCount)}
-		}
-	}
-	if ls := sd.Links(); len(ls) > 0 {
-		s.Links = make([]*tracepb.Span_Link, len(ls))
-		for i, l := range ls {
-			ltid, lsid := l.SpanContext.TraceID(), l.SpanContext.SpanID()
-			s.Links[i] = &tracepb.Span_Link{TraceId: c.id(ltid[:]), SpanId: c.id(lsid[:]), TraceState: l.SpanContext.TraceState().String(),
-				Attributes: c.keyValues(l.Attributes), DroppedAttributesCount: clampUint32(l.DroppedAttributeCount),
-				Flags: spanFlags(l.SpanContext.TraceFlags(), l.SpanContext.IsRemote())}
-		}
-	}
-	return s
-}
-
-// spanFlags are the W3C trace flags in the low byte, with the bit saying
-// whether the parent (or linked span) is remote, and the bit saying that
-// is known.
-func spanFlags(tf trace.TraceFlags, remote bool) uint32 {
-	f := uint32(tf) | uint32(tracepb.SpanFlags_SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK)
-	if remote {
-		f |= uint32(tracepb.SpanFlags_SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK)
-	}
-	return f
-}
-
-func spanKind(k trace.SpanKind) tracepb.Span_SpanKind {
-	switch k {
-	case trace.SpanKindInternal:
-		return tracepb.Span_SPAN_KIND_INTERNAL
-	case trace.SpanKindServer:
-		return tracepb.Span_SPAN_KIND_SERVER
-	case trace.SpanKindClient:
-		return tracepb.Span_SPAN_KIND_CLIENT
-	case trace.SpanKindProducer:
-		return tracepb.Span_SPAN_KIND_PRODUCER
-	case trace.SpanKindConsumer:
-		return tracepb.Span_SPAN_KIND_CONSUMER
-	}
-	return tracepb.Span_SPAN_KIND_UNSPECIFIED
-}
-
-func statusCode(c codes.Code) tracepb.Status_StatusCode {
-	switch c {
-	case codes.Ok:
-		return tracepb.Status_STATUS_CODE_OK
-	case codes.Error:
-		return tracepb.Status_STATUS_CODE_ERROR
-	}
-	return tracepb.Status_STATUS_CODE_UNSET
-}
-
-func unixNano(t time.Time) uint64 { return uint64(max(0, t.UnixNano())) }
-
-func clampUint32(n int) uint32 {
-	return uint32(min(max(int64(n), 0), math.MaxUint32)) // int64: int is 32 bits on arm
-}
-
-func (c *converter) iterKV(it attribute.Iterator) []*commonpb.KeyValue {
-	if it.Len() == 0 {
-		return nil
-	}
-	out := c.kvPtrs.take(it.Len())
-	for i := 0; it.Next(); i++ {
-		out[i] = c.keyValue(it.Attribute())
-	}
-	return out
-}
-
-func (c *converter) keyValues(kvs []attribute.KeyValue) []*commonpb.KeyValue {
-	if len(kvs) == 0 {
-		return nil
-	}
-	out := c.kvPtrs.take(len(kvs))
-	for i, kv := range kvs {
-		out[i] = c.keyValue(kv)
-	}
-	return out
-}
-
-func (c *converter) keyValue(kv attribute.KeyValue) *commonpb.KeyValue {
-	p := c.kvs.new()
-	p.Key, p.Value = string(kv.Key), c.anyValue(kv.Value)
-	return p
-}
-
-// anyValue converts v, every attribute.Type: slices become ArrayValues,
-// maps KeyValueLists, EMPTY an AnyValue with nothing set.
-func (c *converter) anyValue(v attribute.Value) *commonpb.AnyValue {
-	switch v.Type() {
-	case attribute.BOOL:
-		return c.boolAny(v.AsBool())
-	case attribute.INT64:
-		return c.intAny(v.AsInt64())
-	case attribute.FLOAT64:
-		return c.doubleAny(v.AsFloat64())
-	case attribute.STRING:
-		return c.stringAny(v.AsString())
-	case attribute.BOOLSLICE:
-		return c.array(convertAll(v.AsBoolSlice(), c.boolAny))
-	case attribute.INT64SLICE:
-		return c.array(convertAll(v.AsInt64Slice(), c.intAny))
-	case attribute.FLOAT64SLICE:
-		return c.array(convertAll(v.AsFloat64Slice(), c.doubleAny))
-	case attribute.STRINGSLICE:
-		return c.array(convertAll(v.AsStringSlice(), c.stringAny))
-	case attribute.SLICE:
-		return c.array(convertAll(v.AsSlice(), c.anyValue))
-	}
-	a := c.anys.new()
-	switch v.Type() {
-	case attribute.BYTESLICE:
-		a.Value = &commonpb.AnyValue_BytesValue{BytesValue: v.AsByteSlice()}
-	case attribute.MAP:
-		a.Value = &commonpb.AnyValue_KvlistValue{KvlistValue: &commonpb.KeyValueList{Values: c.keyValues(v.AsMap())}}
-	case attribute.EMPTY:
-	default:
-		return c.stringAny("INVALID")
-	}
-	return a
-}
-
-func (c *converter) boolAny(b bool) *commonpb.AnyValue {
-	a, w := c.anys.new(), c.bools.new()
-	w.BoolValue, a.Value = b, w
-	return a
-}
-
-func (c *converter) intAny(n int64) *commonpb.AnyValue {
-	a, w := c.anys.new(), c.ints.new()
-	w.IntValue, a.Value = n, w
-	return a
-}
-
-func (c *converter) doubleAny(f float64) *commonpb.AnyValue {
-	a, w := c.anys.new(), c.doubles.new()
-	w.DoubleValue, a.Value = f, w
-	return a
-}
-
-func (c *converter) stringAny(s string) *commonpb.AnyValue {
-	a, w := c.anys.new(), c.strs.new()
-	w.StringValue, a.Value = s, w
-	return a
-}
-
-func (c *converter) array(vs []*commonpb.AnyValue) *commonpb.AnyValue {
-	a := c.anys.new()
-	a.Value = &commonpb.AnyValue_ArrayValue{ArrayValue: &commonpb.ArrayValue{Values: vs}}
-	return a
-}
-
-func convertAll[T any](vs []T, conv func(T) *commonpb.AnyValue) []*commonpb.AnyValue {
-	out := make([]*commonpb.AnyValue, len(vs))
-	for i, v := range vs {
-		out[i] = conv(v)
-	}
-	return out
 }
 
 // newExporterFromEnv is the exporter New builds: opts' endpoint, else the

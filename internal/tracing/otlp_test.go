@@ -132,8 +132,8 @@ func mv(kvs ...*commonpb.KeyValue) *commonpb.AnyValue {
 // expected, field by field: grouped by resource, then scope, in the order
 // first seen; ids, parent, trace state, flags (sampled, parent remote),
 // name, kind, times, attributes of every attribute.Type, events, links,
-// status and dropped counts. The hand-written envelope is byte for byte
-// what the collector package's own Marshal writes.
+// status and dropped counts. The bytes are those the collector package's
+// own Marshal writes for the expected message.
 func TestExportFieldMapping(t *testing.T) {
 	r1 := resource.NewSchemaless(attribute.String("service.name", "sb"), attribute.String("service.version", "1.2.3"))
 	r2 := resource.NewWithAttributes("https://opentelemetry.io/schemas/1.26.0", attribute.String("service.name", "other"))
@@ -283,22 +283,57 @@ func TestExportFieldMapping(t *testing.T) {
 		t.Errorf("export decoded as\n%s\nwant\n%s", prototext.Format(e.req), prototext.Format(want))
 	}
 
-	// The envelope: what the collector package itself marshals.
-	rss := resourceSpans(spans)
-	mine, err := encodeExport(nil, rss)
-	if err != nil {
-		t.Fatal(err)
+	// The bytes: what the collector package's own Marshal writes for the
+	// expected message.
+	var bt batch
+	for _, sd := range spans {
+		bt.add(sd)
 	}
-	theirs, err := proto.MarshalOptions{Deterministic: true}.Marshal(&coltracepb.ExportTraceServiceRequest{ResourceSpans: rss})
+	mine := bt.appendExport(nil)
+	theirs, err := proto.MarshalOptions{Deterministic: true}.Marshal(want)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(mine, theirs) {
-		t.Errorf("hand-encoded envelope (%d bytes) differs from coltracepb's Marshal (%d bytes)", len(mine), len(theirs))
+		t.Errorf("encoded export (%d bytes) differs from coltracepb's Marshal (%d bytes)\nmine   %x\ntheirs %x", len(mine), len(theirs), mine, theirs)
 	}
 }
 
-// TestExportNothing: a batch with no span (or only nil ones) sends nothing.
+// TestExportLongLengths: messages whose lengths take two and three bytes
+// (a 200-byte and a 70,000-byte attribute, and the batch around them)
+// decode with the collector's types, and the bytes are what its Marshal
+// writes.
+func TestExportLongLengths(t *testing.T) {
+	long := strings.Repeat("x", 70000)
+	spans := tracetest.SpanStubs{{
+		Name:        "long",
+		SpanContext: trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid1, SpanID: sidA, TraceFlags: trace.FlagsSampled}),
+		StartTime:   t0, EndTime: t0,
+		Attributes: []attribute.KeyValue{attribute.String("mid", long[:200]), attribute.String("long", long)},
+		Resource:   resource.NewSchemaless(attribute.String("service.name", "sb")),
+	}}.Snapshots()
+	var bt batch
+	for _, sd := range spans {
+		bt.add(sd)
+	}
+	b := bt.appendExport(nil)
+	var got coltracepb.ExportTraceServiceRequest
+	if err := proto.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	s := got.GetResourceSpans()[0].GetScopeSpans()[0].GetSpans()[0]
+	if a := s.GetAttributes(); len(a) != 2 || a[0].GetValue().GetStringValue() != long[:200] || a[1].GetValue().GetStringValue() != long || s.GetName() != "long" {
+		t.Errorf("decoded span: %d attributes, name %q", len(a), s.GetName())
+	}
+	theirs, err := proto.MarshalOptions{Deterministic: true}.Marshal(&got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(b, theirs) {
+		t.Errorf("encoded export (%d bytes) differs from coltracepb's Marshal (%d bytes)", len(b), len(theirs))
+	}
+}
+
 func TestExportNothing(t *testing.T) {
 	url, got := receiver(t)
 	exp, err := newExporterFromEnv(url)

@@ -1,11 +1,21 @@
 package tracing
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"reflect"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/switchboard-mcp/switchboard/internal/audit"
+	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 )
 
 func TestTracingSetMeta(t *testing.T) {
@@ -55,6 +65,96 @@ func TestTracingTraceparent(t *testing.T) {
 		propagation.TraceContext{}.Inject(trace.ContextWithSpanContext(context.Background(), sc), c)
 		if got, want := traceparent(sc), c.Get("traceparent"); got != want {
 			t.Errorf("traceparent = %q, want %q", got, want)
+		}
+	}
+}
+
+// FuzzSetMeta: whatever the params, SetMeta never fails to terminate or
+// panics; when it reports success on a JSON object, the result is JSON
+// whose params._meta.traceparent is the value and whose other members are
+// as they were; otherwise params come back unchanged.
+func FuzzSetMeta(f *testing.F) {
+	for _, s := range []string{``, `{}`, ` { } `, `{"name":"echo","arguments":{"a":1}}`, `{"_meta":{}}`,
+		`{"_meta":{"traceparent":"x","k":1},"z":2}`, `{"\u005fmeta":{"a":1}}`, `{"a":"\"_meta\""}`, `[1]`, `{"_meta":[]}`, `{`, `{"_meta":{"traceparent":`} {
+		f.Add([]byte(s))
+	}
+	const tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	f.Fuzz(func(t *testing.T, params []byte) {
+		in := append([]byte(nil), params...)
+		got, ok := SetMeta(params, MetaKey, tp)
+		if !bytes.Equal(params, in) {
+			t.Fatalf("input modified")
+		}
+		if !ok {
+			if !bytes.Equal(got, params) {
+				t.Fatalf("not ok, yet params changed: %s", got)
+			}
+			return
+		}
+		var before, after map[string]any
+		if len(bytes.TrimSpace(params)) > 0 && json.Unmarshal(params, &before) != nil {
+			return // invalid JSON in: nothing promised about the bytes out
+		}
+		if err := json.Unmarshal(got, &after); err != nil {
+			t.Fatalf("SetMeta(%s) = %s: not JSON: %v", params, got, err)
+		}
+		meta, _ := after["_meta"].(map[string]any)
+		if meta["traceparent"] != tp {
+			t.Fatalf("SetMeta(%s) = %s: _meta.traceparent not set", params, got)
+		}
+		for k, v := range before {
+			if k == "_meta" {
+				continue
+			}
+			if !reflect.DeepEqual(after[k], v) {
+				t.Fatalf("SetMeta(%s) = %s: member %q changed", params, got, k)
+			}
+		}
+	})
+}
+
+// TestTracingSpanNames: the server span is named for the request's method
+// and tool, whatever the upstream calls were named; a request that is no
+// MCP call takes the HTTP method.
+func TestTracingSpanNames(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	tr := &Tracer{tp: tp, tr: tp.Tracer("test")}
+	call := func(method, params string) *jsonrpc.Message {
+		m, err := jsonrpc.Decode([]byte(`{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":` + params + `}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	hr := httptest.NewRequest("POST", "/d/mcp", nil)
+	now := time.Now()
+	for _, c := range []struct {
+		calls       []*jsonrpc.Message
+		method      string
+		want        string
+		wantClients []string
+	}{
+		{[]*jsonrpc.Message{call("tools/call", `{"name":"echo"}`)}, "tools/call", "tools/call echo", []string{"tools/call echo"}},
+		{[]*jsonrpc.Message{call("tools/call", `{"name":"a"}`), call("ping", `{}`)}, "tools/call", "tools/call a", []string{"tools/call a", "ping"}},
+		{[]*jsonrpc.Message{call("ping", `{}`), call("tools/call", `{"name":"b"}`)}, "ping", "ping b", []string{"ping", "tools/call b"}},
+		{[]*jsonrpc.Message{call("tools/call", `{"name":"a"}`), call("tools/call", `{}`)}, "tools/call", "tools/call a", []string{"tools/call a", "tools/call"}},
+		{nil, "", "GET", nil},
+	} {
+		rec.Reset()
+		q := tr.Start(hr, now)
+		for _, m := range c.calls {
+			_, cl := q.Upstream("d", "", m)
+			cl.End(nil)
+		}
+		q.End(&audit.Record{Time: now, HTTPMethod: "GET", MCPMethod: c.method, Status: 200})
+		ended := rec.Ended()
+		var clients []string
+		for _, s := range ended[:len(ended)-1] {
+			clients = append(clients, s.Name())
+		}
+		if got := ended[len(ended)-1].Name(); got != c.want || !reflect.DeepEqual(clients, c.wantClients) {
+			t.Errorf("%s: server span %q, client spans %q; want %q, %q", c.want, got, clients, c.want, c.wantClients)
 		}
 	}
 }
