@@ -178,6 +178,14 @@ type Metrics struct {
 	toolCalls    *prometheus.CounterVec
 	queueDrops   *prometheus.CounterVec
 
+	// series caches, by label values, the children of the vectors above
+	// that Observe updates: a request costs one map lookup instead of a
+	// label hash and a vector lookup per series. A child is made when it
+	// is first updated, as WithLabelValues would, so the exposition is the
+	// same. Series are never deleted, so a cached child stays the
+	// registered one. The keys are bounded as the labels are.
+	series sync.Map // seriesKey → *requestSeries
+
 	toolCap atomic.Int64
 	toolsMu sync.Mutex
 	tools   map[string]map[string]bool // guarded by toolsMu: admitted tool names by destination
@@ -294,19 +302,22 @@ func (m *Metrics) Observe(r *audit.Record) {
 		return
 	}
 	dest := r.Destination
-	m.httpRequests.WithLabelValues(dest, httpMethod(r.HTTPMethod), statusCode(r.Status)).Inc()
+	var method, outcome string
+	if r.MCPMethod != "" {
+		method, outcome = MCPMethod(r.MCPMethod), Outcome(r)
+	}
+	s := m.seriesOf(seriesKey{dest, httpMethod(r.HTTPMethod), statusCode(r.Status), method, outcome})
+	s.http.Inc()
 	if n := len(r.RequestBody); n > 0 {
-		m.bytesIn.WithLabelValues(dest).Add(float64(n))
+		lazyCounter(&s.bytesIn, m.bytesIn, dest).Add(float64(n))
 	}
 	if r.BytesOut > 0 {
-		m.bytesOut.WithLabelValues(dest).Add(float64(r.BytesOut))
+		lazyCounter(&s.bytesOut, m.bytesOut, dest).Add(float64(r.BytesOut))
 	}
 	if r.MCPMethod == "" {
 		return // a GET stream, a client's response, a request that did not parse
 	}
-	method := MCPMethod(r.MCPMethod)
-	outcome := Outcome(r)
-	m.mcpRequests.WithLabelValues(dest, method, outcome).Inc()
+	s.mcp.Inc()
 	if r.MCPMethod == "tools/call" && m.toolCap.Load() > 0 {
 		m.toolCalls.WithLabelValues(dest, m.toolLabel(dest, r, outcome), outcome).Inc()
 	}
@@ -316,11 +327,63 @@ func (m *Metrics) Observe(r *audit.Record) {
 		// its POST got 202.
 		return
 	}
-	m.duration.WithLabelValues(dest, method).Observe(r.Latency.Seconds())
+	lazyObserver(&s.duration, m.duration, dest, method).Observe(r.Latency.Seconds())
 	if r.Upstream > 0 {
-		m.upstream.WithLabelValues(dest, method).Observe(r.Upstream.Seconds())
-		m.added.WithLabelValues(dest).Observe(max(r.Latency-r.Upstream, 0).Seconds())
+		lazyObserver(&s.upstream, m.upstream, dest, method).Observe(r.Upstream.Seconds())
+		lazyObserver(&s.added, m.added, dest, "").Observe(max(r.Latency-r.Upstream, 0).Seconds())
 	}
+}
+
+// seriesKey is the label values of one request's series: destination,
+// HTTP method, status code, MCP method and outcome ("" for a request that
+// is not an MCP request).
+type seriesKey struct{ dest, httpMethod, status, method, outcome string }
+
+// requestSeries holds the children Observe updates for one seriesKey:
+// http (and mcp, for an MCP method) made with the entry, since every
+// request of the key counts in them; the others on first use.
+type requestSeries struct {
+	http, mcp                 prometheus.Counter
+	bytesIn, bytesOut         atomic.Pointer[prometheus.Counter]
+	duration, upstream, added atomic.Pointer[prometheus.Observer]
+}
+
+func (m *Metrics) seriesOf(k seriesKey) *requestSeries {
+	if s, ok := m.series.Load(k); ok {
+		return s.(*requestSeries)
+	}
+	s := &requestSeries{http: m.httpRequests.WithLabelValues(k.dest, k.httpMethod, k.status)}
+	if k.method != "" {
+		s.mcp = m.mcpRequests.WithLabelValues(k.dest, k.method, k.outcome)
+	}
+	v, _ := m.series.LoadOrStore(k, s)
+	return v.(*requestSeries)
+}
+
+// lazyCounter returns *p, made from v's child for dest the first time.
+func lazyCounter(p *atomic.Pointer[prometheus.Counter], v *prometheus.CounterVec, dest string) prometheus.Counter {
+	if c := p.Load(); c != nil {
+		return *c
+	}
+	c := v.WithLabelValues(dest)
+	p.CompareAndSwap(nil, &c)
+	return *p.Load()
+}
+
+// lazyObserver returns *p, made from v's child for dest (and method, when
+// not "") the first time.
+func lazyObserver(p *atomic.Pointer[prometheus.Observer], v *prometheus.HistogramVec, dest, method string) prometheus.Observer {
+	if o := p.Load(); o != nil {
+		return *o
+	}
+	var o prometheus.Observer
+	if method == "" {
+		o = v.WithLabelValues(dest)
+	} else {
+		o = v.WithLabelValues(dest, method)
+	}
+	p.CompareAndSwap(nil, &o)
+	return *p.Load()
 }
 
 // toolLabel is the tool label of a tools/call: its name once admitted, else
