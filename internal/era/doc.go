@@ -32,6 +32,7 @@
 // Contracts: every Call returned satisfies session.Call; a parked MRTR
 // state is bounded (MaxParked) and expires (Options.StateTTL), after which
 // its upstream call is cancelled and the member leaves; a requestState that
-// is unknown, expired, already used or bound to another request gets a
-// -32602 error naming the problem, never a crash or a hang.
+// is unknown, expired, already used, bound to another request or (with
+// inbound auth) issued to another caller gets a -32602 error naming the
+// problem, never a crash or a hang.
 package era

@@ -182,7 +182,7 @@ func TestStatesExpiry(t *testing.T) {
 		if s.len() != 0 || c.abandoned.Load() != 1 || b.left.Load() != 1 {
 			t.Fatalf("after the TTL: %d parked, abandoned %d, left %d; want 0, 1, 1", s.len(), c.abandoned.Load(), b.left.Load())
 		}
-		if got, why := s.take(token, "tools/call", "t"); got != nil || !strings.Contains(why, "expired") {
+		if got, why := s.take(token, "tools/call", "t", ""); got != nil || !strings.Contains(why, "expired") {
 			t.Fatalf("take after expiry = %v, %q", got, why)
 		}
 	})
@@ -197,21 +197,43 @@ func TestStatesBindingAndBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, why := s.take(token, "tools/call", "other"); got != nil || !strings.Contains(why, `issued for tools/call "t"`) {
+	if got, why := s.take(token, "tools/call", "other", ""); got != nil || !strings.Contains(why, `issued for tools/call "t"`) {
 		t.Fatalf("take for another tool = %v, %q", got, why)
 	}
-	if got, why := s.take("sb1.forged", "tools/call", "t"); got != nil || why == "" {
+	if got, why := s.take("sb1.forged", "tools/call", "t", ""); got != nil || why == "" {
 		t.Fatalf("take of a forged token = %v, %q", got, why)
 	}
+
 	q := &parked{method: "tools/call", name: "u", b: &fakeBackend{}, inner: newFakeCall()}
 	if _, err := s.park(q); err == nil {
 		t.Fatalf("a second park beyond the bound of 1 succeeded")
 	}
-	if got, _ := s.take(token, "tools/call", "t"); got != p {
+	if got, _ := s.take(token, "tools/call", "t", ""); got != p {
 		t.Fatalf("take with the right binding failed")
 	}
-	if got, _ := s.take(token, "tools/call", "t"); got != nil {
+	if got, _ := s.take(token, "tools/call", "t", ""); got != nil {
 		t.Fatalf("a token was used twice")
+	}
+}
+
+// With auth on, a requestState is its caller's: another caller showing it
+// is refused, and the token stays for its own.
+func TestStatesBoundToCaller(t *testing.T) {
+	s := newStates(4, time.Hour)
+	defer s.close()
+	p := &parked{method: "tools/call", name: "t", caller: "alice", b: &fakeBackend{}, inner: newFakeCall()}
+	p.add(serverReq("1", "elicitation/create"))
+	token, err := s.park(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, caller := range []string{"mallory", ""} {
+		if got, why := s.take(token, "tools/call", "t", caller); got != nil || why != "issued to another caller" {
+			t.Fatalf("take by %q = %v, %q", caller, got, why)
+		}
+	}
+	if got, _ := s.take(token, "tools/call", "t", "alice"); got != p {
+		t.Fatalf("take by its own caller failed")
 	}
 }
 

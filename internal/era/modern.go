@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/internal/auth"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/internal/session"
 	"github.com/switchboard-mcp/switchboard/internal/upstream"
@@ -137,7 +138,7 @@ func (t *ModernOverLegacy) Stateless(ctx context.Context, req *jsonrpc.Message) 
 		b.Leave()
 		return nil, err
 	}
-	return t.newCall(req, b, inner), nil
+	return t.newCall(ctx, req, b, inner), nil
 }
 
 // member joins the legacy server as a member with the request's client
@@ -238,6 +239,7 @@ type call struct {
 	t        *ModernOverLegacy
 	method   string
 	name     string // params.name or params.uri: part of the state's binding
+	caller   string // the authenticated caller ("" without auth): part of it too
 	clientID json.RawMessage
 	wantLog  bool
 	b        session.Backend
@@ -247,9 +249,10 @@ type call struct {
 	done bool // the final message was returned (or the call abandoned)
 }
 
-func (t *ModernOverLegacy) newCall(req *jsonrpc.Message, b session.Backend, inner session.Call) *call {
+func (t *ModernOverLegacy) newCall(ctx context.Context, req *jsonrpc.Message, b session.Backend, inner session.Call) *call {
 	_, _, _, wantLog := req.LookupMeta(MetaLogLevel)
-	return &call{t: t, method: req.Method, name: nameOf(req), clientID: req.ID, wantLog: wantLog, b: b, inner: inner}
+	return &call{t: t, method: req.Method, name: nameOf(req), caller: auth.FromContext(ctx).Name(),
+		clientID: req.ID, wantLog: wantLog, b: b, inner: inner}
 }
 
 func nameOf(req *jsonrpc.Message) string {
@@ -336,7 +339,7 @@ func (c *call) serverRequest(m *jsonrpc.Message) *jsonrpc.Message {
 		c.refuse(m)
 		return nil
 	}
-	p := &parked{method: c.method, name: c.name, b: c.b, inner: c.inner}
+	p := &parked{method: c.method, name: c.name, caller: c.caller, b: c.b, inner: c.inner}
 	p.add(m)
 	timer := time.NewTimer(gatherWindow)
 	defer timer.Stop()
@@ -465,7 +468,7 @@ func (t *ModernOverLegacy) resume(ctx context.Context, req *jsonrpc.Message) ses
 	if !ok {
 		return failure(req, jsonrpc.Errorf(jsonrpc.InvalidParams, "requestState must be a string"))
 	}
-	p, why := t.states.take(token, req.Method, nameOf(req))
+	p, why := t.states.take(token, req.Method, nameOf(req), auth.FromContext(ctx).Name())
 	if p == nil {
 		return failure(req, jsonrpc.Errorf(jsonrpc.InvalidParams, "invalid requestState: %s; send the request again without requestState and inputResponses", why))
 	}
@@ -505,6 +508,6 @@ func (t *ModernOverLegacy) resume(ctx context.Context, req *jsonrpc.Message) ses
 			return failure(req, jsonrpc.Errorf(jsonrpc.UpstreamUnavailable, "%s: %v", t.opts.Name, err))
 		}
 	}
-	c := t.newCall(req, p.b, p.inner)
+	c := t.newCall(ctx, req, p.b, p.inner)
 	return c
 }

@@ -16,6 +16,7 @@ import (
 // server→client request, which the client got as input_required.
 type parked struct {
 	method, name string // what the state is bound to: the retry must match
+	caller       string // and who: the authenticated caller's name, "" without auth
 	b            session.Backend
 	inner        session.Call
 	reqs         []pendingRequest // the server's requests the client is asked
@@ -94,14 +95,17 @@ func (s *states) park(p *parked) (string, error) {
 }
 
 // take removes and returns the call parked under token, when the retry is
-// for the same method and name; else nil and why.
-func (s *states) take(token, method, name string) (*parked, string) {
+// for the same method and name, by the same caller; else nil and why (a
+// token shown by another caller stays for its own).
+func (s *states) take(token, method, name, caller string) (*parked, string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.m[token]
 	switch {
 	case p == nil:
 		return nil, "unknown, expired or already used"
+	case p.caller != caller:
+		return nil, "issued to another caller"
 	case p.method != method || p.name != name:
 		return nil, fmt.Sprintf("issued for %s %q, not %s %q", p.method, p.name, method, name)
 	}
