@@ -9,7 +9,11 @@
 // result costs one pass over its bytes instead of a full unmarshal into
 // interface values and a marshal back (BenchmarkDecode compares the two).
 // Members that are read (a method name, a progress token) are looked up on
-// demand with Lookup, and rewritten in place with Splice.
+// demand with Lookup, and rewritten in place with Splice; params.name, read
+// for nearly every call, is noted in the decoding pass itself (ParamName).
+// A message that must outlive the buffer it was decoded from is detached
+// (Detach): copied once, into its wire form, which Encode then returns as
+// it is, so a response crosses the gateway with one copy.
 package jsonrpc
 
 import (
@@ -30,7 +34,7 @@ import (
 //
 // ID, Params, Result and Error hold raw JSON; they may alias the buffer the
 // message was decoded from, so a Message must not outlive a buffer that is
-// reused (copy the input first, as the transports do).
+// reused (copy the input first, or Detach the message).
 type Message struct {
 	ID     json.RawMessage
 	Method string
