@@ -152,6 +152,13 @@ destinations:
     isolation: %[2]s
     env: {%[3]s: plain, GORACE: atexit_sleep_ms=0}
 `, exe, isolation, "SWITCHBOARD_TEST_SERVER", on, tracing)
+	return serveBench(b, yaml) + "/d/mcp"
+}
+
+// serveBench serves the config yaml on 127.0.0.1 for the benchmark and
+// returns its base URL; the gateway stops when the benchmark ends (its
+// shutdown is not measured).
+func serveBench(b *testing.B, yaml string) string {
 	cfg, err := config.Parse([]byte(yaml), "bench.yaml")
 	if err != nil {
 		b.Fatal(err)
@@ -168,11 +175,11 @@ destinations:
 	served := make(chan error, 1)
 	go func() { served <- g.Serve(ctx, ln) }()
 	b.Cleanup(func() {
-		b.StopTimer() // shutdown is not what is measured
+		b.StopTimer()
 		cancel()
 		<-served
 	})
-	return "http://" + ln.Addr().String() + "/d/mcp"
+	return "http://" + ln.Addr().String()
 }
 
 // rawClient speaks HTTP/1.1 on one kept-alive connection with buffers it

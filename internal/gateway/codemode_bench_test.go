@@ -1,19 +1,12 @@
 package gateway_test
 
 import (
-	"context"
 	"fmt"
-	"io"
-	"log/slog"
-	"net"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/switchboard-mcp/switchboard/internal/config"
-	"github.com/switchboard-mcp/switchboard/internal/gateway"
 )
 
 // BenchmarkCodeMode compares one execute making 10 tool calls with 10
@@ -40,27 +33,10 @@ destinations:
     command: [%q]
     env: {%s: alpha, %s: echo, GORACE: atexit_sleep_ms=0}
 `, exe, envAggName, envAggTools)
-	cfg, err := config.Parse([]byte(yml), "bench.yaml")
-	if err != nil {
-		b.Fatal(err)
-	}
-	g, err := gateway.New(cfg, gateway.Options{Logger: slog.New(slog.DiscardHandler), AuditWriter: io.Discard})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- g.Serve(ctx, ln) }()
-	b.Cleanup(func() {
-		cancel()
-		<-served
-	})
+	base := serveBench(b, yml)
+	ctx := b.Context()
 	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + ln.Addr().String() + "/mcp/work", MaxRetries: -1},
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp/work", MaxRetries: -1},
 		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		b.Fatal(err)

@@ -2,20 +2,14 @@ package gateway_test
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
-
-	"github.com/switchboard-mcp/switchboard/internal/config"
-	"github.com/switchboard-mcp/switchboard/internal/gateway"
 )
 
 // BenchmarkEra compares the translated path of each client era with its
@@ -115,25 +109,5 @@ destinations:
     protocol: %s
     env: {SWITCHBOARD_TEST_SERVER: dual, GORACE: atexit_sleep_ms=0}
 `, exe, protocol)
-	cfg, err := config.Parse([]byte(yaml), "bench.yaml")
-	if err != nil {
-		b.Fatal(err)
-	}
-	g, err := gateway.New(cfg, gateway.Options{Logger: slog.New(slog.DiscardHandler), AuditWriter: io.Discard})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- g.Serve(ctx, ln) }()
-	b.Cleanup(func() {
-		b.StopTimer()
-		cancel()
-		<-served
-	})
-	return "http://" + ln.Addr().String() + "/d/mcp"
+	return serveBench(b, yaml) + "/d/mcp"
 }
