@@ -397,30 +397,17 @@ func (c *call) refuse(m *jsonrpc.Message) {
 		"switchboard: a %s client cannot receive %s during %s", ModernVersion, m.Method, c.method)))
 }
 
-// inputKey names an input request in inputRequests.
+// inputKey names an input request in inputRequests: the capability it
+// needs (sampling, elicitation, roots), else "input".
 func inputKey(method string) string {
-	switch method {
-	case "sampling/createMessage":
-		return "sampling"
-	case "elicitation/create":
-		return "elicitation"
-	case "roots/list":
-		return "roots"
+	if c := capabilityFor(method); c != "" {
+		return c
 	}
 	return "input"
 }
 
-func capabilityFor(method string) string {
-	switch method {
-	case "sampling/createMessage":
-		return "sampling"
-	case "elicitation/create":
-		return "elicitation"
-	case "roots/list":
-		return "roots"
-	}
-	return ""
-}
+// capabilityFor is the client capability a server→client request needs.
+var capabilityFor = upstream.CapabilityFor
 
 // inputRequired is the result that asks the client for p's input.
 func inputRequired(p *parked, token string) json.RawMessage {

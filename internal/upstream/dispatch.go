@@ -190,7 +190,7 @@ func (u *Upstream) serverRequest(gen int, msg *jsonrpc.Message) {
 	var refuse *jsonrpc.Error
 	if why != ownerFound {
 		refuse = why.refusal(msg.Method)
-	} else if need := capabilityFor(msg.Method); need != "" && !m.has(need) {
+	} else if need := CapabilityFor(msg.Method); need != "" && !m.has(need) {
 		refuse = jsonrpc.Errorf(jsonrpc.MethodNotFound, "the client did not declare the %s capability", need)
 	}
 	var down int64
@@ -214,7 +214,9 @@ func (u *Upstream) serverRequest(gen int, msg *jsonrpc.Message) {
 	}
 }
 
-func capabilityFor(method string) string {
+// CapabilityFor is the client capability a server→client request method
+// needs ("sampling", "elicitation", "roots"), or "" for any other method.
+func CapabilityFor(method string) string {
 	switch method {
 	case "sampling/createMessage":
 		return "sampling"
