@@ -415,7 +415,7 @@ func (c *legacyCall) ask(raw json.RawMessage) (map[string]json.RawMessage, error
 	}()
 	for _, key := range sortedKeys(reqs) {
 		r := reqs[key]
-		need := capabilityFor(r.Method)
+		need := upstream.CapabilityFor(r.Method)
 		if need == "" {
 			return nil, fmt.Errorf("%s asked for input with an unknown method %q", c.s.t.opts.Name, r.Method)
 		}

@@ -335,7 +335,7 @@ const gatherWindow = 20 * time.Millisecond
 // input_required result; otherwise the server is refused and nil is
 // returned.
 func (c *call) serverRequest(m *jsonrpc.Message) *jsonrpc.Message {
-	if !inputMethod(c.method) || capabilityFor(m.Method) == "" {
+	if !inputMethod(c.method) || upstream.CapabilityFor(m.Method) == "" {
 		c.refuse(m)
 		return nil
 	}
@@ -356,7 +356,7 @@ gather:
 			case <-timer.C:
 				break gather
 			}
-		case more.IsRequest() && capabilityFor(more.Method) != "":
+		case more.IsRequest() && upstream.CapabilityFor(more.Method) != "":
 			p.add(more)
 		case more.IsRequest():
 			c.refuse(more)
@@ -400,14 +400,11 @@ func (c *call) refuse(m *jsonrpc.Message) {
 // inputKey names an input request in inputRequests: the capability it
 // needs (sampling, elicitation, roots), else "input".
 func inputKey(method string) string {
-	if c := capabilityFor(method); c != "" {
+	if c := upstream.CapabilityFor(method); c != "" {
 		return c
 	}
 	return "input"
 }
-
-// capabilityFor is the client capability a server→client request needs.
-var capabilityFor = upstream.CapabilityFor
 
 // inputRequired is the result that asks the client for p's input.
 func inputRequired(p *parked, token string) json.RawMessage {
