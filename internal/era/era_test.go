@@ -151,15 +151,19 @@ func (b *fakeBackend) Respond(_ context.Context, r *jsonrpc.Message) error {
 }
 func (b *fakeBackend) Leave() { b.left.Add(1) }
 
+// fakeCall is an upstream call the test feeds through q.
 type fakeCall struct {
-	fixedCall
+	q         jsonrpc.Queue
 	abandoned atomic.Int32
 	parked    atomic.Bool
 }
 
-func (c *fakeCall) Abandon(bool)      { c.abandoned.Add(1) }
-func (c *fakeCall) SetParked(on bool) { c.parked.Store(on) }
-func newFakeCall() *fakeCall          { c := &fakeCall{}; c.q.Init(4); return c }
+func (c *fakeCall) Poll() (*jsonrpc.Message, bool) { return c.q.Poll() }
+func (c *fakeCall) Ready() <-chan struct{}         { return c.q.Ready() }
+func (c *fakeCall) LongLived() bool                { return false }
+func (c *fakeCall) Abandon(bool)                   { c.abandoned.Add(1) }
+func (c *fakeCall) SetParked(on bool)              { c.parked.Store(on) }
+func newFakeCall() *fakeCall                       { c := &fakeCall{}; c.q.Init(4); return c }
 func serverReq(id, method string) *jsonrpc.Message {
 	return jsonrpc.NewRequest(json.RawMessage(id), method, json.RawMessage(`{}`))
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/session"
 )
 
 // Reserved _meta keys of 2026-07-28 requests and results.
@@ -139,25 +140,9 @@ func failure(req *jsonrpc.Message, e *jsonrpc.Error) *fixedCall {
 }
 
 // fixedCall is a session.Call whose messages are known already.
-type fixedCall struct{ q jsonrpc.Queue }
+type fixedCall = session.Answer
 
-func newFixed(msgs ...*jsonrpc.Message) *fixedCall {
-	c := &fixedCall{}
-	c.q.Init(len(msgs) + 1)
-	for i, m := range msgs {
-		if i == len(msgs)-1 {
-			c.q.PushLast(m)
-		} else {
-			c.q.Push(m, true)
-		}
-	}
-	return c
-}
-
-func (c *fixedCall) Poll() (*jsonrpc.Message, bool) { return c.q.Poll() }
-func (c *fixedCall) Ready() <-chan struct{}         { return c.q.Ready() }
-func (c *fixedCall) Abandon(bool)                   {}
-func (c *fixedCall) LongLived() bool                { return false }
+var newFixed = session.NewAnswer
 
 // removeMember returns obj without the member key whose value spans
 // obj[s:e] (offsets from a Lookup), with the comma that separated it. ok

@@ -477,29 +477,6 @@ func (c *filtered) filter(result json.RawMessage) json.RawMessage {
 }
 
 // localCall is an answer made here.
-type localCall struct {
-	mu    sync.Mutex
-	msgs  []*jsonrpc.Message
-	ready chan struct{}
-}
+type localCall = session.Answer
 
-func newLocalCall(msgs ...*jsonrpc.Message) *localCall {
-	c := &localCall{msgs: msgs, ready: make(chan struct{})}
-	close(c.ready)
-	return c
-}
-
-func (c *localCall) Poll() (*jsonrpc.Message, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.msgs) == 0 {
-		return nil, true
-	}
-	m := c.msgs[0]
-	c.msgs = c.msgs[1:]
-	return m, false
-}
-
-func (c *localCall) Ready() <-chan struct{} { return c.ready }
-func (c *localCall) Abandon(bool)           {}
-func (c *localCall) LongLived() bool        { return false }
+func newLocalCall(msgs ...*jsonrpc.Message) *localCall { return session.NewAnswer(msgs...) }

@@ -13,17 +13,9 @@ import (
 
 // localCall is a call the router answered itself: its messages (normally
 // just the response) are all there when it is returned.
-type localCall struct {
-	mu    sync.Mutex
-	msgs  []*jsonrpc.Message
-	ready chan struct{}
-}
+type localCall = session.Answer
 
-func newLocalCall(msgs ...*jsonrpc.Message) *localCall {
-	c := &localCall{msgs: msgs, ready: make(chan struct{})}
-	close(c.ready)
-	return c
-}
+func newLocalCall(msgs ...*jsonrpc.Message) *localCall { return session.NewAnswer(msgs...) }
 
 // result answers req with a result.
 func result(req *jsonrpc.Message, res []byte) *localCall {
@@ -34,21 +26,6 @@ func result(req *jsonrpc.Message, res []byte) *localCall {
 func failure(req *jsonrpc.Message, e *jsonrpc.Error) *localCall {
 	return newLocalCall(jsonrpc.NewError(req.ID, e))
 }
-
-func (c *localCall) Poll() (*jsonrpc.Message, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.msgs) == 0 {
-		return nil, true
-	}
-	m := c.msgs[0]
-	c.msgs = c.msgs[1:]
-	return m, false
-}
-
-func (c *localCall) Ready() <-chan struct{} { return c.ready }
-func (c *localCall) Abandon(bool)           {}
-func (c *localCall) LongLived() bool        { return false }
 
 // routedCall is a call forwarded to one member: server→client requests on
 // its stream get router-unique ids, so the client's answer finds the member.

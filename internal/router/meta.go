@@ -210,6 +210,11 @@ func (c *catalog) index(ctx context.Context, meta json.RawMessage) *manifest.Ind
 // toolResult is a CallToolResult of the router's own: v as JSON text and
 // as structuredContent.
 func toolResult(req *jsonrpc.Message, v any, isError bool) *localCall {
+	return newLocalCall(toolResponse(req, v, isError))
+}
+
+// toolResponse is toolResult's response message.
+func toolResponse(req *jsonrpc.Message, v any, isError bool) *jsonrpc.Message {
 	b := jsonrpc.Marshal(v)
 	res := map[string]any{
 		"content":           []map[string]any{{"type": "text", "text": string(b)}},
@@ -218,7 +223,7 @@ func toolResult(req *jsonrpc.Message, v any, isError bool) *localCall {
 	if isError {
 		res["isError"] = true
 	}
-	return result(req, jsonrpc.Marshal(res))
+	return jsonrpc.NewResult(req.ID, jsonrpc.Marshal(res))
 }
 
 // toolFailure is a CallToolResult with isError and a message.
@@ -368,7 +373,7 @@ func (r *Router) execute(ctx context.Context, cat *catalog, req *jsonrpc.Message
 			r.log.Info("script stopped", "view", v.Name, "limit", res.Limit, "err", res.Error,
 				"tool_calls", res.Calls, "ms", res.ExecutionTimeMS)
 		}
-		c.finish(toolResult(req, res, res.Status != sandbox.StatusOK).msgs[0])
+		c.finish(toolResponse(req, res, res.Status != sandbox.StatusOK))
 	}()
 	return c
 }

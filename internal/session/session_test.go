@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"strings"
@@ -633,4 +634,22 @@ func TestSessionIdle(t *testing.T) {
 		default:
 		}
 	})
+}
+
+// An Answer hands out its messages in order, then ends; one of none has
+// ended already.
+func TestAnswer(t *testing.T) {
+	a, b := jsonrpc.NewNotification("notifications/progress", nil), jsonrpc.NewResult(json.RawMessage("1"), nil)
+	c := NewAnswer(a, b)
+	for _, want := range []*jsonrpc.Message{a, b} {
+		if m, ended := c.Poll(); m != want || ended {
+			t.Fatalf("Poll = %v, %v; want %v", m, ended, want)
+		}
+	}
+	if m, ended := c.Poll(); m != nil || !ended {
+		t.Fatalf("after the response: %v, %v", m, ended)
+	}
+	if m, ended := NewAnswer().Poll(); m != nil || !ended {
+		t.Fatalf("an empty answer: %v, %v", m, ended)
+	}
 }
