@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"unsafe"
 )
@@ -50,16 +51,54 @@ type Message struct {
 	metaOf             *byte
 	metaLen            int
 
-	// wire, when not nil, is m's wire form as Detach made it, its members
-	// pointing into it; Encode and AppendTo use it while they still do
-	// (wireValid), so code that replaces a member never sends stale bytes.
-	wire                     []byte
-	wireMethod               string
-	wID, wParams, wRes, wErr []byte
+	// wire, when not nil, is m's wire form as Detach made it, and wireAt
+	// where ID, Params, Result and Error are in it; Encode and AppendTo use
+	// it only while each member still is that slice and Method is
+	// wireMethod (wireValid), so code that replaces a member never sends
+	// stale bytes.
+	wire       []byte
+	wireMethod string
+	wireAt     [4]span
 
-	// name is params.name as Decode found it (nil: none) while Params is
-	// nameFor; see ParamName.
-	name, nameFor []byte
+	// nameAt is where params.name's value is in Params as Decode found it
+	// (off < 0: the object has none), valid while Params is the slice it
+	// was found in: starting at nameOf, nameLen long. See ParamName.
+	nameAt  span
+	nameOf  *byte
+	nameLen int
+}
+
+// span is a place in a buffer: n bytes from off; off < 0 means none (a
+// nil member). int32 keeps a Message small; larger places are not cached.
+type span struct{ off, n int32 }
+
+// spanOf returns where v (nil, or a slice of buf) is in buf, and false if
+// that does not fit a span.
+func spanOf(buf, v []byte) (span, bool) {
+	if v == nil {
+		return span{off: -1}, true
+	}
+	off := int(uintptr(unsafe.Pointer(unsafe.SliceData(v))) - uintptr(unsafe.Pointer(unsafe.SliceData(buf))))
+	if off < 0 || off > math.MaxInt32 || len(v) > math.MaxInt32 {
+		return span{}, false
+	}
+	return span{int32(off), int32(len(v))}, true
+}
+
+// is reports whether v is the slice of buf that s places.
+func (s span) is(buf, v []byte) bool {
+	if s.off < 0 {
+		return v == nil
+	}
+	return len(v) == int(s.n) && int(s.off) < len(buf) && unsafe.SliceData(v) == &buf[s.off]
+}
+
+// of returns the slice of buf that s places (nil for none).
+func (s span) of(buf []byte) []byte {
+	if s.off < 0 {
+		return nil
+	}
+	return buf[s.off : s.off+s.n : s.off+s.n]
 }
 
 // Detach makes m independent of the buffer it was decoded from (Decode
@@ -96,32 +135,32 @@ func (m *Message) Detach() {
 		}
 		return buf[off[i][0]:off[i][1]:off[i][1]]
 	}
-	nameOK := m.nameFor != nil && sameSlice(m.Params, m.nameFor)
-	nameOff := 0
-	if nameOK && m.name != nil {
-		nameOff = int(uintptr(unsafe.Pointer(unsafe.SliceData(m.name))) - uintptr(unsafe.Pointer(unsafe.SliceData(m.Params))))
-	}
+	named := m.nameValid() // nameAt is relative to Params: it moves with it
 	m.ID, m.Params, m.Result, m.Error = slice(0, m.ID), slice(1, m.Params), slice(2, m.Result), slice(3, m.Error)
-	if nameOK {
-		if m.name != nil {
-			m.name = m.Params[nameOff : nameOff+len(m.name)]
-		}
-		m.nameFor = m.Params
+	if named {
+		m.nameOf, m.nameLen = unsafe.SliceData(m.Params), len(m.Params)
+	}
+	if len(buf) > math.MaxInt32 {
+		m.wire = nil // too large for spans: encoded again when sent
+		return
+	}
+	for i, v := range [4][]byte{m.ID, m.Params, m.Result, m.Error} {
+		m.wireAt[i], _ = spanOf(buf, v)
 	}
 	m.wire, m.wireMethod = buf, m.Method
-	m.wID, m.wParams, m.wRes, m.wErr = m.ID, m.Params, m.Result, m.Error
 }
 
 // wireValid reports whether m.wire is still m's wire form: every member
 // is the very slice Detach set.
 func (m *Message) wireValid() bool {
 	return m.wire != nil && m.Method == m.wireMethod &&
-		sameSlice(m.ID, m.wID) && sameSlice(m.Params, m.wParams) &&
-		sameSlice(m.Result, m.wRes) && sameSlice(m.Error, m.wErr)
+		m.wireAt[0].is(m.wire, m.ID) && m.wireAt[1].is(m.wire, m.Params) &&
+		m.wireAt[2].is(m.wire, m.Result) && m.wireAt[3].is(m.wire, m.Error)
 }
 
-func sameSlice(a, b []byte) bool {
-	return len(a) == len(b) && unsafe.SliceData(a) == unsafe.SliceData(b)
+// nameValid reports whether nameAt is about the current Params.
+func (m *Message) nameValid() bool {
+	return m.nameOf != nil && m.nameOf == unsafe.SliceData(m.Params) && m.nameLen == len(m.Params)
 }
 
 // LookupMeta finds params._meta[key], like Lookup(m.Params, "_meta", key),
@@ -260,7 +299,9 @@ func Decode(b []byte) (*Message, error) {
 		return nil, &Error{Code: InvalidRequest, Message: "invalid request: no method, result or error"}
 	}
 	if pr.at >= 0 && len(m.Params) > 0 && &m.Params[0] == &b[pr.at] {
-		m.name, m.nameFor = pr.val, m.Params // nil: the object has no name
+		if at, ok := spanOf(m.Params, pr.val); ok { // none (off -1): the object has no name
+			m.nameAt, m.nameOf, m.nameLen = at, &m.Params[0], len(m.Params)
+		}
 	}
 	return m, nil
 }
@@ -271,13 +312,13 @@ func Decode(b []byte) (*Message, error) {
 // message as Decode returned it, the member was found in the same pass
 // that decoded it, so this costs no scan of the arguments.
 func (m *Message) ParamName() (string, bool) {
-	if !sameSlice(m.Params, m.nameFor) {
+	if !m.nameValid() {
 		return StringMember(m.Params, "name")
 	}
-	if m.name == nil {
+	if m.nameAt.off < 0 {
 		return "", false
 	}
-	return unquote(m.name)
+	return unquote(m.nameAt.of(m.Params))
 }
 
 // method returns the string a raw JSON method name holds, without
