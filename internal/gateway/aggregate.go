@@ -130,7 +130,7 @@ func (g *Gateway) serveView(current func() map[string]http.Handler, shadowed str
 	return func(w http.ResponseWriter, r *http.Request) {
 		handlers := current()
 		name := r.PathValue("name")
-		header := r.Header.Get(HeaderNamespace)
+		header := canonicalHeader(r.Header, HeaderNamespace)
 		if shadowed != "" && header == "" && name != "" {
 			if d := g.state().fronts[shadowed+"/"+name]; d != nil {
 				_, isView := handlers[name]

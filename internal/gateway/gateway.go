@@ -624,7 +624,7 @@ func (p *guardPolicy) check(w http.ResponseWriter, r *http.Request, next http.Ha
 				return
 			}
 		}
-		if o := r.Header.Get("Origin"); o != "" && !anyOrigin && !origins[strings.ToLower(o)] && !loopbackOrigin(o) {
+		if o := canonicalHeader(r.Header, "Origin"); o != "" && !anyOrigin && !origins[strings.ToLower(o)] && !loopbackOrigin(o) {
 			forbid(w, "Origin "+o+" is not allowed (allowed_origins)")
 			return
 		}
@@ -661,4 +661,14 @@ func loopbackOrigin(o string) bool {
 		host = h
 	}
 	return isLoopbackHost(host)
+}
+
+// canonicalHeader is h.Get(key) for a key already in canonical form: the
+// map is read directly, without canonicalising the key per request (net/http
+// stores the keys it parses canonical).
+func canonicalHeader(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }

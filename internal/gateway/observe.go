@@ -146,7 +146,7 @@ func (w *statusWriter) noteStream() {
 	if w.m == nil || w.stream {
 		return
 	}
-	if ct := w.ResponseWriter.Header().Get("Content-Type"); strings.HasPrefix(ct, "text/event-stream") {
+	if ct := w.ResponseWriter.Header()["Content-Type"]; len(ct) > 0 && strings.HasPrefix(ct[0], "text/event-stream") {
 		w.stream, w.streamDest = true, w.rec.Destination
 		w.m.StreamOpened(w.streamDest)
 	}

@@ -107,6 +107,16 @@ const (
 	HeaderName            = "Mcp-Name"
 )
 
+// headerValue is h.Get(key) for a key already in canonical form (the
+// constants above, "Content-Type"): a map lookup without canonicalising
+// the key again on every request, as net/http stores them canonical.
+func headerValue(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
 // metaVersionKey is the _meta member that marks a 2026-07-28 request.
 const metaVersionKey = "io.modelcontextprotocol/protocolVersion"
 
@@ -133,7 +143,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // when the client lists text/event-stream before application/json: its
 // answers are then streams even when the response comes first.
 func accepts(r *http.Request) (jsonOK, sseOK, preferSSE bool) {
-	a := r.Header.Values("Accept")
+	a := r.Header["Accept"] // canonical key: no canonicalisation per request
 	if len(a) == 0 {
 		return true, true, false
 	}
@@ -191,7 +201,7 @@ func (h *Handler) lookupSession(w http.ResponseWriter, r *http.Request, id strin
 }
 
 func (h *Handler) post(w http.ResponseWriter, r *http.Request, rec *audit.Record) {
-	if mediaRange(r.Header.Get("Content-Type")) != "application/json" {
+	if mediaRange(headerValue(r.Header, "Content-Type")) != "application/json" {
 		writeError(w, http.StatusUnsupportedMediaType, nil, jsonrpc.Errorf(jsonrpc.InvalidRequest, "Content-Type must be application/json"))
 		return
 	}
@@ -225,7 +235,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, rec *audit.Record
 	}
 	jsonOK = jsonOK && !preferSSE // from here: "may the answer be plain JSON"
 
-	hv := r.Header.Get(HeaderProtocolVersion)
+	hv := headerValue(r.Header, HeaderProtocolVersion)
 	_, hasMeta := msg.MetaString(metaVersionKey)
 	if hasMeta || hv >= ModernVersion {
 		// 2026-07-28: stateless; Mcp-Session-Id is ignored altogether.
@@ -238,7 +248,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, rec *audit.Record
 			Data:    jsonrpc.Marshal(map[string]any{"supported": supportedVersions, "requested": hv})})
 		return
 	}
-	sid := r.Header.Get(HeaderSessionID)
+	sid := headerValue(r.Header, HeaderSessionID)
 	switch {
 	case sid == "" && msg.Method == "initialize" && msg.IsRequest():
 		h.initialize(w, r, rec, msg, jsonOK)
@@ -327,7 +337,7 @@ func (h *Handler) stateless(w http.ResponseWriter, r *http.Request, rec *audit.R
 // checkHeaders validates the 2026-07-28 request-metadata headers against the
 // body; nil when they agree.
 func checkHeaders(r *http.Request, msg *jsonrpc.Message) *jsonrpc.Error {
-	hv := r.Header.Get(HeaderProtocolVersion)
+	hv := headerValue(r.Header, HeaderProtocolVersion)
 	if hv == "" {
 		return jsonrpc.Errorf(jsonrpc.HeaderMismatch, "MCP-Protocol-Version header is required for requests carrying _meta %q", metaVersionKey)
 	}
@@ -338,7 +348,7 @@ func checkHeaders(r *http.Request, msg *jsonrpc.Message) *jsonrpc.Error {
 	if v := hv; v != metaVersion {
 		return jsonrpc.Errorf(jsonrpc.HeaderMismatch, "MCP-Protocol-Version header %q does not match _meta protocolVersion %q", v, metaVersion)
 	}
-	if v := r.Header.Get(HeaderMethod); v != msg.Method {
+	if v := headerValue(r.Header, HeaderMethod); v != msg.Method {
 		return jsonrpc.Errorf(jsonrpc.HeaderMismatch, "Mcp-Method header %q does not match method %q", v, msg.Method)
 	}
 	var key string
@@ -351,8 +361,8 @@ func checkHeaders(r *http.Request, msg *jsonrpc.Message) *jsonrpc.Error {
 		return nil
 	}
 	want, _ := jsonrpc.StringMember(msg.Params, key)
-	got, ok := decodeHeaderValue(r.Header.Get(HeaderName))
-	if !ok || got != want || r.Header.Get(HeaderName) == "" {
+	got, ok := decodeHeaderValue(headerValue(r.Header, HeaderName))
+	if !ok || got != want || headerValue(r.Header, HeaderName) == "" {
 		return jsonrpc.Errorf(jsonrpc.HeaderMismatch, "Mcp-Name header does not match params.%s", key)
 	}
 	return nil
@@ -382,9 +392,9 @@ func knownVersion(v string) bool {
 }
 
 func (h *Handler) get(w http.ResponseWriter, r *http.Request, rec *audit.Record) {
-	sid := r.Header.Get(HeaderSessionID)
+	sid := headerValue(r.Header, HeaderSessionID)
 	if sid == "" {
-		if v := r.Header.Get(HeaderProtocolVersion); v != "" && !slicesContains(upstream.KnownVersions, v) {
+		if v := headerValue(r.Header, HeaderProtocolVersion); v != "" && !slicesContains(upstream.KnownVersions, v) {
 			// A modern client: this era has no GET stream.
 			w.Header().Set("Allow", "POST")
 			writeError(w, http.StatusMethodNotAllowed, nil, jsonrpc.Errorf(jsonrpc.InvalidRequest, "GET is not supported in protocol %s", v))
@@ -438,7 +448,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, rec *audit.Record)
 }
 
 func (h *Handler) delete(w http.ResponseWriter, r *http.Request, rec *audit.Record) {
-	sid := r.Header.Get(HeaderSessionID)
+	sid := headerValue(r.Header, HeaderSessionID)
 	if sid == "" {
 		writeError(w, http.StatusBadRequest, nil, jsonrpc.Errorf(jsonrpc.InvalidRequest, "missing Mcp-Session-Id header"))
 		return
