@@ -101,19 +101,24 @@ var interopRoutes = []interopRoute{
 // interopClient is a go-sdk client whose handlers record what Switchboard delivered to it.
 type interopClient struct {
 	*mcp.Client
-	mu       sync.Mutex
-	progress []*mcp.ProgressNotificationParams
+	progressed chan struct{} // signalled (buffer 1) after each progress notification
+	mu         sync.Mutex
+	progress   []*mcp.ProgressNotificationParams
 	prompts  []string // sampling requests' text
 	elicits  []string // elicitation requests' messages
 }
 
 func newInteropClient() *interopClient {
-	c := &interopClient{}
+	c := &interopClient{progressed: make(chan struct{}, 1)}
 	c.Client = mcp.NewClient(&mcp.Implementation{Name: "switchboard-interop", Version: "1.0.0"}, &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 			c.mu.Lock()
 			c.progress = append(c.progress, req.Params)
 			c.mu.Unlock()
+			select {
+			case c.progressed <- struct{}{}:
+			default:
+			}
 		},
 		CreateMessageHandler: func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 			var text string
@@ -149,10 +154,11 @@ func newInteropClient() *interopClient {
 	return c
 }
 
-// progressFor waits (briefly: notifications may be handled just after the result) until want
-// progress notifications carrying token have arrived, and returns them.
+// progressFor waits until want progress notifications carrying token have arrived (the
+// go-sdk client may handle them just after the result), or 10 s, and returns them.
 func (c *interopClient) progressFor(token any, want int) []*mcp.ProgressNotificationParams {
-	deadline := time.Now().Add(3 * time.Second)
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
 	for {
 		var got []*mcp.ProgressNotificationParams
 		c.mu.Lock()
@@ -162,10 +168,14 @@ func (c *interopClient) progressFor(token any, want int) []*mcp.ProgressNotifica
 			}
 		}
 		c.mu.Unlock()
-		if len(got) >= want || time.Now().After(deadline) {
+		if len(got) >= want {
 			return got
 		}
-		time.Sleep(10 * time.Millisecond)
+		select {
+		case <-c.progressed:
+		case <-deadline.C:
+			return got
+		}
 	}
 }
 
