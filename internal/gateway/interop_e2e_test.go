@@ -104,8 +104,8 @@ type interopClient struct {
 	progressed chan struct{} // signalled (buffer 1) after each progress notification
 	mu         sync.Mutex
 	progress   []*mcp.ProgressNotificationParams
-	prompts  []string // sampling requests' text
-	elicits  []string // elicitation requests' messages
+	prompts    []string // sampling requests' text
+	elicits    []string // elicitation requests' messages
 }
 
 func newInteropClient() *interopClient {
