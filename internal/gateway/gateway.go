@@ -292,7 +292,34 @@ func (g *Gateway) Handler() http.Handler {
 		h.ServeHTTP(w, r)
 	})
 	g.routeViews(mux)
-	return g.audited(g.guard(g.authenticate(mux))) // refused requests are audited too
+	return g.audited(g.guard(g.authenticate(g.directFront(mux)))) // refused requests are audited too
+}
+
+// directFront serves /{dest}/mcp, the path of nearly every request, by one
+// map lookup, and everything else through mux (whose pattern matching
+// costs a routing walk and two allocations per request). It is exactly
+// mux's "/{dest}/{endpoint}" route for these paths: a destination name is
+// [a-zA-Z0-9_-]+ (so the path is clean), a path with escapes goes to mux
+// (which matches escaped segments), and the names whose first segment
+// other routes share (mcp, sse, message) go through mux.
+func (g *Gateway) directFront(mux http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if dest, ok := strings.CutSuffix(r.URL.Path, "/mcp"); ok && len(dest) > 1 && dest[0] == '/' &&
+			r.URL.RawPath == "" && r.Method != http.MethodConnect {
+			dest = dest[1:]
+			switch dest {
+			case "mcp", "sse", "message":
+			default:
+				if h := g.state().fronts[r.URL.Path[1:]]; h != nil && !strings.Contains(dest, "/") {
+					if permitDestination(w, r, dest) {
+						h.ServeHTTP(w, r)
+					}
+					return
+				}
+			}
+		}
+		mux.ServeHTTP(w, r)
+	})
 }
 
 // audited is the one call site of the audit log: every request gets a

@@ -2293,3 +2293,26 @@ func TestSDKClientEverythingServer(t *testing.T) {
 		}
 	}
 }
+
+// /{dest}/mcp is served without the mux (directFront) exactly as the mux
+// would: the destination answers; an escaped slash, a trailing slash, an
+// unknown destination and the aggregated /mcp/{ns} route go where they
+// went before.
+func TestDirectFrontRouting(t *testing.T) {
+	t.Parallel()
+	h := start(t, "", dest{name: "a", mode: "plain"})
+	body := rpc(0, "initialize", initParams(""))
+	if r := h.do("POST", "/a/mcp", body); r.status != http.StatusOK {
+		t.Fatalf("/a/mcp: HTTP %d %s", r.status, r.body)
+	}
+	// (Unclean paths, //a/mcp or /a/../a/mcp, name no front: the mux
+	// redirects them to /a/mcp, as before.)
+	for _, path := range []string{"/a%2Fmcp", "/a/mcp/", "/nope/mcp"} {
+		if r := h.do("POST", path, body); r.status == http.StatusOK {
+			t.Errorf("%s: HTTP 200, want it refused as the mux refuses it", path)
+		}
+	}
+	if r := h.do("POST", "/mcp/nope", body); r.status != http.StatusNotFound || !strings.Contains(string(r.body), "no namespace or group") {
+		t.Errorf("/mcp/nope: HTTP %d %s, want the aggregated route's 404", r.status, r.body)
+	}
+}
