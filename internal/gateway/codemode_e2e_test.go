@@ -113,16 +113,6 @@ func execute(ctx context.Context, t *testing.T, cs *mcp.ClientSession, script st
 	return r
 }
 
-func textOf(res *mcp.CallToolResult) string {
-	var parts []string
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			parts = append(parts, tc.Text)
-		}
-	}
-	return strings.Join(parts, "\n")
-}
-
 // TestCodeModeE2E is issue 12's acceptance: shaping, search and code mode
 // over server-everything, server-filesystem and server-memory.
 func TestCodeModeE2E(t *testing.T) {
@@ -167,7 +157,7 @@ func TestCodeModeE2E(t *testing.T) {
 	})
 
 	t.Run("shaping in calls", func(t *testing.T) {
-		if got := textOf(callTool(ctx, t, cs, "say", map[string]any{"message": "hi"})); got != "Echo: hi" {
+		if got := peers.Text(callTool(ctx, t, cs, "say", map[string]any{"message": "hi"})); got != "Echo: hi" {
 			t.Errorf("say = %q", got)
 		}
 		for _, name := range []string{"everything__echo", "echo", "everything__get-env", "memory__delete_entities"} {
@@ -189,7 +179,7 @@ func TestCodeModeE2E(t *testing.T) {
 			var out struct {
 				Results []struct{ Name, Server, Kind string } `json:"results"`
 			}
-			if err := json.Unmarshal([]byte(textOf(res)), &out); err != nil {
+			if err := json.Unmarshal([]byte(peers.Text(res)), &out); err != nil {
 				t.Fatalf("search %q: %v", q, err)
 			}
 			if len(out.Results) == 0 {
@@ -209,7 +199,7 @@ func TestCodeModeE2E(t *testing.T) {
 			}
 		}
 		res := callTool(ctx, t, cs, "inspect", map[string]any{"names": []string{"read_text_file"}})
-		if txt := textOf(res); !strings.Contains(txt, `"inputSchema"`) || !strings.Contains(txt, `"path"`) {
+		if txt := peers.Text(res); !strings.Contains(txt, `"inputSchema"`) || !strings.Contains(txt, `"path"`) {
 			t.Errorf("inspect read_text_file = %s", txt)
 		}
 	})
@@ -293,7 +283,7 @@ print("sum says:", sum);
 				t.Errorf("%s = %+v; want limit %q, error with %q", c.name, r, c.limit, c.err)
 			}
 			// The gateway still serves a normal call.
-			if got := textOf(callTool(ctx, t, cs, "say", map[string]any{"message": "still here"})); got != "Echo: still here" {
+			if got := peers.Text(callTool(ctx, t, cs, "say", map[string]any{"message": "still here"})); got != "Echo: still here" {
 				t.Errorf("after %s: say = %q", c.name, got)
 			}
 		}
@@ -312,7 +302,7 @@ print("sum says:", sum);
 		// calls keep completing before the script is stopped.
 		answered := 0
 		for i := 0; ; i++ {
-			if got := textOf(callTool(ctx, t, other, "everything__get-sum", map[string]any{"a": i, "b": 1})); !strings.Contains(got, fmt.Sprintf("is %d", i+1)) {
+			if got := peers.Text(callTool(ctx, t, other, "everything__get-sum", map[string]any{"a": i, "b": 1})); !strings.Contains(got, fmt.Sprintf("is %d", i+1)) {
 				t.Errorf("get-sum = %q", got)
 			}
 			select {
