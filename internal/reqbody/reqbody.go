@@ -84,16 +84,20 @@ func Read(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
 }
 
 // grow returns b with room for more. A body of declared length n grows
-// fourfold, never past n+1 (room for the read that sees EOF): each step
-// needs the client to have sent the whole buffer first, so what is
-// allocated stays within four times what arrived, and a 64 KiB body costs
-// 16, 64 and 64 KiB + 1 instead of append's 16, 32, 64 and 128. A body of
-// unknown length grows by append's doubling.
+// fourfold, or straight to n+1 (room for the read that sees EOF) when four
+// times would reach n: each step needs the client to have sent the whole
+// buffer first, so what is allocated stays within about four times what
+// arrived, and a 64 KiB body costs 16 and 64 KiB + 1 instead of append's
+// 16, 32, 64 and 128. A body of unknown length grows by append's doubling.
 func grow(b []byte, n int64) []byte {
 	if n < 0 || int64(cap(b)) >= n+1 {
 		return append(b, 0)[:len(b)]
 	}
-	nb := make([]byte, len(b), min(int64(cap(b))*4, n+1))
+	size := int64(cap(b)) * 4
+	if size >= n {
+		size = n + 1
+	}
+	nb := make([]byte, len(b), size)
 	copy(nb, b)
 	return nb
 }

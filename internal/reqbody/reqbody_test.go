@@ -1,6 +1,7 @@
 package reqbody
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net/http"
@@ -57,5 +58,27 @@ func TestRead(t *testing.T) {
 	r.ContentLength = 16 << 20
 	if got, err := Read(httptest.NewRecorder(), r, 16<<20); err != nil || cap(got) > initialCap {
 		t.Fatalf("5 of 16 MiB declared: %d-byte buffer, %v; want at most %d", cap(got), err, initialCap)
+	}
+}
+
+// A body of declared length larger than the first buffer costs the first
+// buffer and one of its exact length: 64 KiB is read with two allocations,
+// not three (16, 64, 64 KiB + 1) or append's four.
+func TestReadGrowthAllocations(t *testing.T) {
+	body := bytes.Repeat([]byte("c"), 64<<10)
+	rd := bytes.NewReader(body)
+	r := httptest.NewRequest("POST", "/", nil)
+	r.Body = io.NopCloser(rd)
+	r.ContentLength = int64(len(body))
+	w := httptest.NewRecorder()
+	allocs := testing.AllocsPerRun(20, func() {
+		rd.Reset(body)
+		got, err := Read(w, r, 1<<20)
+		if err != nil || len(got) != len(body) || cap(got) != len(body)+1 {
+			t.Fatalf("read %d bytes into %d, %v", len(got), cap(got), err)
+		}
+	})
+	if allocs != 2 {
+		t.Errorf("64 KiB body: %v allocations, want 2", allocs)
 	}
 }

@@ -123,6 +123,7 @@ type Process struct {
 	queued  uint64    // guarded by wmu: lines queued so far
 	written uint64    // guarded by wmu: lines written so far
 	writing bool      // guarded by wmu: a write is in progress
+	held    int       // guarded by wmu: callers waiting for room in a full batch
 	werr    error     // guarded by wmu: the write error that broke stdin
 
 	done      chan struct{} // closed when the process has exited and been reaped
@@ -254,6 +255,10 @@ func (p *Process) WriteFrom(m Appender) error {
 	return p.send(m.AppendTo)
 }
 
+// maxBatch is the size past which a batch of queued lines takes no more
+// lines while a write is in progress: a pipe's capacity (64 KiB on Linux).
+const maxBatch = 64 << 10
+
 // send queues the line add appends and returns once it is written: by
 // this caller, together with every line queued before it, or by another
 // caller that was writing when it was queued.
@@ -265,6 +270,16 @@ func (p *Process) send(add func([]byte) []byte) error {
 	}
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
+	// A batch past maxBatch waits for the write in progress before it
+	// grows: the child takes a pipe's worth at a time anyway, and a batch
+	// of large messages would otherwise grow (and copy) without bound.
+	if p.writing && len(p.wbuf) >= maxBatch && p.werr == nil {
+		p.held++
+		for p.writing && len(p.wbuf) >= maxBatch && p.werr == nil {
+			p.wcond.Wait()
+		}
+		p.held--
+	}
 	if p.werr != nil {
 		return p.werr
 	}

@@ -138,3 +138,58 @@ func TestWriteGroupCommitError(t *testing.T) {
 		t.Fatalf("%d writes, want 1: nothing is written after the failure", len(g.writes))
 	}
 }
+
+// While a write is in progress, a batch takes lines only until it holds
+// maxBatch bytes; later callers wait for the write instead of growing it
+// without bound. Every line still goes out whole, once.
+func TestWriteBatchBound(t *testing.T) {
+	g := &gateWriter{entered: make(chan struct{}), release: make(chan struct{})}
+	p := newTestProcess(g)
+	first := make(chan error, 1)
+	go func() { first <- p.WriteFrom(line(`{"n":0}`)) }()
+	<-g.entered
+
+	const n = 4
+	big := bytes.Repeat([]byte("x"), 40<<10) // two fill a batch
+	errs := make(chan error, n)
+	for i := 1; i <= n; i++ {
+		go func() { errs <- p.WriteFrom(line(fmt.Sprintf(`{"n":%d,"pad":"%s"}`, i, big))) }()
+	}
+	// Two lines join the batch; the other two wait for room.
+	for {
+		p.wmu.Lock()
+		q, h, size := p.queued, p.held, len(p.wbuf)
+		p.wmu.Unlock()
+		if q == 3 && h == 2 {
+			if size > maxBatch+len(big)+64 {
+				t.Fatalf("batch of %d bytes while a write is in progress", size)
+			}
+			break
+		}
+		if q > 3 {
+			t.Fatalf("%d lines queued behind the write in progress, want 2", q-1)
+		}
+		runtime.Gosched()
+	}
+	close(g.release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[string]int{}
+	for _, w := range g.writes {
+		for _, l := range bytes.Split(bytes.TrimSuffix(w, []byte("\n")), []byte("\n")) {
+			k, _, _ := bytes.Cut(l, []byte(","))
+			seen[string(k)]++
+		}
+	}
+	for i := 1; i <= n; i++ {
+		if k := fmt.Sprintf(`{"n":%d`, i); seen[k] != 1 {
+			t.Fatalf("line %d written %d times", i, seen[k])
+		}
+	}
+}
