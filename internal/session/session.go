@@ -426,14 +426,22 @@ func ValidID(id string) bool {
 	default:
 		return false
 	}
-	for i := 0; i < 36; i++ {
-		if i == 8 || i == 13 || i == 18 || i == 23 {
-			continue
-		}
-		c := id[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
-			return false
+	// One table lookup per character: this runs on every request.
+	var bad byte
+	for _, part := range [...]string{id[:8], id[9:13], id[14:18], id[19:23], id[24:]} {
+		for i := 0; i < len(part); i++ {
+			bad |= notHex[part[i]]
 		}
 	}
-	return true
+	return bad == 0
 }
+
+// notHex is 1 for every byte that is not a hexadecimal digit.
+var notHex = func() (t [256]byte) {
+	for c := range t {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			t[c] = 1
+		}
+	}
+	return t
+}()

@@ -149,7 +149,9 @@ func accepts(r *http.Request) (jsonOK, sseOK, preferSSE bool) {
 	}
 	first := ""
 	for _, v := range a {
-		for _, part := range strings.Split(v, ",") {
+		for more := true; more; {
+			var part string
+			part, v, more = strings.Cut(v, ",")
 			mt := mediaRange(part)
 			switch mt {
 			case "application/json", "application/*":
