@@ -12,6 +12,7 @@
 package audit
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"math"
@@ -100,27 +101,44 @@ type Options struct {
 	Redact *Redactor
 }
 
-// Logger writes audit records as JSON lines. It is safe for concurrent use:
-// each record is encoded by its caller and written with a single Write call
-// under a mutex, so lines never interleave (and stay whole in a file opened
-// with O_APPEND). The mutex is held only for that Write, so a slow writer
-// delays only other Log calls that are writing at the same time.
+// Logger writes audit records as JSON lines. It is safe for concurrent use,
+// and lines never interleave (and stay whole in a file opened with
+// O_APPEND).
+//
+// Writes are grouped (group commit): a line is encoded into a batch, and
+// the caller that finds no write in progress writes every line queued so
+// far in one Write; the others wait until theirs is written. At one request
+// in flight that is one Write per line, as before; under concurrency, one
+// system call per batch instead of one per line. Log returns once its line
+// has been handed to the writer (or failed to), so a line is never held in
+// memory after the request that made it is answered.
 //
 // A nil *Logger discards records, so "audit off" needs no special case.
 type Logger struct {
 	opts Options
+	w    io.Writer
 
-	// mu guards writes to w and broken.
-	mu     sync.Mutex
-	w      io.Writer
-	broken bool // the last write stopped mid-line; start the next on a new line
+	mu      sync.Mutex
+	cond    sync.Cond // on mu: a write ended
+	pending []byte    // guarded by mu: lines queued, not yet being written
+	spare   []byte    // guarded by mu: the batch last written, reused
+	queued  uint64    // guarded by mu: lines queued so far
+	written uint64    // guarded by mu: lines written (or failed) so far
+	writing bool      // guarded by mu: a write is in progress
+	broken  bool      // guarded by mu: the last write stopped mid-line; start the next on a new line
 
 	writeErrors atomic.Uint64
 }
 
+// maxBatch is the size past which a batch takes no more lines while a
+// write is in progress, and the largest batch buffer kept for reuse.
+const maxBatch = 256 << 10
+
 // New returns a Logger that writes to w, which must not be nil.
 func New(w io.Writer, opts Options) *Logger {
-	return &Logger{w: w, opts: opts}
+	l := &Logger{w: w, opts: opts}
+	l.cond.L = &l.mu
+	return l
 }
 
 // WriteErrors returns how many lines could not be written in full. Log never
@@ -153,11 +171,6 @@ type line struct {
 	ResponseBody string          `json:"response_body,omitempty"`
 	Truncated    bool            `json:"truncated,omitempty"`
 }
-
-var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
-
-// maxPooledBuf keeps buffers of unusually large lines out of the pool.
-const maxPooledBuf = 256 << 10
 
 // Log writes r as one line. It does not keep r or its slices. Write errors
 // are counted (see [Logger.WriteErrors]), not returned.
@@ -193,13 +206,7 @@ func (l *Logger) Log(r *Record) {
 		ln.Truncated = cutReq || cutResp
 	}
 
-	bp := bufPool.Get().(*[]byte)
-	b := ln.appendTo((*bp)[:0])
-	l.write(b)
-	if cap(b) <= maxPooledBuf {
-		*bp = b
-		bufPool.Put(bp)
-	}
+	l.write(&ln)
 }
 
 // appendTo encodes the line as JSON, fields in order, ending in LF. It is
@@ -364,26 +371,61 @@ var plain = func() (t [256]bool) {
 	return t
 }()
 
-// write writes one encoded line (ending in LF) in a single call.
-func (l *Logger) write(p []byte) {
+// write queues ln's line and returns once it is written: by this caller,
+// together with every line queued before it, or by the caller that was
+// writing when it was queued.
+func (l *Logger) write(ln *line) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.broken {
-		// The previous line was cut off: end it so this one parses.
-		if _, err := l.w.Write([]byte{'\n'}); err != nil {
-			l.writeErrors.Add(1)
-			return
-		}
-		l.broken = false
+	for l.writing && len(l.pending) >= maxBatch {
+		l.cond.Wait()
 	}
-	n, err := l.w.Write(p)
-	if err != nil || n < len(p) {
-		l.writeErrors.Add(1)
-		l.broken = n > 0 && n < len(p)
+	l.pending = ln.appendTo(l.pending)
+	l.queued++
+	mine := l.queued
+	for l.writing && l.written < mine {
+		l.cond.Wait()
 	}
+	if l.written >= mine {
+		return // written by another caller
+	}
+	// Nobody is writing and this line is still queued: write the lot.
+	out, upto := l.pending, l.queued
+	l.pending, l.spare = l.spare[:0], nil
+	l.writing = true
+	broken := l.broken
+	l.mu.Unlock()
+	lost, broken := writeBatch(l.w, out, broken)
+	l.mu.Lock()
+	l.writing = false
+	l.broken = broken
+	l.written = upto
+	if lost > 0 {
+		l.writeErrors.Add(uint64(lost))
+	}
+	if cap(out) <= maxBatch {
+		l.spare = out[:0]
+	}
+	l.cond.Broadcast()
 }
 
-// rpcID redacts a raw id and makes sure it is valid JSON.
+// writeBatch writes out, whole lines ending in LF, in one Write (after an LF
+// ending the line a previous write cut off, if broken). It returns how many
+// lines were not written in full, and whether the write stopped mid-line.
+func writeBatch(w io.Writer, out []byte, broken bool) (lost int, stillBroken bool) {
+	if broken {
+		if _, err := w.Write([]byte{'\n'}); err != nil {
+			return bytes.Count(out, []byte{'\n'}), true
+		}
+	}
+	n, err := w.Write(out)
+	if err == nil && n == len(out) {
+		return 0, false
+	}
+	n = max(0, min(n, len(out)))
+	return bytes.Count(out[n:], []byte{'\n'}), n > 0 && out[n-1] != '\n'
+}
+
 func rpcID(rd *Redactor, id json.RawMessage) json.RawMessage {
 	if id == nil {
 		return nil

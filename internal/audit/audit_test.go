@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -337,5 +338,100 @@ func BenchmarkLog(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		l.Log(rec)
+	}
+}
+
+// gateWriter's first Write blocks until release is closed; it records
+// every Write.
+type gateWriter struct {
+	entered, release chan struct{}
+	mu               sync.Mutex
+	writes           [][]byte
+}
+
+func (g *gateWriter) Write(p []byte) (int, error) {
+	g.mu.Lock()
+	first := len(g.writes) == 0
+	g.writes = append(g.writes, bytes.Clone(p))
+	g.mu.Unlock()
+	if first {
+		close(g.entered)
+		<-g.release
+	}
+	return len(p), nil
+}
+
+// Lines logged while a write is in progress go out together in the next
+// Write, whole and once each; every Log returns only once its line is
+// written; a failed batch counts each of its lines.
+func TestLogGroupCommit(t *testing.T) {
+	g := &gateWriter{entered: make(chan struct{}), release: make(chan struct{})}
+	l := New(g, Options{})
+	first := make(chan struct{})
+	go func() { l.Log(&Record{Status: 1}); close(first) }()
+	<-g.entered
+
+	const n = 10
+	done := make(chan struct{}, n)
+	for i := 2; i <= n+1; i++ {
+		go func() { l.Log(&Record{Status: i}); done <- struct{}{} }()
+	}
+	for {
+		l.mu.Lock()
+		q := l.queued
+		l.mu.Unlock()
+		if q == n+1 {
+			break
+		}
+		select {
+		case <-done:
+			t.Fatal("a queued Log returned before the write in progress ended")
+		default:
+		}
+		runtime.Gosched()
+	}
+	close(g.release)
+	<-first
+	for range n {
+		<-done
+	}
+	if len(g.writes) != 2 {
+		t.Fatalf("%d writes for %d lines, want 2", len(g.writes), n+1)
+	}
+	seen := map[int]int{}
+	for _, w := range g.writes {
+		for _, r := range decodeLines(t, w) {
+			seen[int(r["status"].(float64))]++
+		}
+	}
+	for i := 1; i <= n+1; i++ {
+		if seen[i] != 1 {
+			t.Fatalf("line %d written %d times", i, seen[i])
+		}
+	}
+
+	// A batch cut off mid-way loses the lines after the cut, counted
+	// one each; the next line starts on a line of its own.
+	var out bytes.Buffer
+	cut := true
+	w := writerFunc(func(p []byte) (int, error) {
+		if cut {
+			cut = false
+			m, _ := out.Write(p[:5])
+			return m, errors.New("disk full")
+		}
+		return out.Write(p)
+	})
+	l = New(w, Options{})
+	l.pending = []byte("{\"queued\":1}\n") // as if queued behind a write
+	l.queued = 1
+	l.Log(&Record{Status: 2})
+	if got := l.WriteErrors(); got != 2 {
+		t.Errorf("WriteErrors = %d after a batch of two lines was cut, want 2", got)
+	}
+	l.Log(&Record{Status: 3})
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[1], `"status":3`) {
+		t.Errorf("after a cut batch: %q", out.String())
 	}
 }
