@@ -191,6 +191,18 @@ func (m *Message) LookupMeta(key string) (val []byte, start, end int, ok bool) {
 	return v, m.metaStart + s, m.metaStart + e, true
 }
 
+// SetMetaAt records that params._meta's value is m.Params[start:end] (no
+// _meta when start < 0), as LookupMeta would find it: code that splices a
+// _meta into a copy's params knows where it put it, and the copy's params
+// (a file, an image) are then not walked to find it again.
+func (m *Message) SetMetaAt(start, end int) {
+	if len(m.Params) == 0 {
+		return
+	}
+	m.metaStart, m.metaEnd = start, end
+	m.metaOf, m.metaLen = &m.Params[0], len(m.Params)
+}
+
 // mayHaveMember reports whether obj may have a member whose key is the
 // quoted key: false only when the key's bytes appear nowhere and no
 // backslash does (an escaped key, "\u005fmeta", is the same key to a JSON

@@ -13,6 +13,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -206,12 +207,42 @@ func (e *exporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpa
 	if bt.n == 0 {
 		return nil
 	}
-	return e.export(ctx, bt.appendExport(make([]byte, 0, bt.size()+256)))
+	return e.export(ctx, bt.appendExport(make([]byte, 0, bt.size()+256)), nil)
+}
+
+// bodyRefs counts the readers of an export's body that the HTTP transport
+// holds. It may read one after Do has returned (see http.RoundTripper), so
+// the buffer may be reused only once every reader is closed.
+type bodyRefs struct{ open atomic.Int32 }
+
+// reader is a new reader of b, counted until the transport closes it.
+func (r *bodyRefs) reader(b []byte) io.ReadCloser {
+	r.open.Add(1)
+	br := &bodyReader{refs: r}
+	br.Reset(b)
+	return br
+}
+
+// released reports whether every reader has been closed.
+func (r *bodyRefs) released() bool { return r.open.Load() == 0 }
+
+type bodyReader struct {
+	bytes.Reader
+	refs   *bodyRefs
+	closed atomic.Bool
+}
+
+func (b *bodyReader) Close() error {
+	if b.closed.CompareAndSwap(false, true) {
+		b.refs.open.Add(-1)
+	}
+	return nil
 }
 
 // export posts body, an encoded ExportTraceServiceRequest, as ExportSpans
-// describes.
-func (e *exporter) export(ctx context.Context, body []byte) error {
+// describes. refs, when not nil, counts the readers of body the transport
+// holds (the processor reuses the buffer once they are closed).
+func (e *exporter) export(ctx context.Context, body []byte, refs *bodyRefs) error {
 	if e.stopped.Err() != nil {
 		return errExporterShutdown
 	}
@@ -220,7 +251,10 @@ func (e *exporter) export(ctx context.Context, body []byte) error {
 		zw := gzip.NewWriter(&b)
 		_, _ = zw.Write(body)
 		_ = zw.Close()
-		body = b.Bytes()
+		body, refs = b.Bytes(), nil
+	}
+	if refs == nil {
+		refs = &bodyRefs{}
 	}
 	if e.cfg.timeout > 0 {
 		var cancel context.CancelFunc
@@ -232,7 +266,7 @@ func (e *exporter) export(ctx context.Context, body []byte) error {
 	defer cancel()
 	defer context.AfterFunc(e.stopped, cancel)()
 
-	delay, err := e.post(ctx, body)
+	delay, err := e.post(ctx, body, refs)
 	if delay < 0 {
 		return err
 	}
@@ -242,17 +276,19 @@ func (e *exporter) export(ctx context.Context, body []byte) error {
 	if werr := waitCtx(ctx, delay); werr != nil {
 		return fmt.Errorf("%w (retry abandoned: %v)", err, werr)
 	}
-	_, err = e.post(ctx, body)
+	_, err = e.post(ctx, body, refs)
 	return err
 }
 
 // post sends one export. A retryable failure returns its error and the
 // delay before the retry; any other outcome a negative delay.
-func (e *exporter) post(ctx context.Context, body []byte) (time.Duration, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.cfg.url, bytes.NewReader(body))
+func (e *exporter) post(ctx context.Context, body []byte, refs *bodyRefs) (time.Duration, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.cfg.url, refs.reader(body))
 	if err != nil {
 		return -1, fmt.Errorf("tracing: OTLP export: %w", err)
 	}
+	req.ContentLength = int64(len(body))
+	req.GetBody = func() (io.ReadCloser, error) { return refs.reader(body), nil }
 	for k, v := range e.cfg.headers {
 		req.Header[k] = v
 	}

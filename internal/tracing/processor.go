@@ -46,6 +46,11 @@ type processor struct {
 	done    chan struct{}     // closed when run returns
 	once    sync.Once
 	dropped atomic.Int64
+
+	// body is the last export's buffer and refs its readers: reused by the
+	// next export once the transport has closed them. Owned by run.
+	body []byte
+	refs *bodyRefs
 }
 
 // flushRequest asks run to export everything ended so far within ctx and
@@ -151,12 +156,19 @@ func (p *processor) export(ctx context.Context, b *batch) error {
 	if b == nil {
 		return nil
 	}
-	body := b.appendExport(make([]byte, 0, b.size()+256))
+	buf := p.body[:0]
+	if p.refs == nil || !p.refs.released() || cap(buf) < b.size()+256 {
+		buf = make([]byte, 0, b.size()+256)
+	}
+	body := b.appendExport(buf)
 	b.reset()
 	p.mu.Lock()
 	p.free = append(p.free, b)
 	p.mu.Unlock()
-	return p.exp.export(ctx, body)
+	refs := &bodyRefs{}
+	err := p.exp.export(ctx, body, refs)
+	p.body, p.refs = body, refs
+	return err
 }
 
 // report hands an export's error, and the count of spans dropped since

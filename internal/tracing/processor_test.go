@@ -8,6 +8,7 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+	"unsafe"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -145,4 +146,61 @@ func TestProcessorQueueFull(t *testing.T) {
 			t.Errorf("%d spans exported, want %d", total, want)
 		}
 	})
+}
+
+// roundTripFunc is an http.RoundTripper.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestProcessorBodyReuse: an export's buffer serves the next export only
+// once the transport has closed the body it read from it (a transport may
+// still read it after answering): a body still open is never overwritten,
+// and a closed one's buffer is reused.
+func TestProcessorBodyReuse(t *testing.T) {
+	var held []io.ReadCloser // bodies left open; read by the test after ForceFlush returns
+	closeBodies := false
+	exp := newExporter(exporterConfig{url: "http://collector.test/v1/traces", timeout: time.Hour, headers: http.Header{}})
+	exp.client.Transport = roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		if closeBodies {
+			_, _ = io.Copy(io.Discard, r.Body)
+			_ = r.Body.Close()
+		} else {
+			held = append(held, r.Body)
+		}
+		return &http.Response{StatusCode: 200, Body: http.NoBody, Request: r}, nil
+	})
+	p := newProcessor(exp)
+	defer p.Shutdown(context.Background())
+	named := func(name string) sdktrace.ReadOnlySpan {
+		return tracetest.SpanStubs{{Name: name, StartTime: t0, EndTime: t0,
+			SpanContext: trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid1, SpanID: sidA, TraceFlags: trace.FlagsSampled})}}.Snapshots()[0]
+	}
+	flush := func(name string) {
+		t.Helper()
+		p.OnEnd(named(name))
+		if err := p.ForceFlush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flush("first")
+	flush("secnd") // the same length: it would fit in the first's buffer
+	for i, want := range []string{"first", "secnd"} {
+		b, _ := io.ReadAll(held[i])
+		var req coltracepb.ExportTraceServiceRequest
+		if err := proto.Unmarshal(b, &req); err != nil {
+			t.Fatalf("held body %d: %v", i, err)
+		}
+		if got := req.ResourceSpans[0].ScopeSpans[0].Spans[0].Name; got != want {
+			t.Errorf("held body %d holds span %q, want %q: its buffer was reused while open", i, got, want)
+		}
+		_ = held[i].Close()
+	}
+	closeBodies = true
+	flush("third")
+	first := unsafe.SliceData(p.body)
+	flush("forth")
+	if unsafe.SliceData(p.body) != first {
+		t.Errorf("a closed body's buffer was not reused")
+	}
 }

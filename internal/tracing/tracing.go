@@ -367,12 +367,13 @@ func (q *Request) Upstream(dest, session string, req *jsonrpc.Message) (*jsonrpc
 	var tp [57]byte // the traceparent as a JSON string
 	tp[0], tp[56] = '"', '"'
 	putTraceparent((*[55]byte)(tp[1:56]), sc)
-	params, ok := setMeta(req.Params, hasMeta, quotedMetaKey, tp[:])
+	params, ms, me, ok := setMeta(req.Params, hasMeta, quotedMetaKey, tp[:])
 	if !ok {
 		return req, c
 	}
 	u.msg = *req
 	u.msg.Params = params
+	u.msg.SetMetaAt(ms, me)
 	return &u.msg, c
 }
 
@@ -473,33 +474,38 @@ func spanName(method, tool string) string {
 // false, and params returned as they are, when params or its _meta is not
 // an object. params is not modified.
 func SetMeta(params json.RawMessage, key, value string) (json.RawMessage, bool) {
-	return setMeta(params, mayHaveMeta(params), appendQuoted(nil, key), appendQuoted(nil, value))
+	out, _, _, ok := setMeta(params, mayHaveMeta(params), appendQuoted(nil, key), appendQuoted(nil, value))
+	return out, ok
 }
 
 // quotedMetaKey is MetaKey as a JSON string.
 var quotedMetaKey = appendQuoted(nil, MetaKey)
 
 // setMeta is SetMeta with the key and value already JSON strings; hasMeta
-// is mayHaveMeta(params).
-func setMeta(params json.RawMessage, hasMeta bool, key, value []byte) (json.RawMessage, bool) {
+// is mayHaveMeta(params). It also returns where _meta's value (an object)
+// is in the result, for [jsonrpc.Message.SetMetaAt].
+func setMeta(params json.RawMessage, hasMeta bool, key, value []byte) (out json.RawMessage, metaStart, metaEnd int, ok bool) {
 	if len(bytes.TrimSpace(params)) == 0 {
 		out := make([]byte, 0, len(key)+len(value)+16)
 		out = appendMember(append(out, `{"_meta":{`...), key, value)
-		return append(out, "}}"...), true
+		out = append(out, "}}"...)
+		return out, len(`{"_meta":`), len(out) - 1, true
 	}
 	if hasMeta {
-		meta, ms, _, ok := jsonrpc.Lookup(params, "_meta")
+		meta, ms, me, ok := jsonrpc.Lookup(params, "_meta")
 		if ok {
 			if len(meta) == 0 || meta[0] != '{' {
-				return params, false
+				return params, 0, 0, false
 			}
 			if _, s, e, ok := jsonrpc.Lookup(meta, unquotedKey(key)); ok {
 				out := make([]byte, 0, len(params)-(e-s)+len(value))
 				out = append(out, params[:ms+s]...)
 				out = append(out, value...)
-				return append(out, params[ms+e:]...), true
+				out = append(out, params[ms+e:]...)
+				return out, ms, me + len(value) - (e - s), true
 			}
-			return insertFirst(params, ms, "", key, value), true
+			out, n := insertFirst(params, ms, "", key, value)
+			return out, ms, me + n, true
 		}
 	}
 	i := 0
@@ -507,16 +513,20 @@ func setMeta(params json.RawMessage, hasMeta bool, key, value []byte) (json.RawM
 		i++
 	}
 	if i == len(params) || params[i] != '{' {
-		return params, false
+		return params, 0, 0, false
 	}
-	return insertFirst(params, i, `"_meta":{`, key, value), true
+	out, _ = insertFirst(params, i, `"_meta":{`, key, value)
+	// The _meta object inserted: from its '{' to its '}'.
+	start := i + 1 + len(`"_meta":`)
+	return out, start, start + 1 + len(key) + 1 + len(value) + 1, true
 }
 
 // insertFirst inserts prefix, the member key: value and, when prefix is
 // not empty, a closing '}', as the first member of the object whose '{' is
-// at b[open], followed by a comma unless the object was empty. One
-// allocation: the result.
-func insertFirst(b []byte, open int, prefix string, key, value []byte) []byte {
+// at b[open], followed by a comma unless the object was empty, and
+// returns the result and how many bytes were inserted. One allocation:
+// the result.
+func insertFirst(b []byte, open int, prefix string, key, value []byte) ([]byte, int) {
 	out := make([]byte, 0, len(b)+len(prefix)+len(key)+len(value)+8)
 	out = append(out, b[:open+1]...)
 	out = appendMember(append(out, prefix...), key, value)
@@ -527,7 +537,8 @@ func insertFirst(b []byte, open int, prefix string, key, value []byte) []byte {
 	if len(rest) == 0 || rest[0] != '}' {
 		out = append(out, ',')
 	}
-	return append(out, b[open+1:]...)
+	n := len(out) - (open + 1)
+	return append(out, b[open+1:]...), n
 }
 
 // appendMember appends key:value, both JSON already.

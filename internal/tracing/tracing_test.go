@@ -98,6 +98,11 @@ func FuzzSetMeta(f *testing.F) {
 		if err := json.Unmarshal(got, &after); err != nil {
 			t.Fatalf("SetMeta(%s) = %s: not JSON: %v", params, got, err)
 		}
+		// Where setMeta says _meta is, a copy's LookupMeta trusts.
+		_, ms, me, _ := setMeta(params, mayHaveMeta(params), quotedMetaKey, appendQuoted(nil, tp))
+		if _, s, e, found := jsonrpc.Lookup(got, "_meta"); !found || s != ms || e != me {
+			t.Fatalf("SetMeta(%s) = %s: _meta at [%d:%d], setMeta said [%d:%d]", params, got, s, e, ms, me)
+		}
 		meta, _ := after["_meta"].(map[string]any)
 		if meta["traceparent"] != tp {
 			t.Fatalf("SetMeta(%s) = %s: _meta.traceparent not set", params, got)
