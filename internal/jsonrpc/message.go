@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"unsafe"
 )
 
@@ -184,7 +185,13 @@ func (m *Message) LookupMeta(key string) (val []byte, start, end int, ok bool) {
 	if m.metaStart < 0 {
 		return nil, 0, 0, false
 	}
-	v, s, e, ok := Lookup(m.Params[m.metaStart:m.metaEnd], key)
+	meta := m.Params[m.metaStart:m.metaEnd]
+	// A _meta without the key's bytes (and no escape) is not walked: a
+	// traceparent's or a progress token's _meta rarely holds the other.
+	if !strings.Contains(unsafe.String(unsafe.SliceData(meta), len(meta)), key) && bytes.IndexByte(meta, '\\') < 0 {
+		return nil, 0, 0, false
+	}
+	v, s, e, ok := Lookup(meta, key)
 	if !ok {
 		return nil, 0, 0, false
 	}

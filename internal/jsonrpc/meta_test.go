@@ -43,6 +43,7 @@ func TestLookupMetaEscapedKey(t *testing.T) {
 		`{"\u005fmeta":{"progressToken":5}}`,
 		`{"_met\u0061":{"progressToken":5}}`,
 		`{"a":"x\"y","_meta":{"progressToken":5}}`,
+		`{"_meta":{"\u0070rogressToken":5}}`, // escaped in _meta itself
 	} {
 		m := &Message{Params: []byte(params)}
 		if v, _, _, ok := m.LookupMeta("progressToken"); !ok || string(v) != "5" {
@@ -50,6 +51,20 @@ func TestLookupMetaEscapedKey(t *testing.T) {
 		}
 	}
 	m := &Message{Params: []byte(`{"meta":{"progressToken":5},"x":"_meta"}`)}
+	if _, _, _, ok := m.LookupMeta("progressToken"); ok {
+		t.Error("found _meta in a value")
+	}
+	// SetMetaAt: the position given is trusted, and a _meta without the
+	// key's bytes is not walked.
+	m = &Message{Params: []byte(`{"_meta":{"traceparent":"x"},"a":1}`)}
+	m.SetMetaAt(len(`{"_meta":`), len(`{"_meta":{"traceparent":"x"}`))
+	if v, _, _, ok := m.LookupMeta("traceparent"); !ok || string(v) != `"x"` {
+		t.Errorf("after SetMetaAt: %q %v", v, ok)
+	}
+	if _, _, _, ok := m.LookupMeta("progressToken"); ok {
+		t.Error("after SetMetaAt: found a missing key")
+	}
+	m.SetMetaAt(-1, 0)
 	if _, _, _, ok := m.LookupMeta("progressToken"); ok {
 		t.Error("found _meta in a value")
 	}

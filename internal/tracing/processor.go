@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/sdk/instrumentation"
+	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
@@ -47,6 +49,11 @@ type processor struct {
 	once    sync.Once
 	dropped atomic.Int64
 
+	// res and scope are those of the spans added by addRecord (a
+	// Tracer's), set before the first.
+	res   *resource.Resource
+	scope instrumentation.Scope
+
 	// body is the last export's buffer and refs its readers: reused by the
 	// next export once the transport has closed them. Owned by run.
 	body []byte
@@ -81,6 +88,30 @@ func (p *processor) OnEnd(s sdktrace.ReadOnlySpan) {
 		return
 	}
 	p.cur.add(s)
+	p.rotate()
+}
+
+// addRecord encodes s, a span of p.res and p.scope, into the current
+// batch.
+func (p *processor) addRecord(s *spanRecord) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	bt := p.cur
+	if bt.recGroup == 0 {
+		bt.recGroup = bt.groupIndex(p.res, p.scope) + 1
+	}
+	g := &bt.groups[bt.recGroup-1]
+	g.spans = appendRecord(g.spans, fSSSpans, s)
+	bt.n++
+	p.rotate()
+}
+
+// rotate hands the current batch to run once it is full, or drops it when
+// the exporter is behind. Callers hold p.mu.
+func (p *processor) rotate() {
 	if p.cur.n < maxBatchSpans {
 		return
 	}

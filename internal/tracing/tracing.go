@@ -104,18 +104,22 @@ package tracing
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/instrumentation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -157,13 +161,16 @@ type Options struct {
 	ServiceName, ServiceVersion string
 }
 
-// Tracer makes the spans of one gateway. It owns the SDK's batch
-// processor goroutine and the exporter, which Shutdown ends.
+// Tracer makes the spans of one gateway. It owns the span processor's
+// goroutine and the exporter, which Shutdown ends.
 type Tracer struct {
-	tp   *sdktrace.TracerProvider
-	tr   trace.Tracer
-	prop propagation.TraceContext
+	sampler sdktrace.Sampler
+	proc    *processor
+	prop    propagation.TraceContext
 }
+
+// scopeName is the instrumentation scope of the gateway's spans.
+const scopeName = "github.com/switchboard-mcp/switchboard"
 
 // New builds a Tracer exporting over OTLP/HTTP. Nothing is sent until a
 // span ends; an unreachable collector costs dropped spans, not requests.
@@ -180,12 +187,13 @@ func New(opts Options) (*Tracer, error) {
 	if opts.ServiceVersion != "" {
 		attrs = append(attrs, attribute.String("service.version", opts.ServiceVersion))
 	}
-	tp := sdktrace.NewTracerProvider(
-		sdktrace.WithSpanProcessor(newProcessor(exp)),
-		sdktrace.WithResource(resource.NewSchemaless(attrs...)),
-		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(opts.SampleRatio))),
-	)
-	return &Tracer{tp: tp, tr: tp.Tracer("github.com/switchboard-mcp/switchboard")}, nil
+	return newTracer(newProcessor(exp), resource.NewSchemaless(attrs...), opts.SampleRatio), nil
+}
+
+// newTracer is a Tracer whose spans, of resource res, go to p.
+func newTracer(p *processor, res *resource.Resource, ratio float64) *Tracer {
+	p.res, p.scope = res, instrumentation.Scope{Name: scopeName}
+	return &Tracer{sampler: sdktrace.ParentBased(sdktrace.TraceIDRatioBased(ratio)), proc: p}
 }
 
 // Flush exports every span ended so far, within ctx.
@@ -193,7 +201,7 @@ func (t *Tracer) Flush(ctx context.Context) error {
 	if t == nil {
 		return nil
 	}
-	return t.tp.ForceFlush(ctx)
+	return t.proc.ForceFlush(ctx)
 }
 
 // Shutdown exports what is left and stops the exporter, within ctx. Spans
@@ -202,30 +210,33 @@ func (t *Tracer) Shutdown(ctx context.Context) error {
 	if t == nil {
 		return nil
 	}
-	return t.tp.Shutdown(ctx)
+	return t.proc.Shutdown(ctx)
 }
 
-// Request is the trace of one HTTP request: its server span, started with
-// the request's arrival time when its parent is known (the first upstream
-// call, whose params may carry one) or when the request ends. Safe for
-// concurrent use (an aggregated list calls several servers at once).
+// Request is the trace of one HTTP request: its server span, whose
+// context (ids, sampling) is decided when its parent is known (at the
+// first upstream call, whose params may carry one, or when the request
+// ends), with the request's arrival as its start. Safe for concurrent use
+// (an aggregated list calls several servers at once).
 type Request struct {
 	t      *Tracer
 	start  time.Time
 	header http.Header
 
-	mu   sync.Mutex
-	ctx  context.Context // guarded by mu: holds span once started
-	span trace.Span      // guarded by mu; nil until started
-	tool string          // guarded by mu: the tool of a tools/call
-	// method, nameTool and name are the method and tool of the last
-	// upstream call and its span's name, reused for the server span when
-	// its method and tool are the same (one string built per request, not
-	// two).
-	method, nameTool, name string // guarded by mu
+	mu      sync.Mutex
+	decided bool   // guarded by mu: sc, parent and remote are set
+	ended   bool   // guarded by mu
+	tool    string // guarded by mu: the tool of a tools/call
+	// sc is the server span's context, parent its parent's span id
+	// (invalid for a root) and remote whether that parent is remote; set
+	// once under mu by server, before any Call exists, and read-only
+	// afterwards (Calls read sc without mu).
+	sc     trace.SpanContext
+	parent trace.SpanID
+	remote bool
 
-	opts  [2]trace.SpanStartOption // the server span's, kept here so that passing them allocates nothing
-	attrs [6]attribute.KeyValue    // the server span's, set by End
+	first     upstreamCall // the first upstream call's, made with the Request
+	firstUsed bool         // guarded by mu
 }
 
 // Start begins the trace of r, arrived at start. A nil Tracer returns nil.
@@ -249,13 +260,20 @@ func FromContext(ctx context.Context) *Request {
 	return q
 }
 
-// server starts the server span if it has not started, its parent taken
-// from the traceparent header or else from meta (a traceparent value, or
-// ""), and returns the context holding it. Callers hold q.mu.
-func (q *Request) server(meta string) context.Context {
-	if q.span != nil {
-		return q.ctx
+// serverSpanName is the name the sampler is asked about: the server
+// span's own is known when it ends.
+const serverSpanName = "mcp"
+
+// server decides the server span's context if it is not decided: its
+// parent taken from the traceparent header or else from meta (a
+// traceparent value, or ""), a new span id, the trace id of the parent or
+// a new one, and the sampled flag as the SDK's sampler decides it.
+// Callers hold q.mu.
+func (q *Request) server(meta string) {
+	if q.decided {
+		return
 	}
+	q.decided = true
 	ctx := context.Background()
 	// The canonical key, as net/http stores received headers: looked up
 	// without canonicalising it again.
@@ -264,18 +282,40 @@ func (q *Request) server(meta string) context.Context {
 	} else if meta != "" {
 		ctx = q.t.prop.Extract(ctx, metaCarrier(meta))
 	}
-	q.opts = [2]trace.SpanStartOption{serverKind, trace.WithTimestamp(q.start)}
-	q.ctx, q.span = q.t.tr.Start(ctx, "mcp", q.opts[:]...)
-	return q.ctx
+	psc := trace.SpanContextFromContext(ctx)
+	q.parent, q.remote = psc.SpanID(), psc.IsRemote()
+	tid := psc.TraceID()
+	if !tid.IsValid() {
+		tid = newTraceID()
+	}
+	res := q.t.sampler.ShouldSample(sdktrace.SamplingParameters{ParentContext: ctx, TraceID: tid,
+		Name: serverSpanName, Kind: trace.SpanKindServer})
+	flags := psc.TraceFlags() &^ trace.FlagsSampled
+	if res.Decision == sdktrace.RecordAndSample {
+		flags |= trace.FlagsSampled
+	}
+	q.sc = trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: newSpanID(), TraceFlags: flags,
+		TraceState: res.Tracestate})
 }
 
-// The span kinds, as options made once, and the client span's options as
-// a slice made once.
-var (
-	serverKind = trace.WithSpanKind(trace.SpanKindServer)
-	clientKind = trace.WithSpanKind(trace.SpanKindClient)
-	clientOpts = []trace.SpanStartOption{clientKind}
-)
+// newTraceID and newSpanID are random non-zero ids, drawn as the SDK's
+// default IDGenerator draws them (math/rand/v2).
+func newTraceID() trace.TraceID {
+	var tid trace.TraceID
+	for !tid.IsValid() {
+		binary.NativeEndian.PutUint64(tid[:8], rand.Uint64())
+		binary.NativeEndian.PutUint64(tid[8:], rand.Uint64())
+	}
+	return tid
+}
+
+func newSpanID() trace.SpanID {
+	var sid trace.SpanID
+	for !sid.IsValid() {
+		binary.NativeEndian.PutUint64(sid[:], rand.Uint64())
+	}
+	return sid
+}
 
 // metaCarrier is a traceparent value read as a propagation carrier.
 type metaCarrier string
@@ -309,17 +349,24 @@ func putTraceparent(b *[55]byte, sc trace.SpanContext) {
 	b[53], b[54] = digits[f>>4], digits[f&0xf]
 }
 
-// Call is one upstream call's client span.
+// Call is one upstream call's client span: a child of q's server span,
+// whose trace id, flags and trace state it shares.
 type Call struct {
-	span  trace.Span
-	ended atomic.Bool
-	attrs [4]attribute.KeyValue // kept here so that setting them allocates nothing more
+	q     *Request
+	sid   trace.SpanID
+	start time.Time
+	// The span's name ("{method} {tool}") and attributes.
+	method, tool, dest, session string
+	ended                       atomic.Bool
 }
 
 // Upstream starts the client span of req, sent to destination dest for
 // session, as a child of the request's server span, and returns req with
 // the span's context in params._meta.traceparent (a copy; req is not
-// changed). A nil q returns req and a nil Call.
+// changed). The client span is sampled when the server span is (the
+// sampler is ParentBased: a local parent's decision is followed); an
+// unsampled one records nothing, but its context is propagated all the
+// same. A nil q returns req and a nil Call.
 func (q *Request) Upstream(dest, session string, req *jsonrpc.Message) (*jsonrpc.Message, *Call) {
 	if q == nil {
 		return req, nil
@@ -336,37 +383,23 @@ func (q *Request) Upstream(dest, session string, req *jsonrpc.Message) (*jsonrpc
 		tool, _ = req.ParamName()
 	}
 	q.mu.Lock()
-	ctx := q.server(meta)
+	q.server(meta)
 	if tool != "" {
 		q.tool = tool
 	}
-	if q.name == "" || q.method != req.Method || q.nameTool != tool {
-		q.method, q.nameTool, q.name = req.Method, tool, spanName(req.Method, tool)
+	u := &q.first
+	if q.firstUsed {
+		u = &upstreamCall{}
 	}
-	name := q.name
+	q.firstUsed = true
 	q.mu.Unlock()
 
-	u := &upstreamCall{}
 	c := &u.call
-	c.attrs[0], c.attrs[1] = attribute.String(AttrMethod, req.Method), attribute.String(AttrDestination, dest)
-	n := 2
-	if tool != "" {
-		c.attrs[n] = attribute.String(AttrTool, tool)
-		n++
-	}
-	if session != "" {
-		c.attrs[n] = attribute.String(AttrSession, session)
-		n++
-	}
-	_, c.span = q.t.tr.Start(ctx, name, clientOpts...)
-	c.span.SetAttributes(c.attrs[:n]...)
-	sc := c.span.SpanContext()
-	if !sc.IsValid() {
-		return req, c
-	}
+	c.q, c.sid, c.start = q, newSpanID(), time.Now()
+	c.method, c.tool, c.dest, c.session = req.Method, tool, dest, session
 	var tp [57]byte // the traceparent as a JSON string
 	tp[0], tp[56] = '"', '"'
-	putTraceparent((*[55]byte)(tp[1:56]), sc)
+	putTraceparent((*[55]byte)(tp[1:56]), q.sc.WithSpanID(c.sid))
 	params, ms, me, ok := setMeta(req.Params, hasMeta, quotedMetaKey, tp[:])
 	if !ok {
 		return req, c
@@ -378,7 +411,7 @@ func (q *Request) Upstream(dest, session string, req *jsonrpc.Message) (*jsonrpc
 }
 
 // upstreamCall is a Call and the copy of the request it traces, made in
-// one allocation.
+// one allocation (the first of a request's in the Request's).
 type upstreamCall struct {
 	call Call
 	msg  jsonrpc.Message
@@ -395,76 +428,81 @@ func mayHaveMeta(params []byte) bool {
 // End ends the client span; answer is the upstream's response, nil when
 // none came (abandoned, the connection lost). Only the first End counts.
 func (c *Call) End(answer *jsonrpc.Message) {
-	if c == nil || !c.ended.CompareAndSwap(false, true) {
+	if c == nil || !c.q.sc.IsSampled() || !c.ended.CompareAndSwap(false, true) {
 		return
+	}
+	s := spanRecord{sc: c.q.sc.WithSpanID(c.sid), parent: c.q.sc.SpanID(), method: c.method, tool: c.tool,
+		kind: trace.SpanKindClient, start: c.start, end: c.start.Add(time.Since(c.start))}
+	s.addString(keyMethod, c.method)
+	s.addString(keyDestination, c.dest)
+	if c.tool != "" {
+		s.addString(keyTool, c.tool)
+	}
+	if c.session != "" {
+		s.addString(keySession, c.session)
 	}
 	switch {
 	case answer == nil:
-		c.span.SetStatus(codes.Error, "no response")
+		s.status, s.statusMsg = codes.Error, "no response"
 	case answer.Error != nil:
 		if e := answer.ErrorOf(); e != nil {
-			c.span.SetAttributes(attribute.String("rpc.response.status_code", strconv.Itoa(e.Code)))
-			c.span.SetStatus(codes.Error, e.Message)
+			s.addString(keyRPCStatus, strconv.Itoa(e.Code))
+			s.status, s.statusMsg = codes.Error, e.Message
 		} else {
-			c.span.SetStatus(codes.Error, "error response")
+			s.status, s.statusMsg = codes.Error, "error response"
 		}
 	}
-	c.span.End()
+	c.q.t.proc.addRecord(&s)
 }
 
 // End ends the server span with the request's audit record, written
 // afterwards: its method, destination, session, id, status and error
-// become attributes. A nil q does nothing.
+// become attributes. Only the first End counts; a nil q does nothing.
 func (q *Request) End(rec *audit.Record) {
 	if q == nil {
 		return
 	}
 	q.mu.Lock()
-	defer q.mu.Unlock()
+	if q.ended {
+		q.mu.Unlock()
+		return
+	}
+	q.ended = true
 	q.server("")
-	span, tool := q.span, q.tool
-	// Each attribute costs three allocations in the export: the HTTP
-	// method and path are left out (the destination and the MCP method say
-	// more).
-	attrs := append(q.attrs[:0], attribute.Int("http.response.status_code", rec.Status))
+	if !q.sc.IsSampled() {
+		q.mu.Unlock()
+		return
+	}
+	s := spanRecord{sc: q.sc, parent: q.parent, remote: q.remote, kind: trace.SpanKindServer,
+		start: q.start, end: rec.Time.Add(rec.Latency)}
+	tool := q.tool
+	q.mu.Unlock()
+	// The HTTP method and path are left out (the destination and the MCP
+	// method say more).
+	s.addInt(keyHTTPStatus, int64(rec.Status))
 	if rec.MCPMethod != "" {
-		attrs = append(attrs, attribute.String(AttrMethod, rec.MCPMethod))
+		s.addString(keyMethod, rec.MCPMethod)
+		s.method, s.tool = rec.MCPMethod, tool
+	} else {
+		s.method = rec.HTTPMethod
 	}
 	if tool != "" {
-		attrs = append(attrs, attribute.String(AttrTool, tool))
+		s.addString(keyTool, tool)
 	}
 	if rec.Destination != "" {
-		attrs = append(attrs, attribute.String(AttrDestination, rec.Destination))
+		s.addString(keyDestination, rec.Destination)
 	}
 	if rec.Session != "" {
-		attrs = append(attrs, attribute.String(AttrSession, rec.Session))
+		s.addString(keySession, rec.Session)
 	}
 	if rec.RPCID != nil {
-		attrs = append(attrs, attribute.String(AttrRequestID, string(rec.RPCID)))
+		// Not kept past this call: encoded into the batch by addRecord.
+		s.addString(keyRequestID, unsafe.String(unsafe.SliceData(rec.RPCID), len(rec.RPCID)))
 	}
-	span.SetAttributes(attrs...)
-	var name string
-	switch {
-	case rec.MCPMethod == "":
-		name = rec.HTTPMethod
-	case rec.MCPMethod == q.method && tool == q.nameTool && q.name != "":
-		name = q.name
-	default:
-		name = spanName(rec.MCPMethod, tool)
-	}
-	span.SetName(name)
 	if rec.Error != "" || rec.Status >= 500 {
-		span.SetStatus(codes.Error, rec.Error)
+		s.status, s.statusMsg = codes.Error, rec.Error
 	}
-	span.End(trace.WithTimestamp(rec.Time.Add(rec.Latency)))
-}
-
-// spanName is "{method} {tool}", as the MCP semantic conventions name spans.
-func spanName(method, tool string) string {
-	if tool == "" {
-		return method
-	}
-	return method + " " + tool
+	q.t.proc.addRecord(&s)
 }
 
 // SetMeta returns params with params._meta[key] set to the string value,

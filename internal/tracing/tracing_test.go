@@ -3,16 +3,26 @@ package tracing
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"net/http/httptest"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/instrumentation"
+	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/encoding/prototext"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/switchboard-mcp/switchboard/internal/audit"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
@@ -118,13 +128,40 @@ func FuzzSetMeta(f *testing.F) {
 	})
 }
 
+// testTracer is a Tracer sampling ratio of the root traces, exporting to
+// an OTLP receiver on loopback; spans flushes it and returns the spans
+// received so far, decoded with the collector's types, in the order they
+// ended.
+func testTracer(t *testing.T, ratio float64) (tr *Tracer, spans func() []*tracepb.Span, exports func() []export) {
+	t.Helper()
+	url, got := receiver(t)
+	tr, err := New(Options{Endpoint: url, SampleRatio: ratio, ServiceName: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
+	return tr, func() []*tracepb.Span {
+		t.Helper()
+		if err := tr.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		var out []*tracepb.Span
+		for _, e := range got() {
+			for _, rs := range e.req.ResourceSpans {
+				for _, ss := range rs.ScopeSpans {
+					out = append(out, ss.Spans...)
+				}
+			}
+		}
+		return out
+	}, got
+}
+
 // TestTracingSpanNames: the server span is named for the request's method
 // and tool, whatever the upstream calls were named; a request that is no
 // MCP call takes the HTTP method.
 func TestTracingSpanNames(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	tr := &Tracer{tp: tp, tr: tp.Tracer("test")}
+	tr, spans, _ := testTracer(t, 1)
 	call := func(method, params string) *jsonrpc.Message {
 		m, err := jsonrpc.Decode([]byte(`{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":` + params + `}`))
 		if err != nil {
@@ -134,6 +171,7 @@ func TestTracingSpanNames(t *testing.T) {
 	}
 	hr := httptest.NewRequest("POST", "/d/mcp", nil)
 	now := time.Now()
+	seen := 0
 	for _, c := range []struct {
 		calls       []*jsonrpc.Message
 		method      string
@@ -146,20 +184,232 @@ func TestTracingSpanNames(t *testing.T) {
 		{[]*jsonrpc.Message{call("tools/call", `{"name":"a"}`), call("tools/call", `{}`)}, "tools/call", "tools/call a", []string{"tools/call a", "tools/call"}},
 		{nil, "", "GET", nil},
 	} {
-		rec.Reset()
 		q := tr.Start(hr, now)
 		for _, m := range c.calls {
 			_, cl := q.Upstream("d", "", m)
 			cl.End(nil)
 		}
 		q.End(&audit.Record{Time: now, HTTPMethod: "GET", MCPMethod: c.method, Status: 200})
-		ended := rec.Ended()
+		all := spans()
+		ended := all[seen:]
+		seen = len(all)
+		if len(ended) != len(c.calls)+1 {
+			t.Fatalf("%s: %d spans, want %d", c.want, len(ended), len(c.calls)+1)
+		}
 		var clients []string
 		for _, s := range ended[:len(ended)-1] {
-			clients = append(clients, s.Name())
+			clients = append(clients, s.Name)
 		}
-		if got := ended[len(ended)-1].Name(); got != c.want || !reflect.DeepEqual(clients, c.wantClients) {
+		if got := ended[len(ended)-1].Name; got != c.want || !reflect.DeepEqual(clients, c.wantClients) {
 			t.Errorf("%s: server span %q, client spans %q; want %q, %q", c.want, got, clients, c.want, c.wantClients)
 		}
 	}
+}
+
+// upstreamTP is the traceparent in params._meta of what Upstream returned,
+// found through the copy's LookupMeta (which trusts where setMeta said
+// _meta is) and checked against a fresh decoding of the copy's params.
+func upstreamTP(t *testing.T, out *jsonrpc.Message) string {
+	t.Helper()
+	tp, ok := out.MetaString(MetaKey)
+	raw, _, _, found := jsonrpc.Lookup(out.Params, "_meta", MetaKey)
+	if s, _ := jsonrpc.String(raw); !ok || !found || s != tp {
+		t.Fatalf("upstream params %s: LookupMeta found %q (%v), a fresh walk %q (%v)", out.Params, tp, ok, s, found)
+	}
+	return tp
+}
+
+// TestTracingSpans: the spans the gateway's requests make, as a collector
+// decodes them. A request with a traceparent and tracestate header and
+// one upstream call answered with an error: a server span, child of the
+// remote parent in its trace, and a client span, its child, whose context
+// the upstream's params carry; their ids, flags, trace state, names,
+// kinds, times, attributes and status; each ended once however often End
+// is called. A parent in params._meta that is not sampled, and a root
+// with sample_ratio 0, record nothing but are propagated, unsampled. A
+// request with no upstream call that failed: a root server span named for
+// its HTTP method with the error status. Resource and scope are the
+// Tracer's.
+func TestTracingSpans(t *testing.T) {
+	tr, spans, exports := testTracer(t, 1)
+	const (
+		parentTP = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+		session  = "0d1e2f30-aaaa-4bbb-8ccc-000000000000"
+	)
+	hr := httptest.NewRequest("POST", "/d/mcp", nil)
+	hr.Header.Set("Traceparent", parentTP)
+	hr.Header.Set("Tracestate", "vendor=a")
+	req, err := jsonrpc.Decode([]byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer, _ := jsonrpc.Decode([]byte(`{"jsonrpc":"2.0","id":7,"error":{"code":-32000,"message":"boom"}}`))
+	now := time.Now()
+	q := tr.Start(hr, now)
+	out, c := q.Upstream("d", session, req)
+	if out == req {
+		t.Fatal("Upstream returned the request itself: no traceparent")
+	}
+	upTrace, upSpan := tpSplit(t, upstreamTP(t, out))
+	if _, ok := out.MetaString("progressToken"); ok {
+		t.Error("a progressToken found in the copy's _meta")
+	}
+	c.End(answer)
+	c.End(nil)
+	rec := &audit.Record{Time: now, HTTPMethod: "POST", MCPMethod: "tools/call", Destination: "d", Session: session,
+		Status: 200, RPCID: req.ID, Latency: 5 * time.Millisecond}
+	q.End(rec)
+	q.End(rec)
+
+	got := spans()
+	if len(got) != 2 {
+		t.Fatalf("%d spans, want the client and the server span", len(got))
+	}
+	client, server := got[0], got[1]
+	sampledRemote := uint32(tracepb.SpanFlags_SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK|tracepb.SpanFlags_SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK) | 1
+	wantServer := &tracepb.Span{
+		TraceId: mustHex(t, "4bf92f3577b34da6a3ce929d0e0e4736"), SpanId: server.SpanId, ParentSpanId: mustHex(t, "00f067aa0ba902b7"),
+		TraceState: "vendor=a", Flags: sampledRemote, Name: "tools/call echo", Kind: tracepb.Span_SPAN_KIND_SERVER,
+		StartTimeUnixNano: uint64(now.UnixNano()), EndTimeUnixNano: uint64(now.Add(5 * time.Millisecond).UnixNano()),
+		Attributes: []*commonpb.KeyValue{kv("http.response.status_code", iv(200)), kv(AttrMethod, sv("tools/call")),
+			kv(AttrTool, sv("echo")), kv(AttrDestination, sv("d")), kv(AttrSession, sv(session)), kv(AttrRequestID, sv("7"))},
+		Status: &tracepb.Status{},
+	}
+	if !proto.Equal(server, wantServer) {
+		t.Errorf("server span\n%s\nwant\n%s", prototext.Format(server), prototext.Format(wantServer))
+	}
+	wantClient := &tracepb.Span{
+		TraceId: wantServer.TraceId, SpanId: mustHex(t, upSpan), ParentSpanId: server.SpanId, TraceState: "vendor=a",
+		Flags: flags | 1, Name: "tools/call echo", Kind: tracepb.Span_SPAN_KIND_CLIENT,
+		StartTimeUnixNano: client.StartTimeUnixNano, EndTimeUnixNano: client.EndTimeUnixNano,
+		Attributes: []*commonpb.KeyValue{kv(AttrMethod, sv("tools/call")), kv(AttrDestination, sv("d")), kv(AttrTool, sv("echo")),
+			kv(AttrSession, sv(session)), kv("rpc.response.status_code", sv("-32000"))},
+		Status: &tracepb.Status{Code: tracepb.Status_STATUS_CODE_ERROR, Message: "boom"},
+	}
+	if !proto.Equal(client, wantClient) {
+		t.Errorf("client span\n%s\nwant\n%s", prototext.Format(client), prototext.Format(wantClient))
+	}
+	if upTrace != "4bf92f3577b34da6a3ce929d0e0e4736" || client.StartTimeUnixNano < uint64(now.UnixNano()) ||
+		client.EndTimeUnixNano < client.StartTimeUnixNano || bytes.Equal(server.SpanId, wantServer.ParentSpanId) {
+		t.Errorf("upstream trace %s; client span from %d to %d, request at %d; server span %x",
+			upTrace, client.StartTimeUnixNano, client.EndTimeUnixNano, now.UnixNano(), server.SpanId)
+	}
+	e := exports()[0].req.ResourceSpans[0]
+	if a := e.Resource.Attributes; len(a) != 1 || a[0].Key != "service.name" || a[0].Value.GetStringValue() != "test" ||
+		e.ScopeSpans[0].Scope.GetName() != scopeName {
+		t.Errorf("resource %v, scope %v", e.Resource, e.ScopeSpans[0].Scope)
+	}
+
+	// Not sampled: a parent in params._meta saying so, and a root at ratio 0.
+	unsampled, _ := jsonrpc.Decode([]byte(`{"jsonrpc":"2.0","id":8,"method":"ping","params":{"_meta":{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00"}}}`))
+	q = tr.Start(httptest.NewRequest("POST", "/d/mcp", nil), now)
+	out, c = q.Upstream("d", "", unsampled)
+	tp := upstreamTP(t, out)
+	if tr, sp := tpSplit(t, tp); tr != "0af7651916cd43dd8448eb211c80319c" || sp == "b7ad6b7169203331" || !strings.HasSuffix(tp, "-00") {
+		t.Errorf("unsampled parent: upstream got %s, want the parent's trace, a new span, not sampled", tp)
+	}
+	c.End(nil)
+	q.End(&audit.Record{Time: now, HTTPMethod: "POST", MCPMethod: "ping", Status: 200})
+	tr0, spans0, _ := testTracer(t, 0)
+	q = tr0.Start(httptest.NewRequest("POST", "/d/mcp", nil), now)
+	out, c = q.Upstream("d", "", req)
+	if tp := upstreamTP(t, out); !strings.HasSuffix(tp, "-00") {
+		t.Errorf("ratio 0: upstream got %s, want it not sampled", tp)
+	}
+	c.End(nil)
+	q.End(&audit.Record{Time: now, HTTPMethod: "POST", MCPMethod: "tools/call", Status: 200})
+	if n, n0 := len(spans()), len(spans0()); n != 2 || n0 != 0 {
+		t.Errorf("unsampled requests exported %d and %d spans, want none", n-2, n0)
+	}
+
+	// No upstream call, failed: a root.
+	q = tr.Start(httptest.NewRequest("GET", "/d/mcp", nil), now)
+	q.End(&audit.Record{Time: now, HTTPMethod: "GET", Status: 503, Error: "upstream down"})
+	got = spans()
+	if len(got) != 3 {
+		t.Fatalf("%d spans, want 3", len(got))
+	}
+	s := got[2]
+	if s.Name != "GET" || s.ParentSpanId != nil || s.Flags != flags|1 || s.Status.GetCode() != tracepb.Status_STATUS_CODE_ERROR ||
+		s.Status.GetMessage() != "upstream down" || len(s.Attributes) != 1 || s.Attributes[0].Value.GetIntValue() != 503 {
+		t.Errorf("failed request's span:\n%s", prototext.Format(s))
+	}
+}
+
+// TestRecordEncoding: appendRecord writes exactly the bytes appendSpan
+// writes for an SDK span with the same data (the SDK's span, whose
+// encoding TestExportFieldMapping checks against the collector's types,
+// is the reference).
+func TestRecordEncoding(t *testing.T) {
+	ts := mustTraceState(t, "vendor=a,other=b")
+	res := resource.NewSchemaless(attribute.String("service.name", "sb"))
+	scope := instrumentation.Scope{Name: scopeName}
+	server := spanRecord{sc: trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid1, SpanID: sidA, TraceFlags: trace.FlagsSampled, TraceState: ts}),
+		parent: sidP, remote: true, method: "tools/call", tool: "echo", kind: trace.SpanKindServer, start: t0, end: t0.Add(time.Second),
+		status: codes.Error, statusMsg: "boom"}
+	server.addInt(keyHTTPStatus, 502)
+	server.addInt(keyHTTPStatus, -1<<40)
+	server.addString(keyMethod, "tools/call")
+	server.addString(keySession, strings.Repeat("s", 300)) // lengths of two bytes
+	server.addString(keyRequestID, strings.Repeat("i", 120))
+	client := spanRecord{sc: trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid2, SpanID: sidB, TraceFlags: trace.FlagsSampled}),
+		method: "ping", kind: trace.SpanKindClient, start: t0, end: t0, statusMsg: "kept only with an error"}
+	client.addString(keyDestination, "")
+	long := spanRecord{sc: client.sc, method: strings.Repeat("m", 100), tool: strings.Repeat("t", 100), kind: trace.SpanKindServer,
+		start: t0, end: t0}
+	unnamed := spanRecord{sc: client.sc, tool: "x", kind: trace.SpanKindClient, start: t0, end: t0}
+	for _, r := range []spanRecord{server, client, long, unnamed, {sc: client.sc}} {
+		name := r.method
+		if r.tool != "" {
+			name += " " + r.tool
+		}
+		stub := tracetest.SpanStub{Name: name, SpanContext: r.sc, SpanKind: r.kind, StartTime: r.start, EndTime: r.end,
+			Resource: res, InstrumentationScope: scope}
+		if r.parent.IsValid() {
+			stub.Parent = trace.NewSpanContext(trace.SpanContextConfig{TraceID: r.sc.TraceID(), SpanID: r.parent, Remote: r.remote})
+		}
+		for _, a := range r.attrs[:r.nattrs] {
+			key := string(a.key[2:]) // the tag and a one-byte length
+			if a.isInt {
+				stub.Attributes = append(stub.Attributes, attribute.Int64(key, a.num))
+			} else {
+				stub.Attributes = append(stub.Attributes, attribute.String(key, a.str))
+			}
+		}
+		if r.status == codes.Error {
+			stub.Status = sdktrace.Status{Code: codes.Error, Description: r.statusMsg}
+		}
+		want := appendSpan(nil, fSSSpans, stub.Snapshot())
+		if got := appendRecord(nil, fSSSpans, &r); !bytes.Equal(got, want) {
+			t.Errorf("%q: appendRecord\n%x\nappendSpan\n%x", name, got, want)
+		}
+		// And in an export, as the processor adds records.
+		p := &processor{cur: &batch{}}
+		newTracer(p, res, 1)
+		p.addRecord(&r)
+		var ref batch
+		ref.add(stub.Snapshot())
+		if got, want := p.cur.appendExport(nil), ref.appendExport(nil); !bytes.Equal(got, want) {
+			t.Errorf("%q: export\n%x\nwant\n%x", name, got, want)
+		}
+	}
+}
+
+func mustHex(t *testing.T, s string) []byte {
+	t.Helper()
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// tpSplit returns a traceparent's trace and span ids.
+func tpSplit(t *testing.T, tp string) (traceID, spanID string) {
+	t.Helper()
+	p := strings.Split(tp, "-")
+	if len(p) != 4 || len(p[1]) != 32 || len(p[2]) != 16 {
+		t.Fatalf("malformed traceparent %q", tp)
+	}
+	return p[1], p[2]
 }
