@@ -340,13 +340,10 @@ func (g *Gateway) audited(next http.Handler) http.Handler {
 		if g.state().cfg.Metrics.Enabled {
 			sw.m = g.metrics
 		}
-		var ctx context.Context = a
 		q := g.tracer.Start(r, start) // nil when tracing is off
-		if q != nil {
-			ctx = tracing.NewContext(ctx, q)
-		}
+		a.trace = q
 		sw.m.RequestStarted()
-		next.ServeHTTP(sw, r.WithContext(ctx))
+		next.ServeHTTP(sw, r.WithContext(a))
 		sw.m.RequestDone()
 		sw.endStream()
 		rec.Status = sw.status
@@ -362,14 +359,16 @@ func (g *Gateway) audited(next http.Handler) http.Handler {
 
 // auditedRequest is what audited keeps per request, in one allocation: the
 // audit record, the response writer that fills it in, and the request's
-// context, which answers for the record ([audit.FromContext]) and the
-// client's header ([clientHeader]) itself instead of two context.WithValue
+// context, which answers for the record ([audit.FromContext]), the
+// client's header ([clientHeader]) and the request's trace
+// ([tracing.FromContext]) itself instead of three context.WithValue
 // layers.
 type auditedRequest struct {
 	context.Context // the request's own
 	rec             audit.Record
 	sw              statusWriter
-	header          http.Header // the client's request header
+	header          http.Header      // the client's request header
+	trace           *tracing.Request // its trace; nil when tracing is off
 }
 
 func (a *auditedRequest) Value(key any) any {
@@ -378,6 +377,8 @@ func (a *auditedRequest) Value(key any) any {
 		return &a.rec
 	case headerKey:
 		return a.header
+	case tracing.RequestKey:
+		return a.trace
 	}
 	return a.Context.Value(key)
 }

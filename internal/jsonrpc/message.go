@@ -169,8 +169,30 @@ func (m *Message) nameValid() bool {
 // message whose params are large (a file, an image) is scanned once however
 // many _meta members are read. Not safe for concurrent use.
 func (m *Message) LookupMeta(key string) (val []byte, start, end int, ok bool) {
-	if len(m.Params) == 0 {
+	ms, me, ok := m.MetaAt()
+	if !ok {
 		return nil, 0, 0, false
+	}
+	meta := m.Params[ms:me]
+	// A _meta without the key's bytes (and no escape) is not walked: a
+	// traceparent's or a progress token's _meta rarely holds the other.
+	if !strings.Contains(unsafe.String(unsafe.SliceData(meta), len(meta)), key) && bytes.IndexByte(meta, '\\') < 0 {
+		return nil, 0, 0, false
+	}
+	v, s, e, ok := Lookup(meta, key)
+	if !ok {
+		return nil, 0, 0, false
+	}
+	return v, ms + s, ms + e, true
+}
+
+// MetaAt returns where params._meta's value (an object, or whatever else
+// it holds) is in m.Params, and false when params has no _meta; found as
+// Lookup(m.Params, "_meta") finds it, once (LookupMeta shares the
+// position). Not safe for concurrent use.
+func (m *Message) MetaAt() (start, end int, ok bool) {
+	if len(m.Params) == 0 {
+		return 0, 0, false
 	}
 	if m.metaOf != &m.Params[0] || m.metaLen != len(m.Params) {
 		if !mayHaveMember(m.Params, `"_meta"`) {
@@ -183,19 +205,9 @@ func (m *Message) LookupMeta(key string) (val []byte, start, end int, ok bool) {
 		m.metaOf, m.metaLen = &m.Params[0], len(m.Params)
 	}
 	if m.metaStart < 0 {
-		return nil, 0, 0, false
+		return 0, 0, false
 	}
-	meta := m.Params[m.metaStart:m.metaEnd]
-	// A _meta without the key's bytes (and no escape) is not walked: a
-	// traceparent's or a progress token's _meta rarely holds the other.
-	if !strings.Contains(unsafe.String(unsafe.SliceData(meta), len(meta)), key) && bytes.IndexByte(meta, '\\') < 0 {
-		return nil, 0, 0, false
-	}
-	v, s, e, ok := Lookup(meta, key)
-	if !ok {
-		return nil, 0, 0, false
-	}
-	return v, m.metaStart + s, m.metaStart + e, true
+	return m.metaStart, m.metaEnd, true
 }
 
 // SetMetaAt records that params._meta's value is m.Params[start:end] (no

@@ -105,7 +105,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -247,16 +246,21 @@ func (t *Tracer) Start(r *http.Request, start time.Time) *Request {
 	return &Request{t: t, start: start, header: r.Header}
 }
 
-type requestKey struct{}
+// RequestKey is the context key under which a request's *Request is
+// found. [NewContext] is the plain way to attach one; a caller that builds
+// its own context type per request (the gateway's, which carries the audit
+// record) answers Value(RequestKey{}) with the *Request, saving the
+// allocation.
+type RequestKey struct{}
 
 // NewContext returns ctx carrying q.
 func NewContext(ctx context.Context, q *Request) context.Context {
-	return context.WithValue(ctx, requestKey{}, q)
+	return context.WithValue(ctx, RequestKey{}, q)
 }
 
 // FromContext returns the Request of ctx, or nil.
 func FromContext(ctx context.Context) *Request {
-	q, _ := ctx.Value(requestKey{}).(*Request)
+	q, _ := ctx.Value(RequestKey{}).(*Request)
 	return q
 }
 
@@ -340,13 +344,29 @@ func traceparent(sc trace.SpanContext) string {
 func putTraceparent(b *[55]byte, sc trace.SpanContext) {
 	tid, sid := sc.TraceID(), sc.SpanID()
 	b[0], b[1], b[2] = '0', '0', '-'
-	hex.Encode(b[3:35], tid[:])
+	putHex(b[3:35], tid[:])
 	b[35] = '-'
-	hex.Encode(b[36:52], sid[:])
+	putHex(b[36:52], sid[:])
 	b[52] = '-'
+	putHex(b[53:55], []byte{byte(sc.TraceFlags())})
+}
+
+// hexPairs[c] is c in lower-case hex, first digit in the low byte.
+var hexPairs = func() (t [256]uint16) {
 	const digits = "0123456789abcdef"
-	f := byte(sc.TraceFlags())
-	b[53], b[54] = digits[f>>4], digits[f&0xf]
+	for c := range t {
+		t[c] = uint16(digits[c>>4]) | uint16(digits[c&0xf])<<8
+	}
+	return t
+}()
+
+// putHex writes src in lower-case hex into dst, which is twice as long: as
+// hex.Encode does, a table look-up a byte.
+func putHex(dst, src []byte) {
+	_ = dst[2*len(src)-1]
+	for i, c := range src {
+		binary.LittleEndian.PutUint16(dst[2*i:], hexPairs[c])
+	}
 }
 
 // Call is one upstream call's client span: a child of q's server span,
@@ -371,10 +391,12 @@ func (q *Request) Upstream(dest, session string, req *jsonrpc.Message) (*jsonrpc
 	if q == nil {
 		return req, nil
 	}
+	// Where _meta is: found once per message (the handler has usually
+	// looked for its protocol version there already).
 	var meta string
-	hasMeta := mayHaveMeta(req.Params)
+	ms, me, hasMeta := req.MetaAt()
 	if hasMeta {
-		if raw, _, _, ok := jsonrpc.Lookup(req.Params, "_meta", MetaKey); ok {
+		if raw, _, _, ok := req.LookupMeta(MetaKey); ok {
 			meta, _ = jsonrpc.String(raw)
 		}
 	}
@@ -400,7 +422,7 @@ func (q *Request) Upstream(dest, session string, req *jsonrpc.Message) (*jsonrpc
 	var tp [57]byte // the traceparent as a JSON string
 	tp[0], tp[56] = '"', '"'
 	putTraceparent((*[55]byte)(tp[1:56]), q.sc.WithSpanID(c.sid))
-	params, ms, me, ok := setMeta(req.Params, hasMeta, quotedMetaKey, tp[:])
+	params, ms, me, ok := spliceMeta(req.Params, ms, me, hasMeta, quotedMetaKey, tp[:])
 	if !ok {
 		return req, c
 	}
@@ -512,17 +534,27 @@ func (q *Request) End(rec *audit.Record) {
 // false, and params returned as they are, when params or its _meta is not
 // an object. params is not modified.
 func SetMeta(params json.RawMessage, key, value string) (json.RawMessage, bool) {
-	out, _, _, ok := setMeta(params, mayHaveMeta(params), appendQuoted(nil, key), appendQuoted(nil, value))
+	out, _, _, ok := setMeta(params, appendQuoted(nil, key), appendQuoted(nil, value))
 	return out, ok
 }
 
 // quotedMetaKey is MetaKey as a JSON string.
 var quotedMetaKey = appendQuoted(nil, MetaKey)
 
-// setMeta is SetMeta with the key and value already JSON strings; hasMeta
-// is mayHaveMeta(params). It also returns where _meta's value (an object)
-// is in the result, for [jsonrpc.Message.SetMetaAt].
-func setMeta(params json.RawMessage, hasMeta bool, key, value []byte) (out json.RawMessage, metaStart, metaEnd int, ok bool) {
+// setMeta is SetMeta with the key and value already JSON strings. It
+// also returns where _meta's value (an object) is in the result, for
+// [jsonrpc.Message.SetMetaAt].
+func setMeta(params json.RawMessage, key, value []byte) (out json.RawMessage, metaStart, metaEnd int, ok bool) {
+	ms, me, hasMeta := 0, 0, false
+	if mayHaveMeta(params) {
+		_, ms, me, hasMeta = jsonrpc.Lookup(params, "_meta")
+	}
+	return spliceMeta(params, ms, me, hasMeta, key, value)
+}
+
+// spliceMeta is setMeta with params._meta's value known to be
+// params[ms:me] when hasMeta, and known to be absent when not.
+func spliceMeta(params json.RawMessage, ms, me int, hasMeta bool, key, value []byte) (out json.RawMessage, metaStart, metaEnd int, ok bool) {
 	if len(bytes.TrimSpace(params)) == 0 {
 		out := make([]byte, 0, len(key)+len(value)+16)
 		out = appendMember(append(out, `{"_meta":{`...), key, value)
@@ -530,21 +562,19 @@ func setMeta(params json.RawMessage, hasMeta bool, key, value []byte) (out json.
 		return out, len(`{"_meta":`), len(out) - 1, true
 	}
 	if hasMeta {
-		meta, ms, me, ok := jsonrpc.Lookup(params, "_meta")
-		if ok {
-			if len(meta) == 0 || meta[0] != '{' {
-				return params, 0, 0, false
-			}
-			if _, s, e, ok := jsonrpc.Lookup(meta, unquotedKey(key)); ok {
-				out := make([]byte, 0, len(params)-(e-s)+len(value))
-				out = append(out, params[:ms+s]...)
-				out = append(out, value...)
-				out = append(out, params[ms+e:]...)
-				return out, ms, me + len(value) - (e - s), true
-			}
-			out, n := insertFirst(params, ms, "", key, value)
-			return out, ms, me + n, true
+		meta := params[ms:me]
+		if len(meta) == 0 || meta[0] != '{' {
+			return params, 0, 0, false
 		}
+		if _, s, e, ok := jsonrpc.Lookup(meta, unquotedKey(key)); ok {
+			out := make([]byte, 0, len(params)-(e-s)+len(value))
+			out = append(out, params[:ms+s]...)
+			out = append(out, value...)
+			out = append(out, params[ms+e:]...)
+			return out, ms, me + len(value) - (e - s), true
+		}
+		out, n := insertFirst(params, ms, "", key, value)
+		return out, ms, me + n, true
 	}
 	i := 0
 	for i < len(params) && (params[i] == ' ' || params[i] == '\t' || params[i] == '\n' || params[i] == '\r') {

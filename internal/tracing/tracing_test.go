@@ -95,6 +95,14 @@ func FuzzSetMeta(f *testing.F) {
 		if !bytes.Equal(params, in) {
 			t.Fatalf("input modified")
 		}
+		// As Upstream splices it: _meta found through the message.
+		_, ms, me, _ := setMeta(params, quotedMetaKey, appendQuoted(nil, tp))
+		m := &jsonrpc.Message{Params: params}
+		s0, e0, has := m.MetaAt()
+		if got2, ms2, me2, ok2 := spliceMeta(params, s0, e0, has, quotedMetaKey, appendQuoted(nil, tp)); ok2 != ok ||
+			!bytes.Equal(got2, got) || ms2 != ms || me2 != me {
+			t.Fatalf("params %s: through the message %s, %v, [%d:%d]; SetMeta %s, %v, [%d:%d]", params, got2, ok2, ms2, me2, got, ok, ms, me)
+		}
 		if !ok {
 			if !bytes.Equal(got, params) {
 				t.Fatalf("not ok, yet params changed: %s", got)
@@ -109,7 +117,6 @@ func FuzzSetMeta(f *testing.F) {
 			t.Fatalf("SetMeta(%s) = %s: not JSON: %v", params, got, err)
 		}
 		// Where setMeta says _meta is, a copy's LookupMeta trusts.
-		_, ms, me, _ := setMeta(params, mayHaveMeta(params), quotedMetaKey, appendQuoted(nil, tp))
 		if _, s, e, found := jsonrpc.Lookup(got, "_meta"); !found || s != ms || e != me {
 			t.Fatalf("SetMeta(%s) = %s: _meta at [%d:%d], setMeta said [%d:%d]", params, got, s, e, ms, me)
 		}
