@@ -99,3 +99,27 @@ func BenchmarkExport(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAppendRecord is the encoding of a traced call's two spans, as
+// the gateway's Request and Call end them, into a batch.
+func BenchmarkAppendRecord(b *testing.B) {
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid1, SpanID: sidA, TraceFlags: trace.FlagsSampled})
+	const session = "0d1e2f30-aaaa-4bbb-8ccc-000000000000"
+	var buf []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		c := spanRecord{sc: sc.WithSpanID(sidB), parent: sidA, method: "tools/call", tool: "echo", kind: trace.SpanKindClient, start: t0, end: t0}
+		c.addString(keyMethod, "tools/call")
+		c.addString(keyDestination, "d")
+		c.addString(keyTool, "echo")
+		c.addString(keySession, session)
+		s := spanRecord{sc: sc, method: "tools/call", tool: "echo", kind: trace.SpanKindServer, start: t0, end: t0}
+		s.addInt(keyHTTPStatus, 200)
+		s.addString(keyMethod, "tools/call")
+		s.addString(keyTool, "echo")
+		s.addString(keyDestination, "d")
+		s.addString(keySession, session)
+		s.addString(keyRequestID, "7")
+		buf = appendRecord(appendRecord(buf[:0], fSSSpans, &c), fSSSpans, &s)
+	}
+}

@@ -595,9 +595,22 @@ func appendRecord(b []byte, num protowire.Number, s *spanRecord) []byte {
 	b = appendVarintField(b, fSpanKind, spanKind(s.kind))
 	b = appendFixed64Field(b, fSpanStart, unixNano(s.start))
 	b = appendFixed64Field(b, fSpanEnd, unixNano(s.end))
+	const (
+		attrTag   = byte(fSpanAttributes<<3 | protowire.BytesType)
+		valueTag  = byte(fKVValue<<3 | protowire.BytesType)
+		stringTag = byte(fAnyString<<3 | protowire.BytesType)
+	)
 	for i := range s.nattrs {
 		a := &s.attrs[i]
 		// KeyValue{key, value: AnyValue{string_value or int_value}}.
+		if !a.isInt && len(a.key)+len(a.str)+4 < 0x80 {
+			// Every length a byte (the usual case): three appends.
+			b = append(b, attrTag, byte(len(a.key)+len(a.str)+4))
+			b = append(b, a.key...)
+			b = append(b, valueTag, byte(len(a.str)+2), stringTag, byte(len(a.str)))
+			b = append(b, a.str...)
+			continue
+		}
 		var any int
 		if a.isInt {
 			any = 1 + protowire.SizeVarint(uint64(a.num))

@@ -219,23 +219,24 @@ func (t *Tracer) Shutdown(ctx context.Context) error {
 // (an aggregated list calls several servers at once).
 type Request struct {
 	t      *Tracer
-	start  time.Time
+	start  int64 // the request's arrival, Unix nanoseconds
 	header http.Header
 
-	mu      sync.Mutex
-	decided bool   // guarded by mu: sc, parent and remote are set
-	ended   bool   // guarded by mu
-	tool    string // guarded by mu: the tool of a tools/call
+	mu   sync.Mutex
+	tool string // guarded by mu: the tool of a tools/call
 	// sc is the server span's context, parent its parent's span id
 	// (invalid for a root) and remote whether that parent is remote; set
 	// once under mu by server, before any Call exists, and read-only
 	// afterwards (Calls read sc without mu).
 	sc     trace.SpanContext
 	parent trace.SpanID
-	remote bool
+	first  upstreamCall // the first upstream call's, made with the Request
 
-	first     upstreamCall // the first upstream call's, made with the Request
-	firstUsed bool         // guarded by mu
+	// The flags, together (the Request fits a smaller size class).
+	remote    bool
+	decided   bool // guarded by mu: sc, parent and remote are set
+	ended     bool // guarded by mu
+	firstUsed bool // guarded by mu
 }
 
 // Start begins the trace of r, arrived at start. A nil Tracer returns nil.
@@ -243,7 +244,7 @@ func (t *Tracer) Start(r *http.Request, start time.Time) *Request {
 	if t == nil {
 		return nil
 	}
-	return &Request{t: t, start: start, header: r.Header}
+	return &Request{t: t, start: start.UnixNano(), header: r.Header}
 }
 
 // RequestKey is the context key under which a request's *Request is
@@ -496,7 +497,7 @@ func (q *Request) End(rec *audit.Record) {
 		return
 	}
 	s := spanRecord{sc: q.sc, parent: q.parent, remote: q.remote, kind: trace.SpanKindServer,
-		start: q.start, end: rec.Time.Add(rec.Latency)}
+		start: time.Unix(0, q.start), end: rec.Time.Add(rec.Latency)}
 	tool := q.tool
 	q.mu.Unlock()
 	// The HTTP method and path are left out (the destination and the MCP
