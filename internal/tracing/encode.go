@@ -1,6 +1,7 @@
 package tracing
 
 import (
+	"encoding/binary"
 	"math"
 	"time"
 
@@ -389,7 +390,8 @@ func appendArray[T any](b []byte, vs []T, member func([]byte, T) []byte) []byte 
 // batch is spans encoded for one export, grouped by resource and then by
 // instrumentation scope, each group in the order its first span came.
 // Each span is encoded when added; the export's envelope around the groups
-// when the batch is sent.
+// when the batch is sent: in place, around the spans of a batch of one
+// group (see inPlace), else into a new buffer (appendExport).
 type batch struct {
 	groups []spanGroup
 	n      int // spans added
@@ -397,22 +399,36 @@ type batch struct {
 	// records (addRecord), 0 until one is added; kept by reset, as groups
 	// are.
 	recGroup int
+	// refs counts the readers the HTTP transport holds of the export made
+	// in place in this batch's buffer: the batch is not written to again
+	// until they are closed. nil when there are none.
+	refs *bodyRefs
 }
 
 // spanGroup is the spans of one resource and scope, each encoded as a
-// ScopeSpans.spans field.
+// ScopeSpans.spans field, in buf after room bytes kept for the export's
+// envelope.
 type spanGroup struct {
 	res   *resource.Resource
 	resID attribute.Distinct
 	scope instrumentation.Scope
-	spans []byte
+	// resMsg and scopeMsg are the envelope's Resource (ResourceSpans.
+	// resource; none when res is nil) and InstrumentationScope
+	// (ScopeSpans.scope; none when the scope is the zero one), encoded
+	// once.
+	resMsg, scopeMsg []byte
+	room             int
+	buf              []byte
 }
+
+// spans is g's encoded spans.
+func (g *spanGroup) spans() []byte { return g.buf[g.room:] }
 
 // add encodes sd into its group.
 func (bt *batch) add(sd sdktrace.ReadOnlySpan) {
 	res, scope := sd.Resource(), sd.InstrumentationScope()
 	g := bt.group(res, scope)
-	g.spans = appendSpan(g.spans, fSSSpans, sd)
+	g.buf = appendSpan(g.buf, fSSSpans, sd)
 	bt.n++
 }
 
@@ -430,7 +446,31 @@ func (bt *batch) groupIndex(res *resource.Resource, scope instrumentation.Scope)
 			return i
 		}
 	}
-	bt.groups = append(bt.groups, spanGroup{res: res, resID: res.Equivalent(), scope: scope})
+	g := spanGroup{res: res, resID: res.Equivalent(), scope: scope}
+	if res != nil {
+		var rm int
+		g.resMsg, rm = beginMessage(nil, fRSResource)
+		for it := res.Iter(); it.Next(); {
+			kv := it.Attribute()
+			g.resMsg = appendKeyValue(g.resMsg, fResourceAttributes, kv.Key, kv.Value)
+		}
+		g.resMsg = endMessage(g.resMsg, rm)
+	}
+	if scope != (instrumentation.Scope{}) {
+		var sm int
+		g.scopeMsg, sm = beginMessage(nil, fSSScope)
+		g.scopeMsg = appendStringField(g.scopeMsg, fScopeName, scope.Name)
+		g.scopeMsg = appendStringField(g.scopeMsg, fScopeVersion, scope.Version)
+		for it := scope.Attributes.Iter(); it.Next(); {
+			kv := it.Attribute()
+			g.scopeMsg = appendKeyValue(g.scopeMsg, fScopeAttributes, kv.Key, kv.Value)
+		}
+		g.scopeMsg = endMessage(g.scopeMsg, sm)
+	}
+	// Two tags and two lengths besides the messages.
+	g.room = len(g.resMsg) + len(g.scopeMsg) + 2*(1+binary.MaxVarintLen64)
+	g.buf = make([]byte, g.room)
+	bt.groups = append(bt.groups, g)
 	return len(bt.groups) - 1
 }
 
@@ -438,7 +478,7 @@ func (bt *batch) groupIndex(res *resource.Resource, scope instrumentation.Scope)
 func (bt *batch) size() int {
 	n := 0
 	for i := range bt.groups {
-		n += len(bt.groups[i].spans)
+		n += len(bt.groups[i].spans())
 	}
 	return n
 }
@@ -446,7 +486,8 @@ func (bt *batch) size() int {
 // reset empties bt, keeping its buffers.
 func (bt *batch) reset() {
 	for i := range bt.groups {
-		bt.groups[i].spans = bt.groups[i].spans[:0]
+		g := &bt.groups[i]
+		g.buf = g.buf[:g.room]
 	}
 	bt.n = 0
 }
@@ -456,41 +497,23 @@ func (bt *batch) reset() {
 func (bt *batch) appendExport(b []byte) []byte {
 	done := make([]bool, len(bt.groups))
 	for i := range bt.groups {
-		if done[i] || len(bt.groups[i].spans) == 0 {
+		if done[i] || len(bt.groups[i].spans()) == 0 {
 			continue
 		}
 		res := bt.groups[i].res
 		var rs int
 		b, rs = beginMessage(b, fExportResourceSpans)
-		if res != nil {
-			var rm int
-			b, rm = beginMessage(b, fRSResource)
-			for it := res.Iter(); it.Next(); {
-				kv := it.Attribute()
-				b = appendKeyValue(b, fResourceAttributes, kv.Key, kv.Value)
-			}
-			b = endMessage(b, rm)
-		}
+		b = append(b, bt.groups[i].resMsg...)
 		for j := i; j < len(bt.groups); j++ {
 			g := &bt.groups[j]
-			if done[j] || len(g.spans) == 0 || g.resID != bt.groups[i].resID {
+			if done[j] || len(g.spans()) == 0 || g.resID != bt.groups[i].resID {
 				continue
 			}
 			done[j] = true
 			var ss int
 			b, ss = beginMessage(b, fRSScopeSpans)
-			if g.scope != (instrumentation.Scope{}) {
-				var sm int
-				b, sm = beginMessage(b, fSSScope)
-				b = appendStringField(b, fScopeName, g.scope.Name)
-				b = appendStringField(b, fScopeVersion, g.scope.Version)
-				for it := g.scope.Attributes.Iter(); it.Next(); {
-					kv := it.Attribute()
-					b = appendKeyValue(b, fScopeAttributes, kv.Key, kv.Value)
-				}
-				b = endMessage(b, sm)
-			}
-			b = append(b, g.spans...)
+			b = append(b, g.scopeMsg...)
+			b = append(b, g.spans()...)
 			b = appendStringField(b, fSSSchemaURL, g.scope.SchemaURL)
 			b = endMessage(b, ss)
 		}
@@ -500,6 +523,48 @@ func (bt *batch) appendExport(b []byte) []byte {
 		b = endMessage(b, rs)
 	}
 	return b
+}
+
+// inPlace returns the ExportTraceServiceRequest holding bt's spans when
+// they are all in one group (a gateway's are), written around them in
+// that group's buffer: the bytes appendExport writes, without a copy of
+// the spans or a buffer for them. false, and nothing written, for any
+// other batch. The export is valid until a span is added to the batch.
+func (bt *batch) inPlace() ([]byte, bool) {
+	var g *spanGroup
+	for i := range bt.groups {
+		if len(bt.groups[i].spans()) == 0 {
+			continue
+		}
+		if g != nil {
+			return nil, false
+		}
+		g = &bt.groups[i]
+	}
+	if g == nil {
+		return nil, false
+	}
+	// After the spans: ScopeSpans' schema URL, then ResourceSpans'.
+	spansEnd := len(g.buf)
+	g.buf = appendStringField(g.buf, fSSSchemaURL, g.scope.SchemaURL)
+	ssEnd := len(g.buf)
+	if g.res != nil {
+		g.buf = appendStringField(g.buf, fRSSchemaURL, g.res.SchemaURL())
+	}
+	ss := len(g.scopeMsg) + ssEnd - g.room
+	rs := len(g.resMsg) + 1 + protowire.SizeVarint(uint64(ss)) + ss + len(g.buf) - ssEnd
+	// Before them, in the room kept: the ResourceSpans' tag and length,
+	// the resource, the ScopeSpans' tag and length, the scope.
+	start := g.room - (1 + protowire.SizeVarint(uint64(rs)) + len(g.resMsg) + 1 + protowire.SizeVarint(uint64(ss)) + len(g.scopeMsg))
+	p := appendTag(g.buf[start:start], fExportResourceSpans, protowire.BytesType)
+	p = protowire.AppendVarint(p, uint64(rs))
+	p = append(p, g.resMsg...)
+	p = appendTag(p, fRSScopeSpans, protowire.BytesType)
+	p = protowire.AppendVarint(p, uint64(ss))
+	_ = append(p, g.scopeMsg...) // fills the room up to the spans
+	body := g.buf[start:]
+	g.buf = g.buf[:spansEnd] // the spans, as they were
+	return body, true
 }
 
 // maxRecordAttrs is how many attributes a spanRecord holds: the server

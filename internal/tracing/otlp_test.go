@@ -299,6 +299,17 @@ func TestExportFieldMapping(t *testing.T) {
 	if !bytes.Equal(mine, theirs) {
 		t.Errorf("encoded export (%d bytes) differs from coltracepb's Marshal (%d bytes)\nmine   %x\ntheirs %x", len(mine), len(theirs), mine, theirs)
 	}
+	if _, ok := bt.inPlace(); ok {
+		t.Error("a batch of several groups exported in place")
+	}
+	// One group, with a resource and scope that have schema URLs and a
+	// scope with attributes: in place, the same bytes.
+	var one batch
+	one.add(spans[2])
+	one.add(spans[4])
+	if got, ok := one.inPlace(); !ok || !bytes.Equal(got, one.appendExport(nil)) {
+		t.Errorf("export in place (%v)\n%x\nwant\n%x", ok, got, one.appendExport(nil))
+	}
 }
 
 // TestExportLongLengths: messages whose lengths take two and three bytes
@@ -333,6 +344,9 @@ func TestExportLongLengths(t *testing.T) {
 	}
 	if !bytes.Equal(b, theirs) {
 		t.Errorf("encoded export (%d bytes) differs from coltracepb's Marshal (%d bytes)", len(b), len(theirs))
+	}
+	if got, ok := bt.inPlace(); !ok || !bytes.Equal(got, b) {
+		t.Errorf("export in place (%v, %d bytes) differs from appendExport's (%d bytes)", ok, len(got), len(b))
 	}
 }
 

@@ -53,11 +53,7 @@ type processor struct {
 	// Tracer's), set before the first.
 	res   *resource.Resource
 	scope instrumentation.Scope
-
-	// body is the last export's buffer and refs its readers: reused by the
-	// next export once the transport has closed them. Owned by run.
-	body []byte
-	refs *bodyRefs
+	made int // guarded by mu: batches made, for the tests
 }
 
 // flushRequest asks run to export everything ended so far within ctx and
@@ -104,7 +100,7 @@ func (p *processor) addRecord(s *spanRecord) {
 		bt.recGroup = bt.groupIndex(p.res, p.scope) + 1
 	}
 	g := &bt.groups[bt.recGroup-1]
-	g.spans = appendRecord(g.spans, fSSSpans, s)
+	g.buf = appendRecord(g.buf, fSSSpans, s)
 	bt.n++
 	p.rotate()
 }
@@ -124,13 +120,17 @@ func (p *processor) rotate() {
 	}
 }
 
-// newBatch is an exported batch, emptied, or a new one. Callers hold p.mu.
+// newBatch is an exported batch, emptied, whose export the transport has
+// done reading, or a new one. Callers hold p.mu.
 func (p *processor) newBatch() *batch {
-	if n := len(p.free); n > 0 {
-		b := p.free[n-1]
-		p.free = p.free[:n-1]
-		return b
+	for i := len(p.free) - 1; i >= 0; i-- {
+		if b := p.free[i]; b.refs == nil || b.refs.released() {
+			p.free = append(p.free[:i], p.free[i+1:]...)
+			b.refs = nil
+			return b
+		}
 	}
+	p.made++
 	return &batch{}
 }
 
@@ -187,18 +187,24 @@ func (p *processor) export(ctx context.Context, b *batch) error {
 	if b == nil {
 		return nil
 	}
-	buf := p.body[:0]
-	if p.refs == nil || !p.refs.released() || cap(buf) < b.size()+256 {
-		buf = make([]byte, 0, b.size()+256)
+	body, inPlace := b.inPlace()
+	if !inPlace {
+		body = b.appendExport(make([]byte, 0, b.size()+256))
 	}
-	body := b.appendExport(buf)
-	b.reset()
-	p.mu.Lock()
-	p.free = append(p.free, b)
-	p.mu.Unlock()
 	refs := &bodyRefs{}
 	err := p.exp.export(ctx, body, refs)
-	p.body, p.refs = body, refs
+	b.reset()
+	p.mu.Lock()
+	if inPlace {
+		b.refs = refs
+	}
+	// A transport that never closed the bodies it read would leave every
+	// batch unreleased: at most maxQueuedBatches+1 are kept.
+	if len(p.free) > maxQueuedBatches {
+		p.free = append(p.free[:0], p.free[1:]...)
+	}
+	p.free = append(p.free, b)
+	p.mu.Unlock()
 	return err
 }
 

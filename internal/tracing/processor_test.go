@@ -1,6 +1,7 @@
 package tracing
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -8,7 +9,6 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
-	"unsafe"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -153,10 +153,12 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-// TestProcessorBodyReuse: an export's buffer serves the next export only
-// once the transport has closed the body it read from it (a transport may
-// still read it after answering): a body still open is never overwritten,
-// and a closed one's buffer is reused.
+// TestProcessorBodyReuse: an export is written in place in its batch's
+// buffer, and the batch takes spans again only once the transport has
+// closed the body it read from it (a transport may still read it after
+// answering): a body still open is never overwritten, and a batch whose
+// body was closed is reused rather than a new one made. Its bytes are
+// those appendExport writes.
 func TestProcessorBodyReuse(t *testing.T) {
 	var held []io.ReadCloser // bodies left open; read by the test after ForceFlush returns
 	closeBodies := false
@@ -183,24 +185,30 @@ func TestProcessorBodyReuse(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	flush("first")
-	flush("secnd") // the same length: it would fit in the first's buffer
-	for i, want := range []string{"first", "secnd"} {
+	made := func() int {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.made
+	}
+	for _, name := range []string{"first", "secnd", "third"} { // the same length: each would fit in the other's buffer
+		flush(name)
+	}
+	for i, want := range []string{"first", "secnd", "third"} {
 		b, _ := io.ReadAll(held[i])
-		var req coltracepb.ExportTraceServiceRequest
-		if err := proto.Unmarshal(b, &req); err != nil {
-			t.Fatalf("held body %d: %v", i, err)
-		}
-		if got := req.ResourceSpans[0].ScopeSpans[0].Spans[0].Name; got != want {
-			t.Errorf("held body %d holds span %q, want %q: its buffer was reused while open", i, got, want)
+		var bt batch
+		bt.add(named(want))
+		if !bytes.Equal(b, bt.appendExport(nil)) {
+			t.Errorf("held body %d is not the export of span %q: its buffer was reused while open", i, want)
 		}
 		_ = held[i].Close()
 	}
 	closeBodies = true
-	flush("third")
-	first := unsafe.SliceData(p.body)
 	flush("forth")
-	if unsafe.SliceData(p.body) != first {
-		t.Errorf("a closed body's buffer was not reused")
+	n := made()
+	for range 3 {
+		flush("again")
+	}
+	if made() != n {
+		t.Errorf("%d batches made for three exports whose bodies were closed, want none", made()-n)
 	}
 }

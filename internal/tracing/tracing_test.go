@@ -396,8 +396,12 @@ func TestRecordEncoding(t *testing.T) {
 		p.addRecord(&r)
 		var ref batch
 		ref.add(stub.Snapshot())
-		if got, want := p.cur.appendExport(nil), ref.appendExport(nil); !bytes.Equal(got, want) {
+		want = ref.appendExport(nil)
+		if got := p.cur.appendExport(nil); !bytes.Equal(got, want) {
 			t.Errorf("%q: export\n%x\nwant\n%x", name, got, want)
+		}
+		if got, ok := p.cur.inPlace(); !ok || !bytes.Equal(got, want) {
+			t.Errorf("%q: export in place (%v)\n%x\nwant\n%x", name, ok, got, want)
 		}
 	}
 }
