@@ -53,7 +53,7 @@ type processor struct {
 	// Tracer's), set before the first.
 	res   *resource.Resource
 	scope instrumentation.Scope
-	made int // guarded by mu: batches made, for the tests
+	made  int // guarded by mu: batches made, for the tests
 }
 
 // flushRequest asks run to export everything ended so far within ctx and
