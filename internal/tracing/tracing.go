@@ -1,7 +1,10 @@
 // Package tracing provides Switchboard's OpenTelemetry traces: a server
-// span per MCP request and a client span per upstream call, recorded and
-// sampled by the official Go SDK, batched by this package's span
-// processor and exported over OTLP/HTTP (protobuf) by its own exporter.
+// span per MCP request and a client span per upstream call, sampled by
+// the official Go SDK's sampler (ParentBased(TraceIDRatioBased)), with
+// the W3C trace context read by its propagator and the resource built by
+// its resource package; the spans themselves are recorded by this package
+// (see "Why spans of its own"), batched by its span processor and
+// exported over OTLP/HTTP (protobuf) by its own exporter.
 //
 // The W3C trace context comes from the request's traceparent header or,
 // when that is absent, from params._meta.traceparent (as MCP's tracing
@@ -28,44 +31,68 @@
 //	VmRSS, tracing off    20.4 MiB        17.0 MiB  (-3.5 MiB)
 //	VmRSS, tracing on     20.6 MiB        17.0 MiB  (-3.5 MiB)
 //
-// The exporter writes OTLP's protobuf with protowire straight from the
-// SDK's spans (encode.go): no generated message is built and no reflection
-// runs; the generated types serve only the tests, which decode every
-// field with the collector's types and compare the bytes with what their
-// Marshal writes. The span processor (processor.go) encodes each sampled
-// span into the batch as it ends, in place of the SDK's batcher, which
-// kept up to 2048 span snapshots alive for the garbage collector to mark
-// and sent each on a channel, waking its goroutine.
+// The exporter writes OTLP's protobuf with protowire (encode.go): no
+// generated message is built and no reflection runs; the generated types
+// serve only the tests, which decode every field with the collector's
+// types and compare the bytes with what their Marshal writes. It and the
+// span processor (processor.go) are also an [sdktrace.SpanExporter] and
+// an [sdktrace.SpanProcessor] for the SDK's own spans, whose encoding
+// (appendSpan) is the reference the package's spans are tested against.
+//
+// # Why spans of its own
+//
+// With the SDK's tracer making the spans, tracing every call cost +45% of
+// the gateway's instructions per call (cachegrind, GOMAXPROCS=1, 64 B echo
+// over one stdio destination, one call in flight, difference of an 11000-
+// and a 1000-call run, export to a loopback sink; 161.8k against 111.3k
+// off), against the +10% the issue aims at. Per call, by function
+// (cg_diff of the traced and the untraced run, at 303374b): the SDK's
+// span work (Start, SetAttributes and their normalisation, the
+// ReadOnlySpan snapshot at End, the context of each span) was 10.7k
+// instructions in the SDK's and the API's functions and 2.7k more in the
+// runtime's map code (the attributes' de-duplication when the span is
+// read), and 2.4 KB of the 5.2 KB tracing added to a call's allocations
+// (two recordingSpans, two snapshots, two attribute slices; memory
+// profile of BenchmarkEcho/c1), whose garbage collection was about as
+// much again: more than the whole budget before a byte was encoded. None
+// of that is needed to export two spans whose attributes are known when
+// they end, so the package records them itself: a [Request] (one
+// allocation, with the first upstream call's [Call] and its request copy
+// in it) holds the server span's context, decided by the SDK's sampler
+// from the parent the SDK's propagator extracted, and ids drawn as the
+// SDK's default IDGenerator draws them (math/rand/v2); each span is built
+// on the stack as it ends (spanRecord) and encoded straight into the
+// batch (appendRecord), byte for byte as appendSpan encodes an SDK span
+// with the same data (TestRecordEncoding). Client spans follow their
+// server span's sampled flag, as ParentBased does for a local parent; the
+// sampler's result attributes (ParentBased and TraceIDRatioBased return
+// none) are not recorded.
 //
 // # Cost per traced call
 //
-// Instructions per call in the gateway (cachegrind, GOMAXPROCS=1, 64 B
-// echo over one stdio destination, one call in flight, difference of a
-// 2500- and a 500-call run; metrics on; tracing to a loopback sink at
-// sample_ratio 1) and BenchmarkEcho/c1 allocations; about ±1k
-// instructions between runs:
+// Instructions per call as above, each step measured the same way (±1k
+// between runs), and BenchmarkEcho/c1 allocations (obs=on: 40 and 5.0 KB):
 //
-//	tracing off                                   118.5k   44 allocs
-//	tracing on, before (generated messages, SDK
-//	batcher)                                      240.9k   81 allocs
-//	+ spans encoded with protowire                206.2k
-//	+ own span processor                          176.5k
-//	+ attributes and options kept in Request and
-//	  Call, span name built once, params without
-//	  _meta not walked                            171.4k
-//	+ one-byte tags, pre-quoted traceparent       168.1k
-//	+ Call and request copy in one allocation     166.5k   64 allocs
+//	tracing off                                    111.3k
+//	SDK spans (27afa3d)                            161.8k   60 allocs, 10.2 KB
+//	+ the traced copy's _meta position kept (no
+//	  second walk of its params), export buffer
+//	  reused (303374b)                             159.0k
+//	+ spans of its own (2ed4cdc)                   126.4k
+//	+ _meta found through the message's cached
+//	  position, traceparent hex by table, the
+//	  trace in the gateway's request context
+//	  (RequestKey) (8bdd0a9)                       126.1k
+//	+ Request in a smaller size class, short
+//	  attributes in three appends (4e248ef)        125.1k
+//	+ batches exported in place (d2b43d3)          123.0k   45 allocs, 6.1 KB
 //
-// Measured again on the main branch these changes were rebased onto
-// (683b38a): tracing off 123.8k and 43 allocations; tracing on 240.3k and
-// 71 before, 171.0k and 62 after (+38%, was +94%).
-//
-// What is left (about +40%) is mostly the SDK's own work per span (start,
-// attributes and their de-duplication map, the snapshot at End: about 12k
-// instructions and 8 allocations per call), the garbage collection of
-// those allocations, and one more walk of the params by the upstream's
-// progressToken lookup on the copy that carries the traceparent (about
-// 2k; jsonrpc would have to carry _meta's position onto the copy).
+// So +10% where it was +45%. What is left: about 2k encoding the two spans,
+// 2k starting and ending them (ids, sampler, times, the span records), 1k
+// splicing the traceparent into the params copy, and the garbage
+// collection of the Request (480 bytes) and the params copy, with the
+// batches' buffers (two of about 150 KB live) bringing the collections
+// closer together at the runtime's 4 MB minimum heap.
 //
 // # Batching
 //
@@ -75,7 +102,9 @@
 // variables are not read). A batch that fills while three wait is dropped,
 // its count reported through otel.Handle. Flush exports everything ended
 // so far; Shutdown exports what is left, then ends the processor's
-// goroutine and the exporter.
+// goroutine and the exporter. A batch is its spans' bytes: the export's
+// envelope is written around them in place, and the batch takes spans
+// again once the HTTP transport has closed the body it read from it.
 //
 // # Exporter contract
 //
