@@ -46,7 +46,7 @@
 // over one stdio destination, one call in flight, difference of an 11000-
 // and a 1000-call run, export to a loopback sink; 161.8k against 111.3k
 // off), against the +10% the issue aims at. Per call, by function
-// (cg_diff of the traced and the untraced run, at 303374b): the SDK's
+// (cg_diff of the traced and the untraced run, at 993fd4b): the SDK's
 // span work (Start, SetAttributes and their normalisation, the
 // ReadOnlySpan snapshot at End, the context of each span) was 10.7k
 // instructions in the SDK's and the API's functions and 2.7k more in the
@@ -71,23 +71,26 @@
 // # Cost per traced call
 //
 // Instructions per call as above, each step measured the same way (±1k
-// between runs), and BenchmarkEcho/c1 allocations (obs=on: 40 and 5.0 KB):
+// between runs) on top of 27afa3d (the hashes are the steps' commits as
+// rebased onto 2783032 later), and BenchmarkEcho/c1 allocations (obs=on:
+// 40 and 5.0 KB):
 //
 //	tracing off                                    111.3k
 //	SDK spans (27afa3d)                            161.8k   60 allocs, 10.2 KB
 //	+ the traced copy's _meta position kept (no
 //	  second walk of its params), export buffer
-//	  reused (303374b)                             159.0k
-//	+ spans of its own (2ed4cdc)                   126.4k
+//	  reused (993fd4b)                             159.0k
+//	+ spans of its own (26dae63)                   126.4k
 //	+ _meta found through the message's cached
 //	  position, traceparent hex by table, the
 //	  trace in the gateway's request context
-//	  (RequestKey) (8bdd0a9)                       126.1k
+//	  (RequestKey) (3a6b0cb)                       126.1k
 //	+ Request in a smaller size class, short
-//	  attributes in three appends (4e248ef)        125.1k
-//	+ batches exported in place (d2b43d3)          123.0k   45 allocs, 6.1 KB
+//	  attributes in three appends (2d57aed)        125.1k
+//	+ batches exported in place (bcb95e6)          123.0k   45 allocs, 6.1 KB
 //
-// So +10% where it was +45%. What is left: about 2k encoding the two spans,
+// So +10% where it was +45%. Rebased on 2783032 (whose other changes took
+// about 1.5k off every call): 109.8k off, 121.9k traced (+11%). What is left: about 2k encoding the two spans,
 // 2k starting and ending them (ids, sampler, times, the span records), 1k
 // splicing the traceparent into the params copy, and the garbage
 // collection of the Request (480 bytes) and the params copy, with the
