@@ -44,13 +44,44 @@ func TestWithoutMeta(t *testing.T) {
 	}
 }
 
-func TestEnsureMembers(t *testing.T) {
-	got := string(ensureMembers([]byte(`{"content":[],"resultType":"complete"}`), [2]string{"resultType", `"x"`}, [2]string{"ttlMs", "0"}))
-	if got != `{"ttlMs":0,"content":[],"resultType":"complete"}` {
-		t.Errorf("got %s", got)
+func TestAmendResult(t *testing.T) {
+	for _, tc := range []struct{ method, in, want string }{
+		{"tools/call", `{"content":[]}`, `{"resultType":"complete","content":[]}`},
+		{"tools/call", `{ }`, `{"resultType":"complete" }`},
+		{"tools/call", `{"content":[],"resultType":"complete"}`, `{"content":[],"resultType":"complete"}`},
+		// A legacy server's own MRTR result (a dual-era SDK shim).
+		{"tools/call", `{"inputRequests":{"k":{}},"requestState":"s"}`, `{"resultType":"input_required","inputRequests":{"k":{}},"requestState":"s"}`},
+		{"tools/call", `{"resultType":"input_required","inputRequests":{}}`, `{"resultType":"input_required","inputRequests":{}}`},
+		{"tools/list", `{"tools":[],"resultType":"complete"}`, `{"ttlMs":0,"cacheScope":"private","tools":[],"resultType":"complete"}`},
+		{"tools/list", `{"tools":[],"ttlMs":5,"cacheScope":"public"}`, `{"resultType":"complete","tools":[],"ttlMs":5,"cacheScope":"public"}`},
+		// A key given escaped is the same key.
+		{"tools/call", `{"result\u0054ype":"complete"}`, `{"result\u0054ype":"complete"}`},
+	} {
+		if got := string(amendResult([]byte(tc.in), tc.method)); got != tc.want {
+			t.Errorf("amendResult(%s, %s) = %s; want %s", tc.in, tc.method, got, tc.want)
+		}
 	}
-	if got := string(amendResult([]byte(`{"inputRequests":{"k":{}},"requestState":"s"}`), "tools/call")); !strings.Contains(got, `"resultType":"input_required"`) {
-		t.Errorf("a legacy server's MRTR result: got %s", got)
+}
+
+func TestReadModern(t *testing.T) {
+	params := `{"name":"a","_meta":{"` + MetaProtocolVersion + `":"2026-07-28","` + MetaClientCapabilities + `":{"sampling":{}},"` +
+		MetaClientInfo + `":{"name":"c"},"` + MetaLogLevel + `":"info"},"requestState":"sb1.x","name":"b"}`
+	r := readModern(jsonrpc.NewRequest(json.RawMessage(`1`), "tools/call", json.RawMessage(params)))
+	if r.check() != nil || string(r.caps) != `{"sampling":{}}` || string(r.info) != `{"name":"c"}` || !r.wantLog || nameOf("tools/call", []byte(params)) != "b" {
+		t.Fatalf("read %+v", r)
+	}
+	if tok, ok := r.stateToken(); !ok || tok != "sb1.x" {
+		t.Fatalf("stateToken = %q, %v", tok, ok)
+	}
+	if params[r.vs:r.ve] != `"2026-07-28"` {
+		t.Fatalf("version offsets [%d:%d] = %s", r.vs, r.ve, params[r.vs:r.ve])
+	}
+	// resources/read is bound to its uri; a _meta given twice counts as
+	// the last, as in Lookup.
+	read := `{"uri":"u","name":"n","_meta":{"` + MetaProtocolVersion + `":"2026-07-28"},"_meta":{}}`
+	r = readModern(jsonrpc.NewRequest(json.RawMessage(`1`), "resources/read", json.RawMessage(read)))
+	if name := nameOf("resources/read", []byte(read)); name != "u" || r.check() == nil {
+		t.Fatalf("resources/read: name %q, check %v", name, r.check())
 	}
 }
 

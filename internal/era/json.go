@@ -108,27 +108,6 @@ func withoutMembers(obj []byte, keys ...string) []byte {
 	return jsonrpc.Marshal(m)
 }
 
-// ensureMembers adds to the result object each member of defaults
-// (key, raw JSON) it lacks, in front.
-func ensureMembers(obj []byte, defaults ...[2]string) []byte {
-	var add []byte
-	for _, d := range defaults {
-		if _, _, _, ok := jsonrpc.Lookup(obj, d[0]); ok {
-			continue
-		}
-		if len(add) > 0 {
-			add = append(add, ',')
-		}
-		add = append(add, jsonrpc.Quote(d[0])...)
-		add = append(add, ':')
-		add = append(add, d[1]...)
-	}
-	if add == nil {
-		return obj
-	}
-	return prependMembers(obj, add)
-}
-
 // result returns a Call holding one response.
 func result(req *jsonrpc.Message, res json.RawMessage) *fixedCall {
 	return newFixed(jsonrpc.NewResult(req.ID, res))
@@ -160,9 +139,8 @@ func removeMember(obj []byte, key string, s, e int) ([]byte, bool) {
 	for i >= 0 && isWS(obj[i]) {
 		i--
 	}
-	q := jsonrpc.Quote(key)
-	ks := i + 1 - len(q)
-	if ks < 0 || string(obj[ks:i+1]) != string(q) {
+	ks := i - len(key) - 1 // the opening quote of "key"
+	if ks < 0 || obj[ks] != '"' || obj[i] != '"' || string(obj[ks+1:i]) != key {
 		return obj, false
 	}
 	start, end := ks, e

@@ -85,7 +85,7 @@ func (t *ModernOverLegacy) listen(ctx context.Context, req *jsonrpc.Message) ses
 // Deliver takes the member's notifications (upstream.Downstream).
 func (c *listenCall) Deliver(m *jsonrpc.Message) {
 	if !m.IsNotification() {
-		return // a server→client request has no caller here: it times out upstream
+		return // a server→client request has no caller here (upstream refuses it: CallBound)
 	}
 	switch m.Method {
 	case "notifications/tools/list_changed":
@@ -114,6 +114,10 @@ func (c *listenCall) Deliver(m *jsonrpc.Message) {
 	tag = append(tag, c.id...)
 	c.q.Push(&jsonrpc.Message{Method: m.Method, Params: withMeta(m.Params, tag)}, false)
 }
+
+// CallBound: the stream takes no server→client request (upstream refuses
+// one raised while no call of the member is in flight).
+func (c *listenCall) CallBound() {}
 
 // End: the server is gone for good; the stream ends.
 func (c *listenCall) End(error) { c.Abandon(true) }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"log/slog"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -15,11 +14,24 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/upstream"
 )
 
-// Joiner attaches a downstream to a legacy server (one shared connection;
-// each Join is a member with its own capabilities) and returns the member's
-// backend and the InitializeResult response.
+// Joiner reaches a legacy server for ModernOverLegacy: members of
+// connections initialized with a request's client capabilities.
 type Joiner interface {
+	// Join attaches a member with a downstream of its own (a
+	// subscriptions/listen stream, or none for server/discover) and
+	// returns its backend and the InitializeResult response; Leave
+	// detaches it.
 	Join(ctx context.Context, down upstream.Downstream, init *jsonrpc.Message) (session.Backend, *jsonrpc.Message, error)
+	// Lend returns a member of the connection initialized with exactly
+	// the client capabilities caps (and, when it starts that connection,
+	// the client info info) for one request: the member is that request's
+	// alone until Leave gives it back, and may then serve later requests,
+	// never two at once. A server→client request on a shared connection
+	// goes to the one member with a call in flight (and is refused when
+	// several have), so it reaches exactly the call that raised it.
+	// Members marked parked (SetParked) wait for a client's retry: the
+	// Joiner may end them to make room (DropParked).
+	Lend(ctx context.Context, caps, info json.RawMessage) (session.Backend, error)
 }
 
 // Options configure Modern and Legacy translators.
@@ -73,19 +85,8 @@ func (t *ModernOverLegacy) Parked() int { return t.states.len() }
 
 // CheckMeta checks the _meta every 2026-07-28 request must carry.
 func CheckMeta(req *jsonrpc.Message) *jsonrpc.Error {
-	v, ok := req.MetaString(MetaProtocolVersion)
-	if !ok || v == "" {
-		return jsonrpc.Errorf(jsonrpc.InvalidParams, "missing _meta %q", MetaProtocolVersion)
-	}
-	if v != ModernVersion {
-		return &jsonrpc.Error{Code: jsonrpc.UnsupportedProtocolVersion,
-			Message: "unsupported protocol version " + strconv.Quote(v),
-			Data:    jsonrpc.Marshal(map[string]any{"supported": []string{ModernVersion}, "requested": v})}
-	}
-	if c, _, _, ok := req.LookupMeta(MetaClientCapabilities); !ok || len(c) == 0 || c[0] != '{' {
-		return jsonrpc.Errorf(jsonrpc.InvalidParams, "missing or invalid _meta %q", MetaClientCapabilities)
-	}
-	return nil
+	r := readModern(req)
+	return r.check()
 }
 
 // removedMethods are legacy methods 2026-07-28 no longer has: a modern
@@ -113,7 +114,8 @@ func (t *ModernOverLegacy) Stateless(ctx context.Context, req *jsonrpc.Message) 
 	if !req.IsRequest() {
 		return nil, jsonrpc.Errorf(jsonrpc.InvalidRequest, "not a request")
 	}
-	if e := CheckMeta(req); e != nil {
+	r := readModern(req)
+	if e := r.check(); e != nil {
 		return failure(req, e), nil
 	}
 	switch {
@@ -125,27 +127,23 @@ func (t *ModernOverLegacy) Stateless(ctx context.Context, req *jsonrpc.Message) 
 		return failure(req, jsonrpc.Errorf(jsonrpc.MethodNotFound, "method not found: %s (removed in protocol %s)", req.Method, ModernVersion)), nil
 	}
 	if inputMethod(req.Method) {
-		if st, ok := jsonrpc.StringMember(req.Params, "requestState"); ok && isToken(st) {
-			return t.resume(ctx, req), nil
+		if token, ok := r.stateToken(); ok {
+			return t.resume(ctx, req, &r, token), nil
 		}
 	}
-	b, err := t.member(ctx, req)
+	// A member lent for this request alone: the server's requests during
+	// it are this call's.
+	b, err := t.join.Lend(ctx, r.caps, r.info)
 	if err != nil {
 		return nil, err
 	}
-	inner, err := b.Call(ctx, legacyRequest(req))
-	if err != nil {
+	c := t.newCall(ctx, req, &r, b)
+	if c.inner, err = b.Call(ctx, r.legacy(req, &c.out)); err != nil {
 		b.Leave()
 		return nil, err
 	}
-	return t.newCall(ctx, req, b, inner), nil
-}
-
-// member joins the legacy server as a member with the request's client
-// capabilities and info.
-func (t *ModernOverLegacy) member(ctx context.Context, req *jsonrpc.Message) (session.Backend, error) {
-	b, _, err := t.join.Join(ctx, discard{}, initFor(req))
-	return b, err
+	c.out = jsonrpc.Message{} // sent: the upstream call keeps what it needs
+	return c, nil
 }
 
 // initFor builds the initialize request of a modern request's member.
@@ -171,15 +169,8 @@ func initFor(req *jsonrpc.Message) *jsonrpc.Message {
 // legacy server reads the era from its session's initialize; removing
 // them would cost a decode and an encode per call.
 func legacyRequest(req *jsonrpc.Message) *jsonrpc.Message {
-	_, s, e, ok := req.LookupMeta(MetaProtocolVersion)
-	if !ok {
-		return req
-	}
-	params, ok := removeMember(req.Params, MetaProtocolVersion, s, e)
-	if !ok {
-		params = withoutMeta(req.Params, MetaProtocolVersion) // an escaped key: the slow way
-	}
-	return &jsonrpc.Message{ID: req.ID, Method: req.Method, Params: params}
+	r := readModern(req)
+	return r.legacy(req, new(jsonrpc.Message))
 }
 
 // discard is the downstream of a transient member: nothing outlives its
@@ -188,6 +179,7 @@ type discard struct{}
 
 func (discard) Deliver(*jsonrpc.Message) {}
 func (discard) End(error)                {}
+func (discard) CallBound()               {} // a server→client request without a call is refused
 
 // discover answers server/discover from the server's InitializeResult.
 func (t *ModernOverLegacy) discover(ctx context.Context, req *jsonrpc.Message) session.Call {
@@ -238,30 +230,21 @@ func orEmpty(b []byte) []byte {
 type call struct {
 	t        *ModernOverLegacy
 	method   string
-	name     string // params.name or params.uri: part of the state's binding
-	caller   string // the authenticated caller ("" without auth): part of it too
+	params   []byte // the client's; read only while the front polls (for the binding)
+	caller   string // the authenticated caller ("" without auth): part of the binding
 	clientID json.RawMessage
 	wantLog  bool
 	b        session.Backend
 	inner    session.Call
+	out      jsonrpc.Message // the request as the legacy server gets it, while it is sent
 
 	mu   sync.Mutex
 	done bool // the final message was returned (or the call abandoned)
 }
 
-func (t *ModernOverLegacy) newCall(ctx context.Context, req *jsonrpc.Message, b session.Backend, inner session.Call) *call {
-	_, _, _, wantLog := req.LookupMeta(MetaLogLevel)
-	return &call{t: t, method: req.Method, name: nameOf(req), caller: auth.FromContext(ctx).Name(),
-		clientID: req.ID, wantLog: wantLog, b: b, inner: inner}
-}
-
-func nameOf(req *jsonrpc.Message) string {
-	if req.Method == "resources/read" {
-		s, _ := jsonrpc.StringMember(req.Params, "uri")
-		return s
-	}
-	s, _ := jsonrpc.StringMember(req.Params, "name")
-	return s
+func (t *ModernOverLegacy) newCall(ctx context.Context, req *jsonrpc.Message, r *modernRequest, b session.Backend) *call {
+	return &call{t: t, method: req.Method, params: req.Params, caller: auth.FromContext(ctx).Name(),
+		clientID: req.ID, wantLog: r.wantLog, b: b}
 }
 
 func (c *call) Ready() <-chan struct{} { return c.inner.Ready() }
@@ -301,28 +284,62 @@ func (c *call) Poll() (*jsonrpc.Message, bool) {
 	}
 }
 
-// amendResult adds what a 2026-07-28 result must carry. A legacy server
-// that returns MRTR fields itself (a dual-era SDK shim's later rounds)
-// gets its result marked input_required.
+// amendResult adds what a 2026-07-28 result must carry, reading res once.
+// A legacy server that returns MRTR fields itself (a dual-era SDK shim's
+// later rounds) gets its result marked input_required.
 func amendResult(res []byte, method string) []byte {
-	if inputMethod(method) && hasMember(res, "inputRequests") {
-		return ensureMembers(res, [2]string{"resultType", `"input_required"`})
+	var typ, inputs, ttl, scope bool
+	if !cacheable(method) && !mayHave(res, `resultType"`) && !mayHave(res, `inputRequests"`) {
+		// Neither member can be there (see mayHave): the common case,
+		// decided without walking the result.
+		return prependMembers(res, resultComplete)
 	}
-	if cacheable(method) {
-		return ensureMembers(res, [2]string{"resultType", `"complete"`}, [2]string{"ttlMs", "0"}, [2]string{"cacheScope", `"private"`})
-	}
-	if hasMember(res, "resultType") {
+	jsonrpc.EachMember(res, func(k, _ []byte) {
+		switch string(k) {
+		case "resultType":
+			typ = true
+		case "inputRequests":
+			inputs = true
+		case "ttlMs":
+			ttl = true
+		case "cacheScope":
+			scope = true
+		}
+	})
+	switch {
+	case inputMethod(method) && inputs:
+		if typ {
+			return res
+		}
+		return prependMembers(res, resultInputRequired)
+	case cacheable(method):
+		var add []byte
+		for _, m := range [...]struct {
+			has    bool
+			member string
+		}{{typ, `"resultType":"complete"`}, {ttl, `"ttlMs":0`}, {scope, `"cacheScope":"private"`}} {
+			if m.has {
+				continue
+			}
+			if len(add) > 0 {
+				add = append(add, ',')
+			}
+			add = append(add, m.member...)
+		}
+		if add == nil {
+			return res
+		}
+		return prependMembers(res, add)
+	case typ:
 		return res
 	}
 	return prependMembers(res, resultComplete) // the common case: one copy, nothing else
 }
 
-var resultComplete = []byte(`"resultType":"complete"`)
-
-func hasMember(obj []byte, key string) bool {
-	_, _, _, ok := jsonrpc.Lookup(obj, key)
-	return ok
-}
+var (
+	resultComplete      = []byte(`"resultType":"complete"`)
+	resultInputRequired = []byte(`"resultType":"input_required"`)
+)
 
 // gatherWindow is how long a call that raised a server→client request
 // waits for more before it parks: a server that asks several things at
@@ -339,7 +356,8 @@ func (c *call) serverRequest(m *jsonrpc.Message) *jsonrpc.Message {
 		c.refuse(m)
 		return nil
 	}
-	p := &parked{method: c.method, name: c.name, caller: c.caller, b: c.b, inner: c.inner}
+	p := &parked{method: c.method, name: nameOf(c.method, c.params), caller: c.caller, b: c.b, inner: c.inner}
+	c.params = nil // the binding is made: nothing of the request is read later
 	p.add(m)
 	timer := time.NewTimer(gatherWindow)
 	defer timer.Stop()
@@ -447,12 +465,8 @@ func (c *call) Abandon(cancel bool) {
 }
 
 // resume serves the retry of a parked call.
-func (t *ModernOverLegacy) resume(ctx context.Context, req *jsonrpc.Message) session.Call {
-	token, ok := jsonrpc.StringMember(req.Params, "requestState")
-	if !ok {
-		return failure(req, jsonrpc.Errorf(jsonrpc.InvalidParams, "requestState must be a string"))
-	}
-	p, why := t.states.take(token, req.Method, nameOf(req), auth.FromContext(ctx).Name())
+func (t *ModernOverLegacy) resume(ctx context.Context, req *jsonrpc.Message, r *modernRequest, token string) session.Call {
+	p, why := t.states.take(token, req.Method, nameOf(req.Method, req.Params), auth.FromContext(ctx).Name())
 	if p == nil {
 		return failure(req, jsonrpc.Errorf(jsonrpc.InvalidParams, "invalid requestState: %s; send the request again without requestState and inputResponses", why))
 	}
@@ -492,6 +506,15 @@ func (t *ModernOverLegacy) resume(ctx context.Context, req *jsonrpc.Message) ses
 			return failure(req, jsonrpc.Errorf(jsonrpc.UpstreamUnavailable, "%s: %v", t.opts.Name, err))
 		}
 	}
-	c := t.newCall(ctx, req, p.b, p.inner)
+	c := t.newCall(ctx, req, r, p.b)
+	c.inner = p.inner
 	return c
+}
+
+// DropParked ends the parked calls whose member match picks (a Joiner
+// retiring their connection): their upstream calls are cancelled and a
+// retry with their requestState gets the error of an expired one. It
+// returns how many it ended.
+func (t *ModernOverLegacy) DropParked(match func(session.Backend) bool) int {
+	return t.states.dropWhere(func(p *parked) bool { return match(p.b) })
 }

@@ -91,6 +91,7 @@ func (s *states) park(p *parked) (string, error) {
 	s.m[token] = p
 	p.timer = time.AfterFunc(s.ttl, func() { s.expire(token, p) })
 	setParked(p.inner, true)
+	setParked(p.b, true)
 	return token, nil
 }
 
@@ -111,6 +112,7 @@ func (s *states) take(token, method, name, caller string) (*parked, string) {
 	}
 	delete(s.m, token)
 	p.timer.Stop()
+	setParked(p.b, false) // its member serves the retry now
 	return p, ""
 }
 
@@ -131,7 +133,26 @@ func (s *states) expire(token string, p *parked) {
 func (s *states) drop(p *parked) {
 	setParked(p.inner, false)
 	p.inner.Abandon(true)
+	setParked(p.b, false)
 	p.b.Leave()
+}
+
+// dropWhere drops the parked calls match picks and returns how many.
+func (s *states) dropWhere(match func(*parked) bool) int {
+	s.mu.Lock()
+	var out []*parked
+	for token, p := range s.m {
+		if match(p) {
+			delete(s.m, token)
+			p.timer.Stop()
+			out = append(out, p)
+		}
+	}
+	s.mu.Unlock()
+	for _, p := range out {
+		s.drop(p)
+	}
+	return len(out)
 }
 
 func (s *states) len() int {
@@ -152,13 +173,14 @@ func (s *states) close() {
 	}
 }
 
-// parker is an upstream call that can be marked as waiting for a client
-// (*upstream.Call): while parked it does not count as the call in flight
-// that a server→client request belongs to.
+// parker is an upstream call or a lent member that can be marked as
+// waiting for a client. A parked call (*upstream.Call) does not count as
+// the call in flight that a server→client request belongs to; a parked
+// member (Joiner.Lend's) may be ended to make room for other clients.
 type parker interface{ SetParked(bool) }
 
-func setParked(c session.Call, on bool) {
-	if p, ok := c.(parker); ok {
+func setParked(x any, on bool) {
+	if p, ok := x.(parker); ok {
 		p.SetParked(on)
 	}
 }

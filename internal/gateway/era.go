@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"sync"
 	"time"
 
@@ -20,7 +19,7 @@ import (
 //	client era  server era   path
 //	modern      modern/dual  d.modern, native
 //	modern      legacy       era.ModernOverLegacy over a legacy connection per distinct
-//	                         client capabilities (legacyPool)
+//	                         client capabilities, a member lent per request (legacyPool)
 //	legacy      legacy/dual  d.shared or a private upstream per session, native
 //	legacy      modern       era.LegacyOverModern over d.modern (pinned modern, or probed
 //	                         modern-only; a dual-era server serves legacy sessions itself)
@@ -101,118 +100,11 @@ func (e *eraState) modernOverLegacy() (*era.ModernOverLegacy, error) {
 		return nil, upstream.ErrClosed
 	}
 	if e.toModern == nil {
-		e.pool = &legacyPool{d: e.d, ups: map[string]*pooled{}}
+		e.pool = &legacyPool{d: e.d}
 		e.toModern = era.NewModernOverLegacy(e.pool, e.opts)
+		e.pool.dropParked = e.toModern.DropParked
 	}
 	return e.toModern, nil
-}
-
-// maxPooled bounds the legacy connections kept for modern clients: one per
-// distinct set of client capabilities.
-const maxPooled = 8
-
-// legacyPool holds the legacy connections that serve translated modern
-// requests, one per distinct clientCapabilities: each is initialized with
-// exactly the capabilities its clients declared, so the server relies on
-// nothing they did not declare (2026-07-28 requires that per request). It
-// implements era.Joiner.
-type legacyPool struct {
-	d *destination
-
-	mu     sync.Mutex
-	ups    map[string]*pooled // guarded by mu; by canonical capabilities
-	keys   map[string]string  // guarded by mu; raw capabilities → canonical (bounded)
-	closed bool               // guarded by mu
-}
-
-// maxKeys bounds legacyPool.keys: spellings of capabilities beyond it are
-// canonicalised per call.
-const maxKeys = 256
-
-type pooled struct {
-	up   *upstream.Upstream
-	used time.Time
-}
-
-func (p *legacyPool) Join(ctx context.Context, down upstream.Downstream, init *jsonrpc.Message) (session.Backend, *jsonrpc.Message, error) {
-	raw := jsonrpc.Member(init.Params, "capabilities")
-	p.mu.Lock()
-	key, known := p.keys[string(raw)]
-	p.mu.Unlock()
-	if !known {
-		key = canonicalJSON(raw)
-		p.mu.Lock()
-		if p.keys == nil {
-			p.keys = map[string]string{}
-		}
-		if len(p.keys) < maxKeys {
-			p.keys[string(raw)] = key
-		}
-		p.mu.Unlock()
-	}
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return nil, nil, upstream.ErrClosed
-	}
-	e := p.ups[key]
-	var retired *upstream.Upstream
-	if e == nil {
-		if len(p.ups) >= maxPooled {
-			// Retire the least recently used connection without members.
-			var oldest string
-			for k, v := range p.ups {
-				if v.up.Members() == 0 && (oldest == "" || v.used.Before(p.ups[oldest].used)) {
-					oldest = k
-				}
-			}
-			if oldest != "" {
-				retired = p.ups[oldest].up
-				delete(p.ups, oldest)
-			}
-		}
-		e = &pooled{up: p.d.newUp(p.d.dialer(nil), false, upstream.Legacy)}
-		p.ups[key] = e
-	}
-	e.used = time.Now()
-	up := e.up
-	p.mu.Unlock()
-	if retired != nil {
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			_ = retired.Close(ctx)
-		}()
-	}
-	m, res, err := up.Join(ctx, down, init)
-	if err != nil {
-		return nil, nil, err
-	}
-	return &memberBackend{Member: m, d: p.d}, res, nil
-}
-
-func (p *legacyPool) close(ctx context.Context) {
-	p.mu.Lock()
-	p.closed = true
-	ups := p.ups
-	p.ups = nil
-	p.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, e := range ups {
-		wg.Go(func() { _ = e.up.Close(ctx) })
-	}
-	wg.Wait()
-}
-
-// canonicalJSON re-encodes v with sorted keys (encoding/json sorts map
-// keys), so equal capability sets give equal keys.
-func canonicalJSON(v json.RawMessage) string {
-	var x any
-	if json.Unmarshal(v, &x) != nil {
-		return string(v)
-	}
-	b, _ := json.Marshal(x)
-	return string(b)
 }
 
 // legacyOverModern returns the translator for legacy clients.

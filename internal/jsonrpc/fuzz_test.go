@@ -380,3 +380,36 @@ func skipStringSlow(b []byte) (int, bool) {
 	}
 	return 0, false
 }
+
+// FuzzEachMember checks that one EachMember pass agrees with Lookup: the
+// last value given for each key is what Lookup finds, at the same offset,
+// and a valid object is reported valid.
+func FuzzEachMember(f *testing.F) {
+	f.Add([]byte(`{"name":"echo","_meta":{"progressToken":"p"}}`))
+	f.Add([]byte(`{"a":1,"a":2,"\u0061":3}`))
+	f.Add([]byte(` { "a" : [1,{"b":2}] , "c":"x\"y" } `))
+	f.Add([]byte(`{"a":1} trailing`))
+	f.Add([]byte(`{}`))
+	f.Add([]byte(`[1]`))
+	f.Fuzz(func(t *testing.T, obj []byte) {
+		last := map[string][]byte{}
+		ok := EachMember(obj, func(k, v []byte) {
+			if off := cap(obj) - cap(v); off < 0 || off+len(v) > len(obj) || !bytes.Equal(obj[off:off+len(v)], v) {
+				t.Fatalf("value %q is not a subslice of the object", v)
+			}
+			last[string(k)] = v
+		})
+		if ok != (Valid(obj) && len(bytes.TrimSpace(obj)) > 0 && bytes.TrimSpace(obj)[0] == '{') {
+			t.Fatalf("EachMember(%q) ok = %v, Valid = %v", obj, ok, Valid(obj))
+		}
+		if !ok {
+			return
+		}
+		for k, v := range last {
+			got, s, _, found := Lookup(obj, k)
+			if !found || !bytes.Equal(got, v) || s != cap(obj)-cap(v) {
+				t.Fatalf("key %q: EachMember last %q, Lookup %q (found %v)", k, v, got, found)
+			}
+		}
+	})
+}

@@ -20,6 +20,9 @@ func TestLookupMeta(t *testing.T) {
 	if _, _, _, ok := m.LookupMeta("missing"); ok {
 		t.Fatal("found a missing key")
 	}
+	if s, e, ok := m.MetaAt(); !ok || string(m.Params[s:e]) != string(Member(m.Params, "_meta")) {
+		t.Fatalf("MetaAt = [%d:%d], %v", s, e, ok)
+	}
 	// A copy with other params must not use the original's cached position.
 	c := *m
 	c.Params = []byte(`{"_meta":{"progressToken":7}}`)
@@ -33,6 +36,9 @@ func TestLookupMeta(t *testing.T) {
 	var empty Message
 	if _, _, _, ok := empty.LookupMeta("x"); ok {
 		t.Fatal("nil params found a key")
+	}
+	if _, _, ok := c.MetaAt(); ok {
+		t.Fatal("MetaAt of params without _meta found one")
 	}
 }
 

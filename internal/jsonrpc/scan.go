@@ -358,6 +358,21 @@ func Lookup(obj []byte, path ...string) (val []byte, start, end int, ok bool) {
 	return cur, base, base + len(cur), true
 }
 
+// EachMember calls fn with each member of the JSON object obj, in order:
+// its key (unescaped, as Lookup compares it) and raw value, a subslice of
+// obj (its offset is cap(obj)-cap(val)). One pass reads several members:
+// a key seen twice is given twice, so keeping the last one agrees with
+// Lookup. It reports false when obj is not a valid object (fn may have
+// been called for the members before the fault).
+func EachMember(obj []byte, fn func(key, val []byte)) bool {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return false
+	}
+	end, err := eachMember(obj, i, func(k, v []byte) error { fn(k, v); return nil })
+	return err == nil && skipSpace(obj, end) == len(obj)
+}
+
 // Splice returns a copy of b with b[start:end] replaced by v.
 func Splice(b []byte, start, end int, v []byte) []byte {
 	out := make([]byte, 0, len(b)-(end-start)+len(v))

@@ -143,11 +143,22 @@ func (u *Upstream) owner() (m *Member, c *Call, why ownerProblem) {
 	}
 	if len(u.members) == 1 {
 		for m := range u.members {
-			return m, nil, ownerFound
+			if _, bound := m.d.(CallBound); !bound {
+				return m, nil, ownerFound
+			}
 		}
 	}
 	return nil, nil, noOwner
 }
+
+// CallBound is implemented by a Downstream that takes server→client
+// requests only on the stream of the call that raised them: it has no
+// stream of its own to answer them on (package era's members, each lent to
+// one 2026-07-28 request at a time, and its subscriptions/listen streams).
+// With none of its calls in flight a server→client request is refused at
+// once, as for no member at all, rather than delivered where nobody
+// answers it.
+type CallBound interface{ CallBound() }
 
 // ownerProblem is why owner could not attribute a message.
 type ownerProblem int

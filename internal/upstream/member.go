@@ -123,6 +123,16 @@ func (m *Member) Leave() {
 	u.updateLevel()
 }
 
+// Idle reports whether the member could serve another client as it is: it
+// has not left, has no request in flight and no subscription. A pool of
+// members (package era's translation) lends only idle members.
+func (m *Member) Idle() bool {
+	u := m.u
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return !m.left && len(m.calls) == 0 && len(m.subs) == 0 && m.level < 0
+}
+
 func (u *Upstream) unsubscribe(uris []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), u.opts.HandshakeTimeout)
 	defer cancel()

@@ -298,7 +298,9 @@ func (u *Upstream) ensure(ctx context.Context, params json.RawMessage) error {
 			u.mu.Unlock()
 			return nil
 		case Idle:
-			u.initReq = params
+			if params != nil || u.initReq == nil {
+				u.initReq = params // a restart after Stop or Failed keeps the first member's
+			}
 			u.ready = make(chan struct{})
 			u.setState(Starting)
 			u.connecting.Add(1)
@@ -629,6 +631,32 @@ func (u *Upstream) failed(gen int, err error) {
 	for _, m := range members {
 		m.d.End(fmt.Errorf("%w: %s failed: %v", ErrUnavailable, u.opts.Name, err))
 	}
+}
+
+// Stop ends the connection of an Upstream nobody uses (no member, no
+// request in flight) and makes it Idle again: the next use starts a new
+// connection. Package era's detection stops the connection it made only
+// to probe a server that turned out not to speak its era. It reports
+// whether it stopped one: only a Ready Upstream is stopped.
+func (u *Upstream) Stop(ctx context.Context) bool {
+	u.mu.Lock()
+	if u.state != Ready || len(u.members) > 0 || len(u.pending) > 0 {
+		u.mu.Unlock()
+		return false
+	}
+	conn := u.conn
+	u.conn = nil
+	u.gen++ // the end of this connection is not a failure: watch ignores it
+	u.attempts = 0
+	u.connected = time.Time{}
+	u.reverse = map[int64]*serverRequest{}
+	u.setState(Idle)
+	u.mu.Unlock()
+	if conn != nil {
+		_ = conn.Close(ctx)
+	}
+	u.log.Info("idle connection stopped")
+	return true
 }
 
 // Close ends the connection and every member. It waits for the connection

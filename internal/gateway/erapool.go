@@ -1,0 +1,318 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/session"
+	"github.com/switchboard-mcp/switchboard/internal/upstream"
+)
+
+// legacyPool holds the legacy connections that serve translated 2026-07-28
+// requests (era.Joiner), one per distinct clientCapabilities: each is
+// initialized with exactly the capabilities its clients declared, so the
+// server relies on nothing they did not declare (2026-07-28 requires that
+// per request).
+//
+// Each request borrows a member of its connection (Lend) and gives it back
+// when it ends (Leave): joining and leaving per request cost more than the
+// rest of the translation. A member serves one request at a time, so a
+// server→client request, which the connection routes to the one member
+// with a call in flight (refusing it when several have), reaches exactly
+// the call that raised it; members are upstream.CallBound, so one raised
+// with no call in flight is refused at once.
+//
+// Bounds: at most maxPooled connections. A new capability set retires the
+// least recently used connection with no request in flight, ending its
+// parked MRTR calls (their requestState then reads as expired) and its
+// subscription streams: calls waiting for a client never hold a connection
+// another client needs. When every connection has requests in flight the
+// request is refused (503, retry later). Each connection keeps at most
+// maxIdleMembers members between requests.
+type legacyPool struct {
+	d *destination
+	// dropParked ends the parked calls whose member a predicate picks
+	// (era.ModernOverLegacy.DropParked); set before the pool is used.
+	dropParked func(match func(session.Backend) bool) int
+
+	mu     sync.Mutex
+	conns  map[string]*poolConn // guarded by mu; by canonical capabilities
+	keys   map[string]string    // guarded by mu; raw capabilities → canonical (bounded)
+	tick   uint64               // guarded by mu; the clock of poolConn.used
+	closed bool                 // guarded by mu
+	// retiring counts retired connections still closing; close waits for
+	// them (Add only under mu while !closed).
+	retiring sync.WaitGroup
+}
+
+// maxPooled bounds the legacy connections kept for modern clients: one per
+// distinct set of client capabilities.
+const maxPooled = 8
+
+// maxIdleMembers bounds the members a connection keeps between requests
+// (the most requests in flight at once on it, up to this).
+const maxIdleMembers = 64
+
+// maxKeys bounds legacyPool.keys: spellings of capabilities beyond it are
+// canonicalised per call.
+const maxKeys = 256
+
+// poolConn is one legacy connection of the pool.
+type poolConn struct {
+	key    string
+	up     *upstream.Upstream
+	used   uint64        // guarded by pool.mu: the pool's tick at its last use
+	free   []*poolMember // guarded by pool.mu: idle members, lent first
+	lent   int           // guarded by pool.mu: members out on requests
+	parked int           // guarded by pool.mu: of those, waiting for a client's retry
+}
+
+// poolMember is a member of a pool connection: lent to one request (Lend;
+// Leave gives it back) or joined for a stream of its own (Join; Leave
+// leaves). Its calls are the destination's (traced when it traces); the
+// destination's limits were applied to the 2026-07-28 request already.
+type poolMember struct {
+	*upstream.Member
+	p    *legacyPool
+	c    *poolConn
+	lend bool
+
+	out, parked bool // guarded by p.mu: lent now; parked (lent only)
+}
+
+// boundDown is the downstream of lent members: nothing outlives a request,
+// and a server→client request without a call in flight is refused.
+type boundDown struct{}
+
+func (boundDown) Deliver(*jsonrpc.Message) {}
+func (boundDown) End(error)                {}
+func (boundDown) CallBound()               {}
+
+// Lend returns a member of the connection for caps, idle one first.
+func (p *legacyPool) Lend(ctx context.Context, caps, info json.RawMessage) (session.Backend, error) {
+	p.mu.Lock()
+	c, retired, err := p.connLocked(caps)
+	if err != nil {
+		p.mu.Unlock()
+		return nil, err
+	}
+	c.lent++
+	var m *poolMember
+	if n := len(c.free); n > 0 {
+		m = c.free[n-1]
+		c.free[n-1] = nil
+		c.free = c.free[:n-1]
+		m.out = true
+	}
+	p.mu.Unlock()
+	if retired != nil {
+		go p.retire(retired)
+	}
+	if m != nil {
+		return m, nil
+	}
+	mem, _, err := c.up.Join(ctx, boundDown{}, initRequest(caps, info))
+	if err != nil {
+		p.mu.Lock()
+		c.lent--
+		p.mu.Unlock()
+		return nil, err
+	}
+	return &poolMember{Member: mem, p: p, c: c, lend: true, out: true}, nil
+}
+
+// Join attaches a member with its own downstream (a subscriptions/listen
+// stream; server/discover's) to the connection for init's capabilities.
+func (p *legacyPool) Join(ctx context.Context, down upstream.Downstream, init *jsonrpc.Message) (session.Backend, *jsonrpc.Message, error) {
+	p.mu.Lock()
+	c, retired, err := p.connLocked(jsonrpc.Member(init.Params, "capabilities"))
+	p.mu.Unlock()
+	if retired != nil {
+		go p.retire(retired)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	m, res, err := c.up.Join(ctx, down, init)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &poolMember{Member: m, p: p, c: c}, res, nil
+}
+
+// connLocked returns the connection for caps, made when missing; retired
+// is a connection it retired to make room, for the caller to retire
+// (outside mu). p.mu held.
+func (p *legacyPool) connLocked(caps json.RawMessage) (c, retired *poolConn, err error) {
+	if p.closed {
+		return nil, nil, upstream.ErrClosed
+	}
+	key, known := p.keys[string(caps)]
+	if !known {
+		key = canonicalJSON(caps)
+		if p.keys == nil {
+			p.keys = map[string]string{}
+		}
+		if len(p.keys) < maxKeys {
+			p.keys[string(caps)] = key
+		}
+	}
+	p.tick++
+	if c = p.conns[key]; c != nil {
+		c.used = p.tick
+		return c, nil, nil
+	}
+	if len(p.conns) >= maxPooled {
+		for _, v := range p.conns {
+			if v.lent == v.parked && (retired == nil || v.used < retired.used) {
+				retired = v
+			}
+		}
+		if retired == nil {
+			return nil, nil, fmt.Errorf("%w: %s: all %d legacy connections (one per distinct set of client capabilities) have requests in flight; retry shortly",
+				upstream.ErrUnavailable, p.d.name, maxPooled)
+		}
+		delete(p.conns, retired.key)
+		p.retiring.Add(1)
+	}
+	if p.conns == nil {
+		p.conns = map[string]*poolConn{}
+	}
+	c = &poolConn{key: key, up: p.d.newUp(p.d.dialer(nil), false, upstream.Legacy), used: p.tick}
+	p.conns[key] = c
+	return c, retired, nil
+}
+
+// retire ends a connection taken out of the pool: its parked calls first
+// (their members then leave), then the connection.
+func (p *legacyPool) retire(c *poolConn) {
+	defer p.retiring.Done()
+	if p.dropParked != nil {
+		if n := p.dropParked(func(b session.Backend) bool { m, ok := b.(*poolMember); return ok && m.c == c }); n > 0 {
+			p.d.log.Info("parked calls ended to retire their legacy connection", "calls", n)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = c.up.Close(ctx)
+}
+
+// initRequest is the initialize request of a member for caps and info (a
+// default client info when the request carried none).
+func initRequest(caps, info json.RawMessage) *jsonrpc.Message {
+	if len(info) == 0 {
+		info = json.RawMessage(`{"name":"2026-07-28 client","version":"0"}`)
+	}
+	params := make([]byte, 0, 96+len(caps)+len(info))
+	params = append(params, `{"protocolVersion":"`+upstream.LatestVersion+`","capabilities":`...)
+	params = append(params, caps...)
+	params = append(params, `,"clientInfo":`...)
+	params = append(params, info...)
+	params = append(params, '}')
+	return jsonrpc.NewRequest(json.RawMessage(`0`), "initialize", params)
+}
+
+// Call sends one of the member's requests (traced when the destination
+// traces). The destination's limits are not applied again.
+func (m *poolMember) Call(ctx context.Context, req *jsonrpc.Message) (session.Call, error) {
+	if m.p.d.traced {
+		return m.p.d.tracedSend(ctx, req, m.Member.Call)
+	}
+	c, err := m.Member.Call(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// SetParked marks a lent member as waiting for a client's retry (package
+// era): its connection may then be retired for another client.
+func (m *poolMember) SetParked(on bool) {
+	if !m.lend {
+		return
+	}
+	p := m.p
+	p.mu.Lock()
+	if m.out && m.parked != on {
+		m.parked = on
+		if on {
+			m.c.parked++
+		} else {
+			m.c.parked--
+		}
+	}
+	p.mu.Unlock()
+}
+
+// Leave gives a lent member back (it serves the next request, when idle
+// and its connection still pooled) or detaches a joined one.
+func (m *poolMember) Leave() {
+	if !m.lend {
+		m.Member.Leave()
+		return
+	}
+	idle := m.Member.Idle()
+	p := m.p
+	p.mu.Lock()
+	if !m.out {
+		p.mu.Unlock()
+		return // given back already
+	}
+	m.out = false
+	m.c.lent--
+	if m.parked {
+		m.parked = false
+		m.c.parked--
+	}
+	keep := idle && !p.closed && p.conns[m.c.key] == m.c && len(m.c.free) < maxIdleMembers
+	if keep {
+		m.c.free = append(m.c.free, m)
+	}
+	p.mu.Unlock()
+	if !keep {
+		m.Member.Leave()
+	}
+}
+
+// close stops every connection of the pool and waits for retired ones.
+func (p *legacyPool) close(ctx context.Context) {
+	p.mu.Lock()
+	p.closed = true
+	conns := p.conns
+	p.conns = nil
+	p.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Go(func() { _ = c.up.Close(ctx) })
+	}
+	wg.Wait()
+	p.retiring.Wait()
+}
+
+// stats returns the pool's connections and, over all of them, the members
+// lent, parked and idle (for tests and status).
+func (p *legacyPool) stats() (conns, lent, parked, idle int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		lent += c.lent
+		parked += c.parked
+		idle += len(c.free)
+	}
+	return len(p.conns), lent, parked, idle
+}
+
+// canonicalJSON re-encodes v with sorted keys (encoding/json sorts map
+// keys), so equal capability sets give equal keys.
+func canonicalJSON(v json.RawMessage) string {
+	var x any
+	if json.Unmarshal(v, &x) != nil {
+		return string(v)
+	}
+	b, _ := json.Marshal(x)
+	return string(b)
+}
