@@ -48,6 +48,14 @@ func newEraState(d *destination, cfg *config.Destination, timeout time.Duration)
 			if err == nil {
 				d.log.Info("protocol era detected", "era", v.String())
 			}
+			if err == nil && !v.ServesModern() {
+				// Nothing uses the connection the probe made until the
+				// verdict is forgotten (a connection restarted): a stdio
+				// child would idle. The next probe starts it again.
+				sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+				d.modern.Stop(sctx)
+				cancel()
+			}
 			return v, err
 		})
 	}

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -34,7 +35,8 @@ import (
 // request is refused (503, retry later). Each connection keeps at most
 // maxIdleMembers members between requests.
 type legacyPool struct {
-	d *destination
+	d   *destination
+	max int // the most connections; zero means maxPooled
 	// dropParked ends the parked calls whose member a predicate picks
 	// (era.ModernOverLegacy.DropParked); set before the pool is used.
 	dropParked func(match func(session.Backend) bool) int
@@ -110,7 +112,7 @@ func (p *legacyPool) Lend(ctx context.Context, caps, info json.RawMessage) (sess
 	}
 	p.mu.Unlock()
 	if retired != nil {
-		go p.retire(retired)
+		p.retire(retired)
 	}
 	if m != nil {
 		return m, nil
@@ -132,7 +134,7 @@ func (p *legacyPool) Join(ctx context.Context, down upstream.Downstream, init *j
 	c, retired, err := p.connLocked(jsonrpc.Member(init.Params, "capabilities"))
 	p.mu.Unlock()
 	if retired != nil {
-		go p.retire(retired)
+		p.retire(retired)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -166,7 +168,7 @@ func (p *legacyPool) connLocked(caps json.RawMessage) (c, retired *poolConn, err
 		c.used = p.tick
 		return c, nil, nil
 	}
-	if len(p.conns) >= maxPooled {
+	if len(p.conns) >= cmp.Or(p.max, maxPooled) {
 		for _, v := range p.conns {
 			if v.lent == v.parked && (retired == nil || v.used < retired.used) {
 				retired = v
@@ -174,7 +176,7 @@ func (p *legacyPool) connLocked(caps json.RawMessage) (c, retired *poolConn, err
 		}
 		if retired == nil {
 			return nil, nil, fmt.Errorf("%w: %s: all %d legacy connections (one per distinct set of client capabilities) have requests in flight; retry shortly",
-				upstream.ErrUnavailable, p.d.name, maxPooled)
+				upstream.ErrUnavailable, p.d.name, len(p.conns))
 		}
 		delete(p.conns, retired.key)
 		p.retiring.Add(1)
@@ -187,18 +189,22 @@ func (p *legacyPool) connLocked(caps json.RawMessage) (c, retired *poolConn, err
 	return c, retired, nil
 }
 
-// retire ends a connection taken out of the pool: its parked calls first
-// (their members then leave), then the connection.
+// retire ends a connection taken out of the pool: its parked calls at
+// once (a retry of one finds its requestState gone, never a call on a
+// closing connection), then the connection, in the background (close
+// waits for it).
 func (p *legacyPool) retire(c *poolConn) {
-	defer p.retiring.Done()
 	if p.dropParked != nil {
 		if n := p.dropParked(func(b session.Backend) bool { m, ok := b.(*poolMember); return ok && m.c == c }); n > 0 {
 			p.d.log.Info("parked calls ended to retire their legacy connection", "calls", n)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_ = c.up.Close(ctx)
+	go func() {
+		defer p.retiring.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = c.up.Close(ctx)
+	}()
 }
 
 // initRequest is the initialize request of a member for caps and info (a

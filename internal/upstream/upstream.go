@@ -298,8 +298,10 @@ func (u *Upstream) ensure(ctx context.Context, params json.RawMessage) error {
 			u.mu.Unlock()
 			return nil
 		case Idle:
-			if params != nil || u.initReq == nil {
-				u.initReq = params // a restart after Stop or Failed keeps the first member's
+			if params != nil {
+				// A call (no params) that starts it again after Stop or
+				// Failed keeps the initialize params it was started with.
+				u.initReq = params
 			}
 			u.ready = make(chan struct{})
 			u.setState(Starting)
@@ -651,7 +653,9 @@ func (u *Upstream) Stop(ctx context.Context) bool {
 	u.connected = time.Time{}
 	u.reverse = map[int64]*serverRequest{}
 	u.setState(Idle)
+	u.connecting.Add(1) // a Close meanwhile waits for this connection to end
 	u.mu.Unlock()
+	defer u.connecting.Done()
 	if conn != nil {
 		_ = conn.Close(ctx)
 	}
