@@ -128,12 +128,23 @@ var newFixed = session.NewAnswer
 // is false when the bytes before the value are not "key": literally (an
 // escaped key); obj is then returned unchanged.
 func removeMember(obj []byte, key string, s, e int) ([]byte, bool) {
+	start, end, ok := memberCut(obj, key, s, e)
+	if !ok {
+		return obj, false
+	}
+	out := make([]byte, 0, len(obj)-(end-start))
+	out = append(out, obj[:start]...)
+	return append(out, obj[end:]...), true
+}
+
+// memberCut returns the bytes removeMember removes: obj[start:end].
+func memberCut(obj []byte, key string, s, e int) (start, end int, ok bool) {
 	i := s - 1
 	for i >= 0 && isWS(obj[i]) {
 		i--
 	}
 	if i < 0 || obj[i] != ':' {
-		return obj, false
+		return 0, 0, false
 	}
 	i--
 	for i >= 0 && isWS(obj[i]) {
@@ -141,9 +152,9 @@ func removeMember(obj []byte, key string, s, e int) ([]byte, bool) {
 	}
 	ks := i - len(key) - 1 // the opening quote of "key"
 	if ks < 0 || obj[ks] != '"' || obj[i] != '"' || string(obj[ks+1:i]) != key {
-		return obj, false
+		return 0, 0, false
 	}
-	start, end := ks, e
+	start, end = ks, e
 	if j := skipWS(obj, e); j < len(obj) && obj[j] == ',' {
 		end = j + 1 // "key":v, → gone with its comma
 	} else {
@@ -155,9 +166,7 @@ func removeMember(obj []byte, key string, s, e int) ([]byte, bool) {
 			start = k // ,"key":v (the last member) → gone with the comma before
 		}
 	}
-	out := make([]byte, 0, len(obj)-(end-start))
-	out = append(out, obj[:start]...)
-	return append(out, obj[end:]...), true
+	return start, end, true
 }
 
 func isWS(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }

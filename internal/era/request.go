@@ -27,7 +27,7 @@ type modernRequest struct {
 func readModern(req *jsonrpc.Message) modernRequest {
 	var r modernRequest
 	params := req.Params
-	if mayHave(params, `requestState"`) {
+	if mayHave(params, `State"`) { // the tail of "requestState": a capital, rare in JSON
 		r.state = jsonrpc.Member(params, "requestState")
 	}
 	ms, me, ok := req.MetaAt()
@@ -91,11 +91,14 @@ func (r *modernRequest) legacy(req, out *jsonrpc.Message) *jsonrpc.Message {
 	if r.version == nil {
 		return req
 	}
-	params, ok := removeMember(req.Params, MetaProtocolVersion, r.vs, r.ve)
-	if !ok {
-		params = withoutMeta(req.Params, MetaProtocolVersion) // an escaped key: the slow way
+	*out = *req // with where _meta is (req.Meta found it)
+	if start, end, ok := memberCut(req.Params, MetaProtocolVersion, r.vs, r.ve); ok {
+		// Cut inside _meta: the upstream's look-up of the progress
+		// token there does not walk the params again.
+		out.SpliceParams(start, end, nil)
+	} else {
+		out.Params = withoutMeta(req.Params, MetaProtocolVersion) // an escaped key: the slow way
 	}
-	*out = jsonrpc.Message{ID: req.ID, Method: req.Method, Params: params}
 	return out
 }
 
