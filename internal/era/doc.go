@@ -6,9 +6,11 @@
 //     the server is made again (a restart may bring another server).
 //   - Modern client → legacy server (ModernOverLegacy): 2026-07-28 requests are
 //     served over a legacy (initialize-handshake) connection. server/discover
-//     is answered from the server's cached InitializeResult; each request's
-//     _meta clientCapabilities become the capabilities of a transient
-//     legacy member, so the server may ask only what the client declared;
+//     is answered from the server's cached InitializeResult; each request
+//     borrows a member of the connection initialized with its _meta
+//     clientCapabilities (Joiner.Lend), so the server may ask only what the
+//     client declared, and a member serves one request at a time, so a
+//     server→client request reaches exactly the call that raised it;
 //     a server→client request (sampling, elicitation, roots) raised during
 //     tools/call, prompts/get or resources/read becomes an MRTR
 //     input_required result whose requestState names the upstream call,
@@ -31,8 +33,10 @@
 //
 // Contracts: every Call returned satisfies session.Call; a parked MRTR
 // state is bounded (MaxParked) and expires (Options.StateTTL), after which
-// its upstream call is cancelled and the member leaves; a requestState that
-// is unknown, expired, already used, bound to another request or (with
-// inbound auth) issued to another caller gets a -32602 error naming the
-// problem, never a crash or a hang.
+// its upstream call is cancelled and its member given back; a parked call
+// holds only its own member, marked parked so the Joiner may end it to make
+// room (DropParked); a requestState that is unknown, expired, dropped,
+// already used, bound to another request or (with inbound auth) issued to
+// another caller gets a -32602 error naming the problem, never a crash or
+// a hang.
 package era

@@ -60,6 +60,16 @@ func TestAmendResult(t *testing.T) {
 		if got := string(amendResult([]byte(tc.in), tc.method)); got != tc.want {
 			t.Errorf("amendResult(%s, %s) = %s; want %s", tc.in, tc.method, got, tc.want)
 		}
+		// The same on a detached response, which stays ready to write.
+		m, err := jsonrpc.Decode([]byte(`{"jsonrpc":"2.0","id":7,"result":` + tc.in + `}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Detach()
+		amendResponse(m, tc.method)
+		if string(m.Result) != tc.want || string(m.Encode()) != `{"jsonrpc":"2.0","id":7,"result":`+tc.want+`}` {
+			t.Errorf("amendResponse(%s, %s): result %s, encoded %s", tc.in, tc.method, m.Result, m.Encode())
+		}
 	}
 }
 

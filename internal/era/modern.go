@@ -268,9 +268,11 @@ func (c *call) Poll() (*jsonrpc.Message, bool) {
 		switch {
 		case m.IsResponse():
 			c.finish()
-			m.ID = c.clientID // the message is this call's alone
+			if !bytes.Equal(m.ID, c.clientID) {
+				m.ID = c.clientID // the message is this call's alone
+			}
 			if m.Result != nil {
-				m.Result = amendResult(m.Result, c.method)
+				amendResponse(m, c.method)
 			}
 			return m, false
 		case m.IsRequest():
@@ -289,13 +291,45 @@ func (c *call) Poll() (*jsonrpc.Message, bool) {
 // A legacy server that returns MRTR fields itself (a dual-era SDK shim's
 // later rounds) gets its result marked input_required.
 func amendResult(res []byte, method string) []byte {
+	if add := resultAddition(res, method); add != nil {
+		return prependMembers(res, add)
+	}
+	return res
+}
+
+// amendResponse is amendResult on a response, rewritten in place: a
+// detached response (the upstream's) stays ready to write, in one copy.
+func amendResponse(m *jsonrpc.Message, method string) {
+	add := resultAddition(m.Result, method)
+	if add == nil {
+		return
+	}
+	res := m.Result
+	i := skipWS(res, 0)
+	if i >= len(res) || res[i] != '{' {
+		m.Result = prependMembers(res, add) // not an object: replaced
+		return
+	}
+	if j := skipWS(res, i+1); j < len(res) && res[j] != '}' {
+		if bytes.Equal(add, resultComplete) {
+			add = resultCompleteComma
+		} else {
+			add = append(add[:len(add):len(add)], ',')
+		}
+	}
+	m.SpliceResult(i+1, i+1, add)
+}
+
+// resultAddition returns the members (`"k":v,…`) amendResult adds to res,
+// nil for none.
+func resultAddition(res []byte, method string) []byte {
 	var typ, inputs, ttl, scope bool
 	if !cacheable(method) && !bytes.Contains(res, []byte(`\u`)) &&
 		!bytes.Contains(res, []byte(`Type"`)) && !bytes.Contains(res, []byte(`Requests"`)) {
 		// Neither member can be there (as in mayHave; the tails of their
 		// keys start with capitals, rare in JSON, so each search stops
 		// rarely): the common case, decided without walking the result.
-		return prependMembers(res, resultComplete)
+		return resultComplete
 	}
 	jsonrpc.EachMember(res, func(k, _ []byte) {
 		switch string(k) {
@@ -312,9 +346,9 @@ func amendResult(res []byte, method string) []byte {
 	switch {
 	case inputMethod(method) && inputs:
 		if typ {
-			return res
+			return nil
 		}
-		return prependMembers(res, resultInputRequired)
+		return resultInputRequired
 	case cacheable(method):
 		var add []byte
 		for _, m := range [...]struct {
@@ -329,18 +363,16 @@ func amendResult(res []byte, method string) []byte {
 			}
 			add = append(add, m.member...)
 		}
-		if add == nil {
-			return res
-		}
-		return prependMembers(res, add)
+		return add
 	case typ:
-		return res
+		return nil
 	}
-	return prependMembers(res, resultComplete) // the common case: one copy, nothing else
+	return resultComplete // the common case: one copy, nothing else
 }
 
 var (
 	resultComplete      = []byte(`"resultType":"complete"`)
+	resultCompleteComma = []byte(`"resultType":"complete",`)
 	resultInputRequired = []byte(`"resultType":"input_required"`)
 )
 

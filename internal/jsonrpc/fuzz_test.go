@@ -166,6 +166,21 @@ func FuzzDecode(f *testing.F) {
 		if got, ok := d.ParamName(); got != wantName || ok != wantOK {
 			t.Fatalf("detached: ParamName = %q, %v; want %q, %v", got, ok, wantName, wantOK)
 		}
+		// SpliceResult keeps a detached message's wire form, equal to
+		// the spliced members encoded afresh.
+		if d.Result != nil {
+			mid := len(d.Result) / 2
+			want := Message{ID: d.ID, Method: d.Method, Params: d.Params, Error: d.Error,
+				Result: Splice(d.Result, mid, len(d.Result), []byte(`"spliced"`))}
+			d2 := *d
+			d2.SpliceResult(mid, len(d2.Result), []byte(`"spliced"`))
+			if !d2.wireValid() || !bytes.Equal(d2.Encode(), want.Encode()) || !bytes.Equal(d2.Result, want.Result) {
+				t.Fatalf("SpliceResult: wire valid %v, encodes as %q; want %q", d2.wireValid(), d2.Encode(), want.Encode())
+			}
+			if got, ok := d2.ParamName(); got != wantName || ok != wantOK {
+				t.Fatalf("after SpliceResult: ParamName = %q, %v; want %q, %v", got, ok, wantName, wantOK)
+			}
+		}
 		d.ID = json.RawMessage(`"replaced"`)
 		if got := d.Encode(); !bytes.Contains(got, []byte(`"id":"replaced"`)) {
 			t.Fatalf("detached message with a new id encodes as %q", got)

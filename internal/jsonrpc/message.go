@@ -240,6 +240,37 @@ func (m *Message) SpliceParams(start, end int, v []byte) {
 	m.metaOf, m.metaLen = &m.Params[0], len(m.Params)
 }
 
+// SpliceResult replaces Result[start:end] with v, in a new buffer (the old
+// Result is not modified). A message whose wire form is valid (Detach)
+// gets its new wire form in the same copy, so Encode and AppendTo still
+// need no encoding: rewriting part of a response costs one copy, not two.
+func (m *Message) SpliceResult(start, end int, v []byte) {
+	if m.Result == nil || !m.wireValid() {
+		m.Result = Splice(m.Result, start, end, v)
+		return
+	}
+	rs := int(m.wireAt[2].off)
+	buf := Splice(m.wire, rs+start, rs+end, v)
+	if len(buf) > math.MaxInt32 {
+		m.Result = Splice(m.Result, start, end, v) // too large for spans: encoded again when sent
+		return
+	}
+	delta := int32(len(v) - (end - start))
+	at := m.wireAt
+	at[2].n += delta
+	for i := range at {
+		if i != 2 && at[i].off > int32(rs) {
+			at[i].off += delta
+		}
+	}
+	named := m.nameValid()
+	m.ID, m.Params, m.Result, m.Error = at[0].of(buf), at[1].of(buf), at[2].of(buf), at[3].of(buf)
+	if named {
+		m.nameOf, m.nameLen = unsafe.SliceData(m.Params), len(m.Params)
+	}
+	m.wire, m.wireAt = buf, at
+}
+
 // mayHaveMember reports whether obj may have a member whose key is the
 // quoted key: false only when the key's bytes appear nowhere and no
 // backslash does (an escaped key, "\u005fmeta", is the same key to a JSON
