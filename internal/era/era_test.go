@@ -338,6 +338,7 @@ func TestLegacyRequestDropsVersion(t *testing.T) {
 		`{"name":"t","_meta":{"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`,
 		`{"name":"t","_meta":{ "io.modelcontextprotocol/protocolVersion" : "2026-07-28" }}`,
 		`{"name":"t","_meta":{"io.modelcontextprotocol\u002fprotocolVersion":"2026-07-28","progressToken":1}}`,
+		`{"name":"t","_meta":{"a":1,"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":"p"},"z":{"_meta":2}}`,
 	} {
 		req := jsonrpc.NewRequest(json.RawMessage(`1`), "tools/call", json.RawMessage(in))
 		out := legacyRequest(req)
@@ -349,6 +350,13 @@ func TestLegacyRequestDropsVersion(t *testing.T) {
 		}
 		if n, _ := jsonrpc.StringMember(out.Params, "name"); n != "t" {
 			t.Errorf("%s → lost name: %s", in, out.Params)
+		}
+		// Where _meta is, as the upstream's look-up of the progress token
+		// finds it, agrees with a fresh walk.
+		v, vs, ve, ok := out.LookupMeta("progressToken")
+		fv, fs, fe, fok := jsonrpc.Lookup(out.Params, "_meta", "progressToken")
+		if ok != fok || string(v) != string(fv) || vs != fs || ve != fe {
+			t.Errorf("%s → progressToken %s [%d:%d] %v; a fresh Lookup finds %s [%d:%d] %v", in, v, vs, ve, ok, fv, fs, fe, fok)
 		}
 	}
 }

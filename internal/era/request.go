@@ -91,11 +91,14 @@ func (r *modernRequest) legacy(req, out *jsonrpc.Message) *jsonrpc.Message {
 	if r.version == nil {
 		return req
 	}
-	*out = *req // with where _meta is (req.Meta found it)
+	*out = jsonrpc.Message{ID: req.ID, Method: req.Method}
 	if start, end, ok := memberCut(req.Params, MetaProtocolVersion, r.vs, r.ve); ok {
-		// Cut inside _meta: the upstream's look-up of the progress
-		// token there does not walk the params again.
-		out.SpliceParams(start, end, nil)
+		out.Params = jsonrpc.Splice(req.Params, start, end, nil)
+		// The cut was inside _meta: where it now is, so that the
+		// upstream's look-up of the progress token there does not walk
+		// the params again.
+		ms, me, _ := req.MetaAt()
+		out.SetMetaAt(ms, me-(end-start))
 	} else {
 		out.Params = withoutMeta(req.Params, MetaProtocolVersion) // an escaped key: the slow way
 	}

@@ -222,24 +222,6 @@ func (m *Message) SetMetaAt(start, end int) {
 	m.metaOf, m.metaLen = &m.Params[0], len(m.Params)
 }
 
-// SpliceParams replaces Params[start:end] with v, in a new buffer (the old
-// Params are not modified). When the splice lies inside params._meta's
-// value (a member of _meta rewritten or removed, with v keeping _meta a
-// valid object), the position of _meta that LookupMeta and Meta cache
-// moves with it, so the next look-up in _meta does not walk the params
-// again; any other splice drops the cache.
-func (m *Message) SpliceParams(start, end int, v []byte) {
-	_, _, hasMeta := m.Meta()
-	ms, me := m.metaStart, m.metaEnd
-	m.Params = Splice(m.Params, start, end, v)
-	if !hasMeta || start <= ms || end >= me || len(m.Params) == 0 {
-		m.metaOf = nil // computed again when asked
-		return
-	}
-	m.metaStart, m.metaEnd = ms, me+len(v)-(end-start)
-	m.metaOf, m.metaLen = &m.Params[0], len(m.Params)
-}
-
 // SpliceResult replaces Result[start:end] with v, in a new buffer (the old
 // Result is not modified). A message whose wire form is valid (Detach)
 // gets its new wire form in the same copy, so Encode and AppendTo still

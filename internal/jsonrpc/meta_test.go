@@ -1,9 +1,6 @@
 package jsonrpc
 
-import (
-	"strings"
-	"testing"
-)
+import "testing"
 
 func TestLookupMeta(t *testing.T) {
 	m, err := Decode([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"big":"` +
@@ -91,45 +88,5 @@ func TestDecodeMethod(t *testing.T) {
 	b := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}`)
 	if n := testing.AllocsPerRun(100, func() { _, _ = Decode(b) }); n != 1 {
 		t.Errorf("Decode of a tools/call: %v allocations, want 1 (the Message)", n)
-	}
-}
-
-// SpliceParams keeps the cached _meta position when the splice is inside
-// _meta, and look-ups agree with a fresh scan whatever was spliced.
-func TestSpliceParams(t *testing.T) {
-	const params = `{"name":"x","arguments":{"a":"_meta"},"_meta":{"v":"2026","progressToken":"tok"},"z":1}`
-	for _, tc := range []struct {
-		name     string
-		old, new string
-		kept     bool // the cache stays
-	}{
-		{"a member of _meta removed", `"v":"2026",`, ``, true},
-		{"a member of _meta rewritten", `"tok"`, `"longer-token"`, true},
-		{"before _meta", `"x"`, `"a longer name"`, false},
-		{"after _meta", `"z":1`, `"z":12345`, false},
-		{"_meta itself", `{"v":"2026","progressToken":"tok"}`, `{"progressToken":7}`, false},
-	} {
-		m, err := Decode([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + params + `}`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		before := string(m.Params)
-		if _, _, _, ok := m.LookupMeta("progressToken"); !ok {
-			t.Fatal("no progressToken")
-		}
-		i := strings.Index(string(m.Params), tc.old)
-		m.SpliceParams(i, i+len(tc.old), []byte(tc.new))
-		want := strings.Replace(before, tc.old, tc.new, 1)
-		if string(m.Params) != want {
-			t.Fatalf("%s: params %s, want %s", tc.name, m.Params, want)
-		}
-		if kept := m.metaOf != nil; kept != tc.kept {
-			t.Errorf("%s: cache kept %v, want %v", tc.name, kept, tc.kept)
-		}
-		got, s, e, ok := m.LookupMeta("progressToken")
-		fresh, fs, fe, fok := Lookup(m.Params, "_meta", "progressToken")
-		if ok != fok || string(got) != string(fresh) || s != fs || e != fe {
-			t.Errorf("%s: LookupMeta = %s [%d:%d] %v, a fresh Lookup %s [%d:%d] %v", tc.name, got, s, e, ok, fresh, fs, fe, fok)
-		}
 	}
 }
