@@ -79,7 +79,9 @@ type Config struct {
 	// child process (a stdio destination with `isolation: session`, also
 	// through an aggregated endpoint) once it is idle that long
 	// (`session_child_idle_timeout`). Default 5m; "0s" means
-	// SessionIdleTimeout applies to them too.
+	// SessionIdleTimeout applies to them too. It is also how long a
+	// legacy connection kept for 2026-07-28 clients (era translation)
+	// may go unused before it is closed ("0s": 5m).
 	SessionChildIdleTimeout time.Duration
 
 	// MaxBodyBytes caps client request bodies (`max_body_bytes`, an integer

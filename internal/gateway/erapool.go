@@ -33,7 +33,9 @@ import (
 // subscription streams: calls waiting for a client never hold a connection
 // another client needs. When every connection has requests in flight the
 // request is refused (503, retry later). Each connection keeps at most
-// maxIdleMembers members between requests.
+// maxIdleMembers members between requests. A connection with nothing lent
+// and no stream joined for the pool's idle time is retired too, so a
+// server that modern clients stopped using does not keep its process.
 type legacyPool struct {
 	d   *destination
 	max int // the most connections; zero means maxPooled
@@ -46,6 +48,11 @@ type legacyPool struct {
 	keys   map[string]string    // guarded by mu; raw capabilities → canonical (bounded)
 	tick   uint64               // guarded by mu; the clock of poolConn.used
 	closed bool                 // guarded by mu
+	// idle is how long a connection may go unused (nothing lent, no
+	// stream joined) before it is retired; zero means the destination's
+	// session_child_idle_timeout when set, else poolIdle.
+	idle  time.Duration
+	sweep *time.Timer // guarded by mu: retires idle connections; nil when none is pooled
 	// retiring counts retired connections still closing; close waits for
 	// them (Add only under mu while !closed).
 	retiring sync.WaitGroup
@@ -54,6 +61,9 @@ type legacyPool struct {
 // maxPooled bounds the legacy connections kept for modern clients: one per
 // distinct set of client capabilities.
 const maxPooled = 8
+
+// poolIdle is the default idle time of a pooled connection.
+const poolIdle = 5 * time.Minute
 
 // maxIdleMembers bounds the members a connection keeps between requests
 // (the most requests in flight at once on it, up to this).
@@ -71,6 +81,8 @@ type poolConn struct {
 	free   []*poolMember // guarded by pool.mu: idle members, lent first
 	lent   int           // guarded by pool.mu: members out on requests
 	parked int           // guarded by pool.mu: of those, waiting for a client's retry
+	joined int           // guarded by pool.mu: members joined for streams of their own (Join)
+	last   time.Time     // guarded by pool.mu: when it was made or last had nothing lent or joined
 }
 
 // poolMember is a member of a pool connection: lent to one request (Lend;
@@ -120,7 +132,7 @@ func (p *legacyPool) Lend(ctx context.Context, caps, info json.RawMessage) (sess
 	mem, _, err := c.up.Join(ctx, boundDown{}, initRequest(caps, info))
 	if err != nil {
 		p.mu.Lock()
-		c.lent--
+		c.release(&c.lent)
 		p.mu.Unlock()
 		return nil, err
 	}
@@ -132,6 +144,9 @@ func (p *legacyPool) Lend(ctx context.Context, caps, info json.RawMessage) (sess
 func (p *legacyPool) Join(ctx context.Context, down upstream.Downstream, init *jsonrpc.Message) (session.Backend, *jsonrpc.Message, error) {
 	p.mu.Lock()
 	c, retired, err := p.connLocked(jsonrpc.Member(init.Params, "capabilities"))
+	if err == nil {
+		c.joined++
+	}
 	p.mu.Unlock()
 	if retired != nil {
 		p.retire(retired)
@@ -141,6 +156,9 @@ func (p *legacyPool) Join(ctx context.Context, down upstream.Downstream, init *j
 	}
 	m, res, err := c.up.Join(ctx, down, init)
 	if err != nil {
+		p.mu.Lock()
+		c.release(&c.joined)
+		p.mu.Unlock()
 		return nil, nil, err
 	}
 	return &poolMember{Member: m, p: p, c: c}, res, nil
@@ -184,9 +202,70 @@ func (p *legacyPool) connLocked(caps json.RawMessage) (c, retired *poolConn, err
 	if p.conns == nil {
 		p.conns = map[string]*poolConn{}
 	}
-	c = &poolConn{key: key, up: p.d.newUp(p.d.dialer(nil), false, upstream.Legacy), used: p.tick}
+	c = &poolConn{key: key, up: p.d.newUp(p.d.dialer(nil), false, upstream.Legacy), used: p.tick, last: time.Now()}
 	p.conns[key] = c
+	if p.sweep == nil {
+		p.sweep = time.AfterFunc(p.idleTime(), p.sweepIdle)
+	}
 	return c, retired, nil
+}
+
+// release counts one lent or joined member (*n) back; a connection left
+// with neither starts its idle time. pool.mu held.
+func (c *poolConn) release(n *int) {
+	*n--
+	if c.lent == 0 && c.joined == 0 {
+		c.last = time.Now()
+	}
+}
+
+// idleTime is how long a pooled connection may go unused.
+func (p *legacyPool) idleTime() time.Duration {
+	if p.idle > 0 {
+		return p.idle
+	}
+	if d := time.Duration(p.d.childIdle.Load()); d > 0 {
+		return d
+	}
+	return poolIdle
+}
+
+// sweepIdle retires the connections unused for the idle time, and runs
+// again when the next one would be, while any is pooled (p.sweep's func).
+func (p *legacyPool) sweepIdle() {
+	idle := p.idleTime()
+	now := time.Now()
+	var old []*poolConn
+	p.mu.Lock()
+	if p.sweep != nil {
+		p.sweep.Stop() // called by hand (tests): one timer at a time
+		p.sweep = nil
+	}
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	next := idle
+	for k, c := range p.conns {
+		if c.lent > 0 || c.joined > 0 {
+			continue // in use: looked at again an idle time from now
+		}
+		if left := idle - now.Sub(c.last); left > 0 {
+			next = min(next, left)
+			continue
+		}
+		delete(p.conns, k)
+		p.retiring.Add(1)
+		old = append(old, c)
+	}
+	if len(p.conns) > 0 {
+		p.sweep = time.AfterFunc(next, p.sweepIdle)
+	}
+	p.mu.Unlock()
+	for _, c := range old {
+		p.d.log.Info("idle legacy connection of translated clients stopped", "idle", idle)
+		p.retire(c)
+	}
 }
 
 // retire ends a connection taken out of the pool: its parked calls at
@@ -259,6 +338,9 @@ func (m *poolMember) SetParked(on bool) {
 func (m *poolMember) Leave() {
 	if !m.lend {
 		m.Member.Leave()
+		m.p.mu.Lock()
+		m.c.release(&m.c.joined)
+		m.p.mu.Unlock()
 		return
 	}
 	idle := m.Member.Idle()
@@ -269,7 +351,7 @@ func (m *poolMember) Leave() {
 		return // given back already
 	}
 	m.out = false
-	m.c.lent--
+	m.c.release(&m.c.lent)
 	if m.parked {
 		m.parked = false
 		m.c.parked--
@@ -290,6 +372,10 @@ func (p *legacyPool) close(ctx context.Context) {
 	p.closed = true
 	conns := p.conns
 	p.conns = nil
+	if p.sweep != nil {
+		p.sweep.Stop()
+		p.sweep = nil
+	}
 	p.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, c := range conns {

@@ -227,3 +227,60 @@ func TestEraPoolParkedCallsYield(t *testing.T) {
 		t.Fatalf("once a connection is free: %s", r.Encode())
 	}
 }
+
+// A pooled connection that nothing uses for the pool's idle time is
+// retired (its process with it); one with a request in flight, or used
+// within the idle time, is kept; the next request makes a new one.
+func TestEraPoolIdleRetired(t *testing.T) {
+	tr, pool := poolDest(t, 2)
+	pool.idle = time.Hour // the sweeps below are called by hand
+	caps := `{"sampling":{}}`
+	if r := final(t, send(t, tr, modernCall(t, 1, "echo", `{"text":"a"}`, caps, ""))); resultText(r) != "a" {
+		t.Fatalf("echo: %s", r.Encode())
+	}
+	age := func() {
+		pool.mu.Lock()
+		for _, c := range pool.conns {
+			c.last = time.Now().Add(-2 * time.Hour)
+		}
+		pool.mu.Unlock()
+	}
+	conns := func() int { n, _, _, _ := pool.stats(); return n }
+
+	w := send(t, tr, modernCall(t, 2, "wait", `{"key":"k"}`, caps, ""))
+	age()
+	pool.sweepIdle()
+	if conns() != 1 {
+		t.Fatal("a connection with a request in flight was retired as idle")
+	}
+	final(t, send(t, tr, modernCall(t, 3, "release", `{"key":"k"}`, caps, "")))
+	final(t, w)
+	pool.sweepIdle()
+	if conns() != 1 {
+		t.Fatal("a connection used just now was retired as idle")
+	}
+	age()
+	pool.sweepIdle()
+	if conns() != 0 {
+		t.Fatal("a connection unused for its idle time is still pooled")
+	}
+	if r := final(t, send(t, tr, modernCall(t, 4, "echo", `{"text":"again"}`, caps, ""))); resultText(r) != "again" {
+		t.Fatalf("echo after the retirement: %s", r.Encode())
+	}
+
+	// The pool's own timer does the same.
+	tr, pool = poolDest(t, 2)
+	pool.idle = 50 * time.Millisecond
+	if r := final(t, send(t, tr, modernCall(t, 5, "echo", `{"text":"b"}`, caps, ""))); resultText(r) != "b" {
+		t.Fatalf("echo: %s", r.Encode())
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for conns() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the idle connection was not retired by the pool's timer within 20 s")
+		}
+		<-tick.C
+	}
+}
