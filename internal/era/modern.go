@@ -150,9 +150,16 @@ func (t *ModernOverLegacy) Stateless(ctx context.Context, req *jsonrpc.Message) 
 // initFor builds the initialize request of a modern request's member.
 func initFor(req *jsonrpc.Message) *jsonrpc.Message {
 	caps, _, _, _ := req.LookupMeta(MetaClientCapabilities)
-	info, _, _, ok := req.LookupMeta(MetaClientInfo)
-	if !ok {
-		info = []byte(`{"name":"2026-07-28 client","version":"0"}`)
+	info, _, _, _ := req.LookupMeta(MetaClientInfo)
+	return InitRequest(caps, info)
+}
+
+// InitRequest is the legacy initialize request a translated 2026-07-28
+// client's connection or member is opened with: its declared capabilities
+// and client info (a default one when info is empty).
+func InitRequest(caps, info json.RawMessage) *jsonrpc.Message {
+	if len(info) == 0 {
+		info = json.RawMessage(`{"name":"2026-07-28 client","version":"0"}`)
 	}
 	params := make([]byte, 0, 96+len(caps)+len(info))
 	params = append(params, `{"protocolVersion":"`+upstream.LatestVersion+`","capabilities":`...)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/internal/era"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/internal/session"
 	"github.com/switchboard-mcp/switchboard/internal/upstream"
@@ -129,7 +130,7 @@ func (p *legacyPool) Lend(ctx context.Context, caps, info json.RawMessage) (sess
 	if m != nil {
 		return m, nil
 	}
-	mem, _, err := c.up.Join(ctx, boundDown{}, initRequest(caps, info))
+	mem, _, err := c.up.Join(ctx, boundDown{}, era.InitRequest(caps, info))
 	if err != nil {
 		p.mu.Lock()
 		c.release(&c.lent)
@@ -284,21 +285,6 @@ func (p *legacyPool) retire(c *poolConn) {
 		defer cancel()
 		_ = c.up.Close(ctx)
 	}()
-}
-
-// initRequest is the initialize request of a member for caps and info (a
-// default client info when the request carried none).
-func initRequest(caps, info json.RawMessage) *jsonrpc.Message {
-	if len(info) == 0 {
-		info = json.RawMessage(`{"name":"2026-07-28 client","version":"0"}`)
-	}
-	params := make([]byte, 0, 96+len(caps)+len(info))
-	params = append(params, `{"protocolVersion":"`+upstream.LatestVersion+`","capabilities":`...)
-	params = append(params, caps...)
-	params = append(params, `,"clientInfo":`...)
-	params = append(params, info...)
-	params = append(params, '}')
-	return jsonrpc.NewRequest(json.RawMessage(`0`), "initialize", params)
 }
 
 // Call sends one of the member's requests (traced when the destination
