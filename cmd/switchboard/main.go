@@ -122,6 +122,7 @@ func serve(args []string, stderr io.Writer) int {
 	stdio := fs.Bool("stdio", false, "serve one MCP server on stdin/stdout aggregating the configured servers (no HTTP listener)")
 	namespace := fs.String("namespace", "", "with --stdio: the namespace or group to serve (default: the default view)")
 	noReload := fs.Bool("no-reload", false, "do not watch the config file (SIGHUP still reloads)")
+	netHTTP := fs.Bool("net-http", false, "serve every request with Go's net/http, without Switchboard's own HTTP/1.1 path for /{dest}/mcp (for comparison)")
 	reloadInterval := time.Second
 	fs.Func("reload-interval", "how often the config file is checked for changes: a duration (1s) or seconds (1.0, as MCProxy took it)", func(v string) error {
 		if d, err := time.ParseDuration(v); err == nil && d > 0 {
@@ -189,7 +190,7 @@ func serve(args []string, stderr io.Writer) int {
 		defer logFile.Close()
 	}
 	log := newLogger(logW, format, logLevel(cfg.Log.Level), logFile == nil && onJournal())
-	g, err := gateway.New(cfg, gateway.Options{Logger: log, ConfigPath: *cfgPath, NoReload: *noReload, ReloadInterval: reloadInterval})
+	g, err := gateway.New(cfg, gateway.Options{Logger: log, ConfigPath: *cfgPath, NoReload: *noReload, ReloadInterval: reloadInterval, NetHTTP: *netHTTP})
 	if err != nil {
 		fmt.Fprintf(stderr, "switchboard: %v\n", err)
 		return 1

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net"
@@ -75,8 +74,14 @@ func (l *connLimit) signalLocked() {
 
 // connState is the servers' ConnState hook.
 func (l *connLimit) connState(nc net.Conn, st http.ConnState) {
-	if tc, ok := nc.(*tls.Conn); ok { // HTTPS: TLS runs over the limited conn (tls.go)
-		nc = tc.NetConn()
+	// HTTPS: TLS runs over the limited conn (tls.go); a connection that
+	// internal/http1 handed to net/http wraps it too.
+	for {
+		u, ok := nc.(interface{ NetConn() net.Conn })
+		if !ok {
+			break
+		}
+		nc = u.NetConn()
 	}
 	c, ok := nc.(*limitedConn)
 	if !ok {
