@@ -14,8 +14,8 @@ import (
 // response is the http.ResponseWriter of a request served here, with
 // net/http's semantics for what handlers see: the header is taken at
 // WriteHeader (changes after it have no effect), a body that the handler
-// finishes without flushing, within bufSize, goes out with a
-// Content-Length, otherwise chunked; a missing Content-Type is sniffed
+// finishes without flushing, within chunkingAfter, goes out with a
+// Content-Length, otherwise chunked (past chunkingAfter, as net/http); a missing Content-Type is sniffed
 // from the first bytes; Date is added unless the handler set it (to nil
 // to have none); 1xx statuses go out at once.
 //
@@ -42,6 +42,10 @@ type response struct {
 	buf           []byte // body bytes before the head is sent
 	err           error  // a write failed: the connection is done
 }
+
+// chunkingAfter is how much of a body of unknown length is kept before
+// the head is sent chunked: net/http's bufferBeforeChunkingSize.
+const chunkingAfter = 2048
 
 var errWriteAfterFinish = errors.New("http1: response used after its handler returned")
 
@@ -194,7 +198,7 @@ func (w *response) Write(p []byte) (int, error) {
 	}
 	w.written += int64(len(p))
 	if !w.sent {
-		if w.clen < 0 && len(w.buf)+len(p) <= bufSize {
+		if w.clen < 0 && len(w.buf)+len(p) <= chunkingAfter {
 			// Kept: it may yet all go out with a Content-Length.
 			w.buf = append(w.buf, p...)
 			return len(p), nil
@@ -240,9 +244,9 @@ func (w *response) sendHead(final bool, first []byte) {
 			_, _ = bw.WriteString("Transfer-Encoding: chunked\r\n")
 		}
 	}
-	if w.bd != nil && w.bd.remain > maxDiscard {
-		// The rest of the request body is not worth reading to keep the
-		// connection.
+	if w.bd != nil && (w.bd.err != nil || w.bd.remain > maxDiscard) || w.c.s.closing.Load() {
+		// The request body failed, or the rest of it is not worth
+		// reading to keep the connection, or the server is shutting down.
 		w.closeAfter = true
 	}
 	if w.closeAfter && !w.haveConnClose {

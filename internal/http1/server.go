@@ -299,6 +299,7 @@ func (c *conn) serve() {
 			c.handOver()
 			return
 		}
+		_, _ = c.br.Discard(h.n)
 		if !c.serveRequest(&h) || s.closing.Load() {
 			return
 		}
@@ -306,8 +307,8 @@ func (c *conn) serve() {
 	}
 }
 
-// readHead returns the next request head: headOK with the head consumed
-// from br, headLeave for one to hand over (nothing consumed), or headMore
+// readHead returns the next request head: headOK with the head at the
+// start of br (not consumed), headLeave for one to hand over (nothing consumed), or headMore
 // when the connection is done.
 func (c *conn) readHead() (head, int) {
 	var start time.Time // when the first byte of this head was at hand
@@ -323,7 +324,6 @@ func (c *conn) readHead() (head, int) {
 		h, res := parseHead(b)
 		switch res {
 		case headOK:
-			_, _ = c.br.Discard(h.n)
 			c.start = start
 			return h, headOK
 		case headLeave:
@@ -473,6 +473,9 @@ func (c *conn) runHandler(w *response, r *http.Request) (ok bool) {
 
 var aLongTimeAgo = time.Unix(1, 0)
 
+// testHookWatch, when set (by tests), is called as a watch begins.
+var testHookWatch func()
+
 // watchFire is the watch timer's function: it watches the connection if
 // the request is still running and its body has been read.
 func (c *conn) watchFire() {
@@ -517,6 +520,9 @@ func (c *conn) startWatchLocked() chan struct{} {
 // br for the next head and ends the watch.
 func (c *conn) watch(done chan struct{}) {
 	defer close(done)
+	if testHookWatch != nil {
+		testHookWatch()
+	}
 	_, err := c.br.Peek(1)
 	if err == nil || isTimeout(err) { // more bytes, or the abort (or a handler's deadline)
 		return
