@@ -100,7 +100,7 @@ func parseHead(b []byte) (h head, res int) {
 
 	// Header lines.
 	h.header = make(http.Header, lines-2) // Host is not kept
-	vals := make([]string, lines-1) // one backing array for the values
+	vals := make([]string, lines-1)       // one backing array for the values
 	nv := 0
 	haveHost, haveCL := false, false
 	for p := eol + 2; p < end-2; {

@@ -2,8 +2,8 @@ package http1
 
 import (
 	"bufio"
-	"cmp"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"io"
