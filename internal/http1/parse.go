@@ -1,8 +1,8 @@
 package http1
 
 import (
-	"bytes"
 	"net/http"
+	"strings"
 )
 
 // head is a request's method, target and header, parsed from the bytes of
@@ -40,82 +40,103 @@ const maxHeaders = 48
 // whatever this server takes, net/http would have read the same way
 // (FuzzParseHead checks it against http.ReadRequest).
 func parseHead(b []byte) (h head, res int) {
-	// Find the head's end, checking that every line ends in CRLF.
-	end, lines := -1, 0
-	for i := 0; ; {
-		j := bytes.IndexByte(b[i:], '\n')
-		if j < 0 {
-			if len(b)-i > 0 && !plausiblePrefix(b) {
-				return h, headLeave
-			}
+	// One pass over the bytes: the request line, then each header line,
+	// noted as spans of b; the strings are made once the head is whole.
+	i := 0
+	switch {
+	case hasPrefix(b, "POST "):
+		h.method, i = http.MethodPost, len("POST ")
+	case hasPrefix(b, "GET "):
+		h.method, i = http.MethodGet, len("GET ")
+	case hasPrefix(b, "DELETE "):
+		h.method, i = http.MethodDelete, len("DELETE ")
+	default:
+		if plausiblePrefix(b) {
 			return h, headMore
 		}
-		j += i
-		if j == 0 || b[j-1] != '\r' {
-			return h, headLeave
+		return h, headLeave
+	}
+	t0 := i
+	for i < len(b) && pathChars[b[i]] {
+		i++
+	}
+	if i == len(b) {
+		return h, headMore
+	}
+	if b[i] != ' ' || i == t0 || b[t0] != '/' {
+		return h, headLeave
+	}
+	t1 := i
+	i++
+	const version = "HTTP/1.1\r\n"
+	if n := min(len(b)-i, len(version)); string(b[i:i+n]) != version[:n] {
+		return h, headLeave
+	} else if n < len(version) {
+		return h, headMore
+	}
+	i += len(version)
+
+	var spans [maxHeaders]struct{ k0, k1, v0, v1 int }
+	nh := 0
+	for {
+		if i == len(b) {
+			return h, headMore
 		}
-		if j == i+1 { // an empty line: the end of the head
-			if i == 0 {
-				return h, headLeave // a leading empty line (net/http skips it; we do not bother)
+		if b[i] == '\r' { // the empty line
+			if i+1 == len(b) {
+				return h, headMore
 			}
-			end = j + 1
+			if b[i+1] != '\n' {
+				return h, headLeave
+			}
+			i += 2
 			break
 		}
-		lines++
-		if lines > maxHeaders+1 {
+		k0 := i
+		for i < len(b) && tokenChars[b[i]] {
+			i++
+		}
+		if i == len(b) {
+			return h, headMore
+		}
+		if b[i] != ':' || i == k0 { // a space before the colon, a folded line, a bad byte
 			return h, headLeave
 		}
-		i = j + 1
+		k1 := i
+		i++
+		for i < len(b) && (b[i] == ' ' || b[i] == '\t') {
+			i++
+		}
+		v0 := i
+		for i < len(b) && valueChars[b[i]] {
+			i++
+		}
+		if i+1 >= len(b) {
+			return h, headMore
+		}
+		if b[i] != '\r' || b[i+1] != '\n' { // a bare LF, a control or non-ASCII byte
+			return h, headLeave
+		}
+		v1 := i
+		for v1 > v0 && (b[v1-1] == ' ' || b[v1-1] == '\t') {
+			v1--
+		}
+		i += 2
+		if nh == maxHeaders {
+			return h, headLeave
+		}
+		spans[nh] = struct{ k0, k1, v0, v1 int }{k0, k1, v0, v1}
+		nh++
 	}
-	// One string holds the whole head; every field is a slice of it.
-	s := string(b[:end])
-	h.n = end
-
-	// Request line.
-	eol := indexCRLF(s)
-	line := s[:eol]
-	sp := indexSP(line)
-	if sp < 0 {
-		return h, headLeave
-	}
-	switch line[:sp] {
-	case "GET":
-		h.method = http.MethodGet
-	case "POST":
-		h.method = http.MethodPost
-	case "DELETE":
-		h.method = http.MethodDelete
-	default:
-		return h, headLeave
-	}
-	rest := line[sp+1:]
-	sp = indexSP(rest)
-	if sp < 1 || rest[sp+1:] != "HTTP/1.1" {
-		return h, headLeave
-	}
-	h.target = rest[:sp]
-	if h.target[0] != '/' || !allIn(h.target, &pathChars) {
-		return h, headLeave
-	}
-
-	// Header lines.
-	h.header = make(http.Header, lines-2) // Host is not kept
-	vals := make([]string, lines-1)       // one backing array for the values
+	s := string(b[:i]) // every field is a slice of this one string
+	h.n = i
+	h.target = s[t0:t1]
+	h.header = make(http.Header, max(nh-1, 0)) // Host is not kept
+	vals := make([]string, nh)                 // one backing array for the values
 	nv := 0
 	haveHost, haveCL := false, false
-	for p := eol + 2; p < end-2; {
-		e := p + indexCRLF(s[p:])
-		ln := s[p:e]
-		p = e + 2
-		c := indexColon(ln)
-		if c <= 0 || !allIn(ln[:c], &tokenChars) {
-			return h, headLeave
-		}
-		v := trimOWS(ln[c+1:])
-		if !allIn(v, &valueChars) {
-			return h, headLeave
-		}
-		key := canonicalKey(ln[:c])
+	for _, sp := range spans[:nh] {
+		key, v := canonicalKey(s[sp.k0:sp.k1]), s[sp.v0:sp.v1]
 		switch key {
 		case "Host":
 			if haveHost || v == "" || !allIn(v, &hostChars) {
@@ -159,6 +180,10 @@ func parseHead(b []byte) (h head, res int) {
 	return h, headOK
 }
 
+func hasPrefix(b []byte, p string) bool {
+	return len(b) >= len(p) && string(b[:len(p)]) == p
+}
+
 // plausiblePrefix reports whether b, a head without its end yet, could
 // still be one this server takes: its first line, as far as it goes, starts
 // with a method it takes. It is only a hint (a head that turns out not to
@@ -188,33 +213,6 @@ func parseLength(v string) (int64, bool) {
 		n = n*10 + int64(c-'0')
 	}
 	return n, true
-}
-
-func indexCRLF(s string) int {
-	for i := 0; i+1 < len(s); i++ {
-		if s[i] == '\r' && s[i+1] == '\n' {
-			return i
-		}
-	}
-	return len(s)
-}
-
-func indexSP(s string) int {
-	for i := 0; i < len(s); i++ {
-		if s[i] == ' ' {
-			return i
-		}
-	}
-	return -1
-}
-
-func indexColon(s string) int {
-	for i := 0; i < len(s); i++ {
-		if s[i] == ':' {
-			return i
-		}
-	}
-	return -1
 }
 
 func trimOWS(s string) string {
@@ -280,40 +278,44 @@ func init() {
 	valueChars['\t'] = true
 }
 
-// knownKeys are the canonical names of the headers MCP clients send, so
-// that the common ones cost no allocation and no canonicalisation.
-var knownKeys = [...]string{
-	"Accept", "Accept-Encoding", "Accept-Language", "Authorization", "Cache-Control",
-	"Connection", "Content-Length", "Content-Type", "Cookie", "Host", "Last-Event-Id",
-	"Mcp-Method", "Mcp-Name", "Mcp-Protocol-Version", "Mcp-Session-Id", "Origin", "Pragma",
-	"Referer", "Sec-Fetch-Mode", "Traceparent", "Tracestate", "User-Agent", "X-Forwarded-For",
-	"Te", "Transfer-Encoding", "Expect", "Upgrade", "Trailer", "Baggage",
+// lowerKeys maps the lower-case names of the headers MCP clients send
+// (Node's fetch sends them so) to their canonical form, so that they cost
+// no allocation.
+var lowerKeys = map[string]string{}
+
+func init() {
+	for _, k := range [...]string{
+		"Accept", "Accept-Encoding", "Accept-Language", "Authorization", "Cache-Control",
+		"Connection", "Content-Length", "Content-Type", "Cookie", "Host", "Last-Event-Id",
+		"Mcp-Method", "Mcp-Name", "Mcp-Protocol-Version", "Mcp-Session-Id", "Origin", "Pragma",
+		"Referer", "Sec-Fetch-Mode", "Traceparent", "Tracestate", "User-Agent", "X-Forwarded-For",
+		"Te", "Transfer-Encoding", "Expect", "Upgrade", "Trailer", "Baggage", "X-Namespace",
+	} {
+		lowerKeys[strings.ToLower(k)] = k
+	}
 }
 
 // canonicalKey is textproto.CanonicalMIMEHeaderKey for a name of token
-// characters: a known name as its static string, another canonical one as
-// itself, else a new string.
+// characters: a canonical name as itself (a slice of the head), a known
+// one in lower case as its static string, else a new string.
 func canonicalKey(k string) string {
-	for _, kk := range knownKeys {
-		if len(kk) == len(k) && equalFoldToken(k, kk) {
-			return kk
-		}
-	}
-	canonical := true
 	upper := true
 	for i := 0; i < len(k); i++ {
 		c := k[i]
 		if upper && 'a' <= c && c <= 'z' || !upper && 'A' <= c && c <= 'Z' {
-			canonical = false
-			break
+			if kk, ok := lowerKeys[k]; ok {
+				return kk
+			}
+			return canonicalize(k)
 		}
 		upper = c == '-'
 	}
-	if canonical {
-		return k
-	}
+	return k
+}
+
+func canonicalize(k string) string {
 	b := []byte(k)
-	upper = true
+	upper := true
 	for i, c := range b {
 		switch {
 		case upper && 'a' <= c && c <= 'z':
@@ -324,24 +326,4 @@ func canonicalKey(k string) string {
 		upper = c == '-'
 	}
 	return string(b)
-}
-
-// equalFoldToken compares token characters case-insensitively.
-func equalFoldToken(a, b string) bool {
-	for i := 0; i < len(a); i++ {
-		x, y := a[i], b[i]
-		if x == y {
-			continue
-		}
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
 }
