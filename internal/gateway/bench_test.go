@@ -42,12 +42,14 @@ import (
 // disabled; obs=on: /metrics and /ui, the defaults), so their cost shows;
 // c1 also runs with obs=trace, obs=on plus tracing sampled at 100% to an
 // OTLP receiver on loopback that discards what it gets (its cost against
-// obs=on is tracing's):
+// obs=on is tracing's), and with obs=nethttp, obs=on served by net/http
+// alone (Options.NetHTTP; its cost against obs=on is what internal/http1
+// saves):
 //
 //	go test -run '^$' -bench 'Echo/c1' -count 10 ./internal/gateway/ > bench.txt
 //	benchstat -col /obs bench.txt
 func BenchmarkEcho(b *testing.B) {
-	for _, obs := range append(benchObs, "trace") {
+	for _, obs := range append(benchObs, "trace", "nethttp") {
 		b.Run("c1/obs="+obs, func(b *testing.B) {
 			url := benchGateway(b, "shared", obs)
 			c := benchInit(b, &http.Client{}, url)
@@ -130,7 +132,7 @@ func benchGateway(b *testing.B, isolation, obs string) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	on := obs == "on" || obs == "trace"
+	on := obs == "on" || obs == "trace" || obs == "nethttp"
 	var tracing string
 	if obs == "trace" {
 		// A collector that takes every export and discards it.
@@ -152,18 +154,24 @@ destinations:
     isolation: %[2]s
     env: {%[3]s: plain, GORACE: atexit_sleep_ms=0}
 `, exe, isolation, "SWITCHBOARD_TEST_SERVER", on, tracing)
-	return serveBench(b, yaml) + "/d/mcp"
+	return serveBenchOpts(b, yaml, gateway.Options{NetHTTP: obs == "nethttp"}) + "/d/mcp"
 }
 
 // serveBench serves the config yaml on 127.0.0.1 for the benchmark and
 // returns its base URL; the gateway stops when the benchmark ends (its
 // shutdown is not measured).
 func serveBench(b *testing.B, yaml string) string {
+	return serveBenchOpts(b, yaml, gateway.Options{})
+}
+
+// serveBenchOpts is serveBench with opts (logger and audit discarded).
+func serveBenchOpts(b *testing.B, yaml string, opts gateway.Options) string {
 	cfg, err := config.Parse([]byte(yaml), "bench.yaml")
 	if err != nil {
 		b.Fatal(err)
 	}
-	g, err := gateway.New(cfg, gateway.Options{Logger: slog.New(slog.DiscardHandler), AuditWriter: io.Discard})
+	opts.Logger, opts.AuditWriter = slog.New(slog.DiscardHandler), io.Discard
+	g, err := gateway.New(cfg, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
