@@ -319,6 +319,7 @@ func (c *conn) readHead() (head, int) {
 			if c.state.Load() != stateActive && !c.state.CompareAndSwap(stateIdle, stateActive) {
 				return head{}, headMore // closed by Shutdown
 			}
+			c.s.connState(c.nc, http.StateActive) // as net/http: a request has begun
 		}
 		b, _ := c.br.Peek(n)
 		h, res := parseHead(b)

@@ -615,3 +615,36 @@ func TestResponseController(t *testing.T) {
 		}
 	}
 }
+
+// TestConnStates: the fallback's ConnState hook hears of connections
+// served here as net/http reports its own (the gateway's connection cap
+// closes only idle ones): new, then active and idle per request, closed.
+func TestConnStates(t *testing.T) {
+	var mu sync.Mutex
+	var states []http.ConnState
+	closed := make(chan struct{})
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") })
+	addr, _ := serve(t, h, nil, func(s *http.Server) {
+		s.ConnState = func(c net.Conn, st http.ConnState) {
+			mu.Lock()
+			defer mu.Unlock()
+			states = append(states, st)
+			if st == http.StateClosed {
+				close(closed)
+			}
+		}
+	})
+	rc := dial(t, addr)
+	for range 2 {
+		rc.send(post("/a/mcp", "x"))
+		rc.read()
+	}
+	_ = rc.c.Close()
+	<-closed
+	mu.Lock()
+	defer mu.Unlock()
+	want := []http.ConnState{http.StateNew, http.StateActive, http.StateIdle, http.StateActive, http.StateIdle, http.StateClosed}
+	if !reflect.DeepEqual(states, want) {
+		t.Fatalf("states %v, want %v", states, want)
+	}
+}
