@@ -24,6 +24,11 @@
 //   - the response head is encoded once, at WriteHeader, with no header
 //     clone, and a response whose length is known goes out in one write.
 //
+// Measured on the gateway (docs/performance.md, "Fourth round"; 64 B echo,
+// one call in flight): 69.7k instructions per call against 110.2k with
+// net/http (cachegrind), 22 allocations against 40, a fifth less gateway
+// CPU per call (BenchmarkEcho/c1 against c1/obs=nethttp).
+//
 // Anything outside that shape is not parsed further: the connection, with
 // the bytes already read, is handed to the fallback http.Server, which
 // serves it from then on, so every odd or hostile request meets net/http
