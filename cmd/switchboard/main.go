@@ -32,7 +32,7 @@ import (
 const usage = `usage:
   switchboard serve --config FILE [--listen ADDR]   run the gateway
         [--host HOST] [--port N] [--stdio [--namespace NAME]] [--no-reload] [--reload-interval D]
-        [--log] [--log-format text|json] [--cpuprofile FILE]
+        [--log] [--log-format text|json] [--cpuprofile FILE] [--net-http]
   switchboard check --config FILE                   validate a config (every error at once)
   switchboard relay --url URL | --agentcore-arn ARN a stdio MCP server that forwards to a remote one
         [--transport auto|http|sse] [--header 'Name: value']... [--log FILE] [--debug] [--reconnect D]
