@@ -105,6 +105,10 @@ func (c *Call) Abandon(cancel bool) {
 		if c.member != nil {
 			delete(c.member.calls, string(c.clientID))
 		}
+		if u.gaveUp == nil || len(u.gaveUp) >= maxGaveUp {
+			u.gaveUp = map[int64]time.Time{}
+		}
+		u.gaveUp[c.id] = time.Now()
 	}
 	u.mu.Unlock()
 	if live && cancel {
@@ -112,6 +116,9 @@ func (c *Call) Abandon(cancel bool) {
 			jsonrpc.Marshal(map[string]any{"requestId": c.id, "reason": "cancelled by the client or timed out"})))
 	}
 }
+
+// maxGaveUp bounds Upstream.gaveUp.
+const maxGaveUp = 256
 
 // fail ends the call with an error response.
 func (c *Call) fail(e *jsonrpc.Error) {

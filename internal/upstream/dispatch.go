@@ -39,14 +39,23 @@ func (u *Upstream) response(msg *jsonrpc.Message) {
 	id, ok := jsonrpc.ParseIntID(msg.ID)
 	u.mu.Lock()
 	c := u.pending[id]
+	var gaveUp time.Time
 	if ok && c != nil {
 		delete(u.pending, id)
 		if c.member != nil {
 			delete(c.member.calls, string(c.clientID))
 		}
+	} else if ok {
+		gaveUp = u.gaveUp[id]
+		delete(u.gaveUp, id)
 	}
 	u.mu.Unlock()
 	if !ok || c == nil {
+		if !gaveUp.IsZero() {
+			u.log.Info("late response dropped: its call was given up (timed out or cancelled)", "id", id,
+				"after", time.Since(gaveUp).Round(time.Millisecond))
+			return
+		}
 		u.log.Debug("response to an unknown or finished request dropped", "id", string(msg.ID))
 		return
 	}

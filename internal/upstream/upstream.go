@@ -200,6 +200,11 @@ type Upstream struct {
 	version   string          // protocol version the server chose
 	nextID    int64
 	pending   map[int64]*Call
+	// gaveUp notes when calls were given up before their response (a
+	// timeout, a cancellation), so that a response arriving later is
+	// logged as late rather than unknown: whether a server was slow or
+	// silent. Bounded: it is emptied past maxGaveUp entries.
+	gaveUp    map[int64]time.Time
 	reverse   map[int64]*serverRequest // by downstream id
 	nextRev   int64
 	members   map[*Member]struct{}
