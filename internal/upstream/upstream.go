@@ -204,12 +204,12 @@ type Upstream struct {
 	// timeout, a cancellation), so that a response arriving later is
 	// logged as late rather than unknown: whether a server was slow or
 	// silent. Bounded: it is emptied past maxGaveUp entries.
-	gaveUp    map[int64]time.Time
-	reverse   map[int64]*serverRequest // by downstream id
-	nextRev   int64
-	members   map[*Member]struct{}
-	subs      map[string]int // resource URI → number of members subscribed
-	level     string         // logging level set on the server; "" none
+	gaveUp  map[int64]time.Time
+	reverse map[int64]*serverRequest // by downstream id
+	nextRev int64
+	members map[*Member]struct{}
+	subs    map[string]int // resource URI → number of members subscribed
+	level   string         // logging level set on the server; "" none
 	// hsErr is why the handshake of connection hsGen failed: the reason
 	// watch reports, rather than the end of the connection it caused.
 	hsErr error
