@@ -444,7 +444,10 @@ func (c *conn) serveRequest(h *head) (keep bool) {
 		c.mu.Lock()
 		c.watching, c.abort = nil, false
 		c.mu.Unlock()
-		c.rdl, c.rdlSet = aLongTimeAgo, time.Time{}
+		// The abort left a deadline in the past; the watch may have read
+		// the start of the next request, which must not meet it.
+		c.setReadDeadline(time.Time{})
+		c.rdlSet = time.Time{}
 	}
 	cancel()
 	if !ok {
@@ -479,8 +482,12 @@ func (c *conn) runHandler(w *response, r *http.Request) (ok bool) {
 
 var aLongTimeAgo = time.Unix(1, 0)
 
-// testHookWatch, when set (by tests), is called as a watch begins.
-var testHookWatch func()
+// testHookWatch and testHookWatched, when set (by tests), are called as a
+// watch begins and when its read returns.
+var (
+	testHookWatch   func()
+	testHookWatched func(error)
+)
 
 // watchFire is the watch timer's function: it watches the connection if
 // the request is still running and its body has been read.
@@ -530,6 +537,9 @@ func (c *conn) watch(done chan struct{}) {
 		testHookWatch()
 	}
 	_, err := c.br.Peek(1)
+	if testHookWatched != nil {
+		testHookWatched(err)
+	}
 	if err == nil || isTimeout(err) { // more bytes, or the abort (or a handler's deadline)
 		return
 	}

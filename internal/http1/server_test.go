@@ -381,8 +381,10 @@ func TestHandOver(t *testing.T) {
 // request instead.
 func TestClientGoneCancels(t *testing.T) {
 	watching := make(chan struct{}, 10)
+	watched := make(chan error, 10)
 	testHookWatch = func() { watching <- struct{}{} }
-	t.Cleanup(func() { testHookWatch = nil })
+	testHookWatched = func(err error) { watched <- err }
+	t.Cleanup(func() { testHookWatch, testHookWatched = nil, nil })
 	release := make(chan struct{})
 	ended := make(chan error, 10)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -406,6 +408,9 @@ func TestClientGoneCancels(t *testing.T) {
 		<-watching
 		rc.send(post("/a/mcp", "next"))
 		// The watch ends on the byte it read; the handler still waits.
+		if err := <-watched; err != nil {
+			t.Fatalf("watch read: %v", err)
+		}
 		release <- struct{}{}
 		if err := <-ended; err != nil {
 			t.Fatalf("context ended: %v", err)
@@ -416,11 +421,35 @@ func TestClientGoneCancels(t *testing.T) {
 			}
 		}
 	})
+	t.Run("part of the next head", func(t *testing.T) {
+		rc := dial(t, addr)
+		rc.send(post("/a/mcp", "wait"))
+		<-watching
+		next := post("/a/mcp", "next")
+		rc.send(next[:20]) // the watch reads it; the deadline that stopped the watch must not cut it
+		if err := <-watched; err != nil {
+			t.Fatalf("watch read: %v", err)
+		}
+		release <- struct{}{}
+		if err := <-ended; err != nil {
+			t.Fatalf("context ended: %v", err)
+		}
+		if _, body := rc.read(); body != "wait" {
+			t.Fatalf("body %q", body)
+		}
+		rc.send(next[20:])
+		if _, body := rc.read(); body != "next" {
+			t.Fatalf("body %q, want next", body)
+		}
+	})
 	t.Run("client gone", func(t *testing.T) {
 		rc := dial(t, addr)
 		rc.send(post("/a/mcp", "wait"))
 		<-watching
 		_ = rc.c.Close()
+		if err := <-watched; err == nil {
+			t.Fatal("the watch read a byte from a closed connection")
+		}
 		select {
 		case err := <-ended:
 			if !errors.Is(err, context.Canceled) {
