@@ -308,6 +308,9 @@ func (w *response) SetReadDeadline(t time.Time) error {
 	if w.finished {
 		return errWriteAfterFinish
 	}
+	if w.bd != nil {
+		w.bd.netRead = true // the handler bounds the body's reads from now on
+	}
 	w.c.setReadDeadline(t)
 	return nil
 }
