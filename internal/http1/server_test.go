@@ -677,3 +677,67 @@ func TestConnStates(t *testing.T) {
 		t.Fatalf("states %v, want %v", states, want)
 	}
 }
+
+// FuzzServe writes arbitrary bytes to a connection, then closes its
+// sending side: whatever they are, the server (or net/http, for what it
+// hands over) answers and closes within the test's deadline, never
+// hangs or panics, and serves the next connection.
+func FuzzServe(f *testing.F) {
+	for _, s := range []string{
+		post("/a/mcp", `{"jsonrpc":"2.0"}`),
+		post("/a/mcp", "one") + post("/a/mcp", "two") + "GET /x HTTP/1.1\r\nHost: h\r\n\r\n",
+		"POST /a/mcp HTTP/1.1\r\nHost: h\r\nContent-Length: 100\r\n\r\nshort",
+		"POST /a/mcp HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab",
+		"POST /a/mcp HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\nhiGARBAGE\r\n\r\n",
+		"GET /a/mcp HTTP/1.1\r\nHost: h\r\nX: " + strings.Repeat("x", 5000) + "\r\n\r\n",
+		"\x00\x01\x02",
+		"POST /a/mcp HTTP/1.1\r\n",
+	} {
+		f.Add([]byte(s))
+	}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		_, _ = w.Write(b)
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		f.Fatal(err)
+	}
+	s := &Server{Handler: h, Take: func(_, p string) bool { return strings.HasSuffix(p, "/mcp") },
+		Fallback: &http.Server{Handler: h, ReadHeaderTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second,
+			ErrorLog: log.New(io.Discard, "", 0)}}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ln) }()
+	f.Cleanup(func() {
+		_ = s.Close()
+		<-served
+	})
+	addr := ln.Addr().String()
+	f.Fuzz(func(t *testing.T, in []byte) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := c.Write(in); err != nil {
+			return // the server closed early: fine
+		}
+		_ = c.(*net.TCPConn).CloseWrite()
+		if _, err := io.Copy(io.Discard, c); err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				t.Fatalf("%q: the connection neither answered nor closed", in)
+			}
+		}
+		rc := dial(t, addr)
+		rc.send(post("/a/mcp", "alive"))
+		if _, body := rc.read(); body != "alive" {
+			t.Fatalf("after %q: body %q", in, body)
+		}
+	})
+}
