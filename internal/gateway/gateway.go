@@ -309,37 +309,42 @@ func (g *Gateway) Handler() http.Handler {
 // other routes share (mcp, sse, message) go through mux.
 func (g *Gateway) directFront(mux http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if dest, ok := strings.CutSuffix(r.URL.Path, "/mcp"); ok && len(dest) > 1 && dest[0] == '/' &&
-			r.URL.RawPath == "" && r.Method != http.MethodConnect {
-			dest = dest[1:]
-			switch dest {
-			case "mcp", "sse", "message":
-			default:
-				if h := g.state().fronts[r.URL.Path[1:]]; h != nil && !strings.Contains(dest, "/") {
-					if permitDestination(w, r, dest) {
-						h.ServeHTTP(w, r)
-					}
-					return
+		if r.URL.RawPath == "" && r.Method != http.MethodConnect {
+			if dest, h := g.mcpFront(r.URL.Path); h != nil {
+				if permitDestination(w, r, dest) {
+					h.ServeHTTP(w, r)
 				}
+				return
 			}
 		}
 		mux.ServeHTTP(w, r)
 	})
 }
 
-// takeMCP tells internal/http1 which requests it serves: those of the
-// paths directFront serves by its map lookup (a Streamable HTTP endpoint
-// of a destination), with the methods of that endpoint.
-func (g *Gateway) takeMCP(method, path string) bool {
+// mcpFront returns the destination and the Streamable HTTP front of a path
+// /{dest}/mcp, or a nil handler for any other path (and for the names
+// whose first segment other routes share: mcp, sse, message).
+func (g *Gateway) mcpFront(path string) (dest string, h http.Handler) {
 	dest, ok := strings.CutSuffix(path, "/mcp")
 	if !ok || len(dest) < 2 || dest[0] != '/' {
-		return false
+		return "", nil
 	}
 	switch dest = dest[1:]; dest {
 	case "mcp", "sse", "message":
-		return false
+		return "", nil
 	}
-	return !strings.Contains(dest, "/") && g.state().fronts[path[1:]] != nil
+	if strings.Contains(dest, "/") {
+		return "", nil
+	}
+	return dest, g.state().fronts[path[1:]]
+}
+
+// takeMCP tells internal/http1 which requests it serves: those that
+// directFront serves by mcpFront (its paths have no escapes, and http1
+// takes no CONNECT).
+func (g *Gateway) takeMCP(method, path string) bool {
+	_, h := g.mcpFront(path)
+	return h != nil
 }
 
 // audited is the one call site of the audit log: every request gets a

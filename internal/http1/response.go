@@ -1,6 +1,7 @@
 package http1
 
 import (
+	"bufio"
 	"errors"
 	"io"
 	"net/http"
@@ -145,10 +146,7 @@ func (w *response) writeStatusAndHeader(code int, final bool) {
 
 // writeValue writes a header value as net/http does: CR and LF become
 // spaces, surrounding space and tab are trimmed.
-func writeValue(bw interface {
-	WriteString(string) (int, error)
-	WriteByte(byte) error
-}, v string) {
+func writeValue(bw *bufio.Writer, v string) {
 	v = trimOWS(v)
 	if !strings.ContainsAny(v, "\r\n") {
 		_, _ = bw.WriteString(v)
@@ -342,6 +340,8 @@ func (w *response) finish() {
 	w.fail(w.c.bw.Flush())
 	w.finished = true
 }
+
+var _ io.ReadCloser = (*body)(nil)
 
 // body is the body of a request with a Content-Length, read from the
 // connection's buffer.

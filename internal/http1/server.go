@@ -41,7 +41,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"io"
 	"log"
 	"net"
 	"net/http"
@@ -623,5 +622,3 @@ var (
 	readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, bufSize) }}
 	writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, bufSize) }}
 )
-
-var _ io.ReadCloser = (*body)(nil)
