@@ -492,6 +492,40 @@ func TestCloseWhileRestarting(t *testing.T) {
 	})
 }
 
+// TestCloseRacingAFailure: Close racing a failed connection that
+// schedules its restart neither counts a connect while Close waits (the
+// race detector's WaitGroup misuse, and a Close waiting for the hour-long
+// restart delay) nor leaves a restart armed after it.
+func TestCloseRacingAFailure(t *testing.T) {
+	for range 200 {
+		u := New(Options{Name: "flaky", RestartDelays: []time.Duration{time.Hour},
+			Dial: func(context.Context, func([]byte), func([]byte)) (Conn, error) {
+				return nil, errors.New("refused")
+			}})
+		ctx, cancel := context.WithCancel(context.Background())
+		started := make(chan struct{})
+		go func() { close(started); _ = u.ensure(ctx, nil) }()
+		<-started
+		cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := u.Close(cctx)
+		timedOut := cctx.Err() != nil
+		ccancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if timedOut {
+			t.Fatal("Close waited for a restart scheduled while it ran")
+		}
+		cancel()
+		u.mu.Lock()
+		armed := u.redial != nil && u.redial.Stop()
+		u.mu.Unlock()
+		if armed {
+			t.Fatal("a restart was armed after Close")
+		}
+	}
+}
+
 func TestStartingWaitHonoursContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Options{Shared: true})

@@ -624,10 +624,14 @@ func (u *Upstream) failed(gen int, err error) {
 	if restart {
 		u.restarts.Add(1)
 		u.log.Warn("upstream ended; restarting", "err", err, "attempt", u.attempts, "delay", delay)
-		u.connecting.Add(1)
-		t := time.AfterFunc(delay, func() { u.connect(gen + 1) })
+		// Counted and armed under the lock, after checking that no Close
+		// came in between: Close either sees the timer (and stops it) or
+		// this sees Closed, never a connect counted while Close waits.
 		u.mu.Lock()
-		u.redial = t
+		if u.state != Closed {
+			u.connecting.Add(1)
+			u.redial = time.AfterFunc(delay, func() { u.connect(gen + 1) })
+		}
 		u.mu.Unlock()
 		return
 	}
