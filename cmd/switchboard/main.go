@@ -31,7 +31,7 @@ import (
 
 const usage = `usage:
   switchboard serve --config FILE [--listen ADDR]   run the gateway
-        [--host HOST] [--port N] [--stdio [--namespace NAME]] [--no-reload] [--reload-interval D]
+        [--host HOST] [--port N] [--stdio [--namespace NAME] [--client NAME]] [--no-reload] [--reload-interval D]
         [--log] [--log-format text|json] [--cpuprofile FILE] [--net-http]
   switchboard check --config FILE                   validate a config (every error at once)
   switchboard relay --url URL | --agentcore-arn ARN a stdio MCP server that forwards to a remote one
@@ -121,6 +121,7 @@ func serve(args []string, stderr io.Writer) int {
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile to this file (for performance work)")
 	stdio := fs.Bool("stdio", false, "serve one MCP server on stdin/stdout aggregating the configured servers (no HTTP listener)")
 	namespace := fs.String("namespace", "", "with --stdio: the namespace or group to serve (default: the default view)")
+	client := fs.String("client", "", "with --stdio: serve as this configured client (its grants, tool rules and rate limit apply)")
 	noReload := fs.Bool("no-reload", false, "do not watch the config file (SIGHUP still reloads)")
 	netHTTP := fs.Bool("net-http", false, "serve every request with Go's net/http, without Switchboard's own HTTP/1.1 path for /{dest}/mcp (for comparison)")
 	reloadInterval := time.Second
@@ -190,7 +191,7 @@ func serve(args []string, stderr io.Writer) int {
 		defer logFile.Close()
 	}
 	log := newLogger(logW, format, logLevel(cfg.Log.Level), logFile == nil && onJournal())
-	g, err := gateway.New(cfg, gateway.Options{Logger: log, ConfigPath: *cfgPath, NoReload: *noReload, ReloadInterval: reloadInterval, NetHTTP: *netHTTP})
+	g, err := gateway.New(cfg, gateway.Options{Logger: log, ConfigPath: *cfgPath, NoReload: *noReload, ReloadInterval: reloadInterval, NetHTTP: *netHTTP, StdioClient: *client})
 	if err != nil {
 		fmt.Fprintf(stderr, "switchboard: %v\n", err)
 		return 1

@@ -1,7 +1,8 @@
 // Package auth is Switchboard's inbound authentication and authorization:
 // who a request comes from (a configured client presenting a static token,
-// an OAuth 2.1 access token, or a TLS client certificate) and what that
-// caller may use.
+// an OAuth 2.1 access token, or a TLS client certificate). What a caller
+// may reach is decided by package policy (policy.Access), from the
+// client's config.
 //
 // Contracts:
 //   - An Authenticator is built from one config generation and is
@@ -84,20 +85,6 @@ type Client struct {
 	Name   string
 	Config *config.Client
 	hashes [][sha256.Size]byte
-}
-
-// MayUseDestination reports whether the client may use /{name}/….
-func (c *Client) MayUseDestination(name string) bool {
-	return c != nil && (slices.Contains(c.Config.Destinations, "*") || slices.Contains(c.Config.Destinations, name))
-}
-
-// MayUseView reports whether the client may use the merged endpoint of
-// namespace or group name ("" the default view, /mcp).
-func (c *Client) MayUseView(name string) bool {
-	if name == "" {
-		name = "mcp"
-	}
-	return c != nil && (slices.Contains(c.Config.Namespaces, "*") || slices.Contains(c.Config.Namespaces, name))
 }
 
 // MayReadStatus reports whether the client may read /ui, /metrics and

@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/audit"
+	"github.com/switchboard-mcp/switchboard/internal/auth"
 	"github.com/switchboard-mcp/switchboard/internal/buildinfo"
 	"github.com/switchboard-mcp/switchboard/internal/config"
+	"github.com/switchboard-mcp/switchboard/internal/policy"
 	"github.com/switchboard-mcp/switchboard/internal/router"
 	"github.com/switchboard-mcp/switchboard/internal/sse"
 	"github.com/switchboard-mcp/switchboard/internal/stdiofront"
@@ -83,7 +85,7 @@ func (g *Gateway) buildViews(cfg *config.Config, dests map[string]*destination) 
 		}
 		key := viewKey(name)
 		out.routers[name] = rt
-		front := g.guarded(cfg, rt)
+		front := g.guarded(cfg, rt, policy.ViewEndpoint(name))
 		out.mcp[name] = streamable.NewHandler(front, streamable.Options{
 			Name: key, Sessions: g.sessions, Timeout: cfg.Timeout, MaxBody: cfg.MaxBodyBytes,
 			KeepAlive: keepAlive(cfg), Done: g.done, Logger: g.log, ParamHeaders: rt.ParamHeaders,
@@ -135,7 +137,7 @@ func (g *Gateway) serveView(current func() map[string]http.Handler, shadowed str
 			if d := g.state().fronts[shadowed+"/"+name]; d != nil {
 				_, isView := handlers[name]
 				if !isView || g.sessionDest(r) == shadowed {
-					if permitDestination(w, r, shadowed) {
+					if g.permitDestination(w, r, shadowed) {
 						d.ServeHTTP(w, r)
 					}
 					return
@@ -158,7 +160,7 @@ func (g *Gateway) serveView(current func() map[string]http.Handler, shadowed str
 				"error": map[string]any{"code": -32600, "message": msg}})
 			return
 		}
-		if !permitView(w, r, name) {
+		if !g.permitView(w, r, name) {
 			return
 		}
 		h.ServeHTTP(w, r)
@@ -186,7 +188,20 @@ func (g *Gateway) ServeStdio(ctx context.Context, view string, in io.Reader, out
 	if rt == nil {
 		return fmt.Errorf("gateway: no namespace or group named %q", view)
 	}
-	g.log.Info("switchboard serving on stdio", "view", view, "servers", len(rt.View().Servers))
+	front := stdiofront.Destination(rt)
+	if name := g.opts.StdioClient; name != "" {
+		c := cur.cfg.Clients[name]
+		if c == nil {
+			return fmt.Errorf("gateway: no client named %q (--client)", name)
+		}
+		e := policy.ViewEndpoint(view)
+		if !cur.authority.Client(name).MayOpen(e) {
+			return fmt.Errorf("gateway: client %s may not use %s (its namespaces)", name, e)
+		}
+		ctx = auth.NewContext(ctx, &auth.Identity{Client: &auth.Client{Name: name, Config: c}, Method: "stdio"})
+		front = policy.Wrap(rt, policy.Options{Access: g.accessOf, Endpoint: e, ChargeRequests: true, IdentityMeta: cur.cfg.Auth.IdentityMeta})
+	}
+	g.log.Info("switchboard serving on stdio", "view", view, "servers", len(rt.View().Servers), "client", g.opts.StdioClient)
 	g.stdioView.Store(&view)
 	// The config is watched here too: the router is updated in place, and
 	// the stdio client gets list_changed when what it sees changes.
@@ -194,7 +209,7 @@ func (g *Gateway) ServeStdio(ctx context.Context, view string, in io.Reader, out
 	watched := make(chan struct{})
 	go func() { defer close(watched); g.watch(wctx) }()
 	g.startShared(cur)
-	err := stdiofront.Serve(ctx, rt, in, out, stdiofront.Options{
+	err := stdiofront.Serve(ctx, front, in, out, stdiofront.Options{
 		Name: viewKey(view), Timeout: cur.cfg.Timeout, MaxLine: int(cur.cfg.MaxMessageBytes), Logger: g.log,
 	})
 	stopWatch()

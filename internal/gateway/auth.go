@@ -6,6 +6,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/audit"
 	"github.com/switchboard-mcp/switchboard/internal/auth"
+	"github.com/switchboard-mcp/switchboard/internal/policy"
 )
 
 // Inbound authentication (internal/auth): authenticate runs between the
@@ -47,7 +48,7 @@ func (g *Gateway) authenticate(next http.Handler) http.Handler {
 		}
 		if id != nil {
 			rec.Client = id.Name()
-			if g.overRate(w, r, id) {
+			if g.overRate(w, r, st.authority.Of(id)) {
 				return
 			}
 		}
@@ -85,9 +86,9 @@ func endpointOf(p string) string {
 
 // permitDestination reports whether the caller may use destination name's
 // endpoints, answering 403 when not.
-func permitDestination(w http.ResponseWriter, r *http.Request, name string) bool {
+func (g *Gateway) permitDestination(w http.ResponseWriter, r *http.Request, name string) bool {
 	id := auth.FromContext(r.Context())
-	if id == nil || id.Client.MayUseDestination(name) {
+	if g.state().authority.Of(id).MayOpen(policy.DestinationEndpoint(name)) {
 		return true
 	}
 	audit.FromContext(r.Context()).Error = "auth: client " + id.Name() + " may not use destination " + name
@@ -97,9 +98,9 @@ func permitDestination(w http.ResponseWriter, r *http.Request, name string) bool
 
 // permitView is permitDestination for a namespace or group ("" the
 // default view).
-func permitView(w http.ResponseWriter, r *http.Request, name string) bool {
+func (g *Gateway) permitView(w http.ResponseWriter, r *http.Request, name string) bool {
 	id := auth.FromContext(r.Context())
-	if id == nil || id.Client.MayUseView(name) {
+	if g.state().authority.Of(id).MayOpen(policy.ViewEndpoint(name)) {
 		return true
 	}
 	what := "namespace " + name

@@ -102,8 +102,8 @@ type state struct {
 	views    *views                  // aggregated endpoints (aggregate.go)
 	loadedAt time.Time
 	guard    guardPolicy
-	auth     *auth.Authenticator      // nil: authentication off (auth.go)
-	rules    map[string]*policy.Rules // by client name; nil entries: no filters (policy.go)
+	auth      *auth.Authenticator // nil: authentication off (auth.go)
+	authority *policy.Authority   // what each client may reach (policy.go)
 }
 
 // Options are the parts of a Gateway that do not come from the config file.
@@ -121,6 +121,11 @@ type Options struct {
 	// ReloadInterval is how often ConfigPath is checked for changes besides
 	// file-system events. Zero means 1 s.
 	ReloadInterval time.Duration
+	// StdioClient is the configured client ServeStdio serves as: its
+	// grants, tool rules and rate limit apply to every request, and its
+	// scripts' audit lines name it. "" serves the local user with no
+	// rules.
+	StdioClient string
 
 	// Bounds of the HTTP servers (see serveAll).
 	//
@@ -291,7 +296,7 @@ func (g *Gateway) Handler() http.Handler {
 			http.Error(w, "no such destination or endpoint: "+r.URL.Path, http.StatusNotFound)
 			return
 		}
-		if !permitDestination(w, r, r.PathValue("dest")) {
+		if !g.permitDestination(w, r, r.PathValue("dest")) {
 			return
 		}
 		h.ServeHTTP(w, r)
@@ -311,7 +316,7 @@ func (g *Gateway) directFront(mux http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.RawPath == "" && r.Method != http.MethodConnect {
 			if dest, h := g.mcpFront(r.URL.Path); h != nil {
-				if permitDestination(w, r, dest) {
+				if g.permitDestination(w, r, dest) {
 					h.ServeHTTP(w, r)
 				}
 				return

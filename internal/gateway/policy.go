@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -15,36 +16,43 @@ import (
 
 // Per-client policy (internal/policy): every front's destination or router
 // is wrapped, when authentication is configured, so that lists and calls
-// obey the caller's rules and a session serves only the caller that opened
-// it.
+// obey the caller's access and a session serves only the caller that
+// opened it. The decisions themselves are policy.Access's (one per
+// client and config generation, in state.authority): the HTTP routes ask
+// it whether the caller may open an endpoint (auth.go) and take its rate
+// limit per request; the wrapper and the routers below ask it about every
+// tool call, a script's included.
 
-// guarded returns d behind the callers' rules; d itself when
-// authentication is off (no cost on that path).
-func (g *Gateway) guarded(cfg *config.Config, d policy.Destination) policy.Destination {
+// guarded returns d, serving endpoint e, behind the callers' access; d
+// itself when authentication is off (no cost on that path).
+func (g *Gateway) guarded(cfg *config.Config, d policy.Destination, e policy.Endpoint) policy.Destination {
 	if !cfg.AuthConfigured() {
 		return d
 	}
-	return policy.Wrap(d, policy.Options{Rules: g.rulesFor, Owners: &g.owners, IdentityMeta: cfg.Auth.IdentityMeta})
+	return policy.Wrap(d, policy.Options{Access: g.accessOf, Endpoint: e, Owners: &g.owners, IdentityMeta: cfg.Auth.IdentityMeta})
 }
 
-// rulesFor returns the current rules of a caller.
-func (g *Gateway) rulesFor(id *auth.Identity) *policy.Rules {
-	if id == nil || id.Client == nil {
-		return nil
-	}
-	return g.state().rules[id.Client.Name]
+// accessOf returns the access of a request's caller under the current
+// config.
+func (g *Gateway) accessOf(ctx context.Context) *policy.Access {
+	return g.state().authority.Of(auth.FromContext(ctx))
 }
 
-// rulesOf compiles the rules of cfg's clients.
-func rulesOf(cfg *config.Config) map[string]*policy.Rules {
-	if len(cfg.Clients) == 0 {
-		return nil
+// overRate answers 429 with Retry-After when the caller's client is over
+// its rate limit, and reports whether it did.
+func (g *Gateway) overRate(w http.ResponseWriter, r *http.Request, acc *policy.Access) bool {
+	ok, wait := acc.Take(time.Now())
+	if ok {
+		return false
 	}
-	out := make(map[string]*policy.Rules, len(cfg.Clients))
-	for name, c := range cfg.Clients {
-		out[name] = policy.RulesOf(c)
-	}
-	return out
+	secs := policy.RetryAfterSeconds(wait)
+	audit.FromContext(r.Context()).Error = "rate limit of client " + acc.Client() + " exceeded"
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusTooManyRequests)
+	fmt.Fprintf(w, `{"jsonrpc":"2.0","id":null,"error":{"code":%d,"message":"rate limit of client %s exceeded; retry after %ds","data":{"retryAfter":%d}}}`+"\n",
+		jsonrpc.RequestRefused, acc.Client(), secs, secs)
+	return true
 }
 
 // clientRates are the clients' rate limits by name.
@@ -56,24 +64,4 @@ func clientRates(cfg *config.Config) map[string]*config.RateLimit {
 		}
 	}
 	return out
-}
-
-// overRate answers 429 with Retry-After when the caller's client is over
-// its rate limit, and reports whether it did.
-func (g *Gateway) overRate(w http.ResponseWriter, r *http.Request, id *auth.Identity) bool {
-	if id == nil || id.Client == nil || id.Client.Config.RateLimit == nil {
-		return false
-	}
-	ok, wait := g.clientLimits.Allow(id.Client.Name, time.Now())
-	if ok {
-		return false
-	}
-	secs := policy.RetryAfterSeconds(wait)
-	audit.FromContext(r.Context()).Error = "rate limit of client " + id.Client.Name + " exceeded"
-	w.Header().Set("Retry-After", strconv.Itoa(secs))
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusTooManyRequests)
-	fmt.Fprintf(w, `{"jsonrpc":"2.0","id":null,"error":{"code":%d,"message":"rate limit of client %s exceeded; retry after %ds","data":{"retryAfter":%d}}}`+"\n",
-		jsonrpc.RequestRefused, id.Client.Name, secs, secs)
-	return true
 }

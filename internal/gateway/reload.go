@@ -47,7 +47,7 @@ type reloadStatus struct {
 // reloadMu is held (or the Gateway is not yet shared).
 func (g *Gateway) build(cfg *config.Config, prev *state) (*state, []*destination) {
 	st := &state{cfg: cfg, dests: map[string]*destination{}, fronts: map[string]http.Handler{}, loadedAt: time.Now(), guard: newGuardPolicy(cfg),
-		auth: auth.New(cfg, auth.Options{}), rules: rulesOf(cfg)}
+		auth: auth.New(cfg, auth.Options{}), authority: policy.NewAuthority(cfg, &g.clientLimits)}
 	for _, name := range cfg.Names {
 		if prev != nil {
 			if old := prev.dests[name]; old != nil && sameDestination(prev.cfg, cfg, name) {
@@ -71,7 +71,7 @@ func (g *Gateway) build(cfg *config.Config, prev *state) (*state, []*destination
 	for name, d := range st.dests {
 		d.limits.Store(policy.NewDestinationLimiter(name, cfg.Limits.Destinations[name], d.limits.Load()))
 		dc := cfg.Destinations[name]
-		front := g.guarded(cfg, d)
+		front := g.guarded(cfg, d, policy.DestinationEndpoint(name))
 		st.fronts[name+"/mcp"] = streamable.NewHandler(front, streamable.Options{
 			Name: name, Sessions: g.sessions, Timeout: timeoutOf(dc, cfg), MaxBody: cfg.MaxBodyBytes,
 			KeepAlive: keepAlive(cfg), Done: g.done, Logger: g.log, ParamHeaders: d.paramHeaders,

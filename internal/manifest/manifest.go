@@ -117,6 +117,10 @@ func Build(entries []Entry) *Index {
 // Len is the number of entries.
 func (ix *Index) Len() int { return len(ix.entries) }
 
+// Entries are the entries, in the order given to Build; not to be
+// modified.
+func (ix *Index) Entries() []Entry { return ix.entries }
+
 // Lookup returns the entry of kind with the exposed name, or nil.
 func (ix *Index) Lookup(kind, name string) *Entry {
 	for i := range ix.entries {

@@ -156,6 +156,12 @@ func (l *DestinationLimiter) Send(ctx context.Context, req *jsonrpc.Message, sen
 }
 
 func (l *DestinationLimiter) refuse(req *jsonrpc.Message, what string, d time.Duration) session.Call {
+	return rateRefusal(req, what, d)
+}
+
+// rateRefusal answers req with the JSON-RPC error of a rate limit (what's)
+// exceeded: -32004, data {"retryAfter": seconds}.
+func rateRefusal(req *jsonrpc.Message, what string, d time.Duration) session.Call {
 	secs := RetryAfterSeconds(d)
 	data, _ := json.Marshal(map[string]any{"retryAfter": secs})
 	return newLocalCall(jsonrpc.NewError(req.ID, &jsonrpc.Error{Code: jsonrpc.RequestRefused,

@@ -23,6 +23,7 @@ package policy
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path"
 	"strconv"
 	"sync"
@@ -84,9 +85,6 @@ type Destination interface {
 	Stateless(ctx context.Context, req *jsonrpc.Message) (session.Call, error)
 }
 
-// RulesFunc returns the rules of a caller (nil: no filtering).
-type RulesFunc func(id *auth.Identity) *Rules
-
 // Owners records which caller opened each session, for the routes that
 // reach a session without its backend (a GET listen stream, DELETE).
 // The zero value is ready; it is shared by every wrapped destination.
@@ -104,8 +102,20 @@ func (o *Owners) Of(id string) (string, bool) {
 
 // Options configure Wrap.
 type Options struct {
-	Rules  RulesFunc // required
-	Owners *Owners   // learns who opens each session; nil: nobody
+	// Access returns the access of a request's caller under the current
+	// config (required). It is asked once per request, so a reload
+	// applies to open sessions.
+	Access func(ctx context.Context) *Access
+	// Endpoint is what the wrapped destination serves. On a view the
+	// router below decides tools (it knows each tool's server): the
+	// wrapper passes tools/list and tools/call on with the caller's
+	// Access in the context (FromContext).
+	Endpoint Endpoint
+	// ChargeRequests takes a token of the caller's rate limit per request
+	// (the stdio front, which has no HTTP layer to do it); a request over
+	// the limit is answered with JSON-RPC error -32004.
+	ChargeRequests bool
+	Owners         *Owners // learns who opens each session; nil: nobody
 	// IdentityMeta, when set, is the params._meta key every request going
 	// on gets, holding the caller's name (removed for an anonymous one).
 	IdentityMeta string
@@ -113,12 +123,15 @@ type Options struct {
 
 // Wrap returns d behind the rules of each request's caller.
 func Wrap(d Destination, opts Options) Destination {
-	return &guarded{inner: d, rules: opts.Rules, owners: opts.Owners, meta: opts.IdentityMeta, stateless: &toolCache{}}
+	return &guarded{inner: d, access: opts.Access, endpoint: opts.Endpoint, charge: opts.ChargeRequests,
+		owners: opts.Owners, meta: opts.IdentityMeta, stateless: &toolCache{}}
 }
 
 type guarded struct {
 	inner     Destination
-	rules     RulesFunc
+	access    func(context.Context) *Access
+	endpoint  Endpoint
+	charge    bool
 	owners    *Owners
 	meta      string
 	stateless *toolCache // annotations seen on 2026-07-28 lists
@@ -154,7 +167,31 @@ func (g *guarded) withIdentity(ctx context.Context, req *jsonrpc.Message) *jsonr
 	return &out
 }
 
+// admit resolves the caller's access for one request: nil and the
+// context the inner destination gets, or the answer that refuses the
+// request (the endpoint is not granted, or the rate limit is spent).
+func (g *guarded) admit(ctx context.Context, req *jsonrpc.Message) (*Access, context.Context, session.Call) {
+	acc := g.access(ctx)
+	if acc == nil {
+		return nil, ctx, nil
+	}
+	if !acc.MayOpen(g.endpoint) {
+		return nil, nil, refuse(req, jsonrpc.InvalidRequest, fmt.Sprintf("client %s may not use %s", acc.Client(), g.endpoint))
+	}
+	if g.charge && req.IsRequest() {
+		if ok, wait := acc.Take(time.Now()); !ok {
+			return nil, nil, rateRefusal(req, "client "+acc.Client(), wait)
+		}
+	}
+	return acc, NewContext(ctx, acc), nil
+}
+
 func (g *guarded) Open(ctx context.Context, s *session.Session, init *jsonrpc.Message) (session.Backend, *jsonrpc.Message, error) {
+	acc := g.access(ctx)
+	if acc != nil && !acc.MayOpen(g.endpoint) {
+		return nil, nil, jsonrpc.Errorf(jsonrpc.InvalidRequest, "client %s may not use %s", acc.Client(), g.endpoint)
+	}
+	ctx = NewContext(ctx, acc)
 	b, res, err := g.inner.Open(ctx, s, init)
 	if err != nil {
 		return nil, nil, err
@@ -169,13 +206,16 @@ func (g *guarded) Open(ctx context.Context, s *session.Session, init *jsonrpc.Me
 }
 
 func (g *guarded) Stateless(ctx context.Context, req *jsonrpc.Message) (session.Call, error) {
+	acc, ctx, refused := g.admit(ctx, req)
+	if refused != nil {
+		return refused, nil
+	}
 	req = g.withIdentity(ctx, req)
-	r := g.rules(auth.FromContext(ctx))
-	if r == nil {
+	if acc == nil {
 		return g.inner.Stateless(ctx, req)
 	}
 	send := func(ctx context.Context, m *jsonrpc.Message) (session.Call, error) { return g.inner.Stateless(ctx, m) }
-	return apply(ctx, r, req, g.stateless, send, metaOf(req))
+	return g.apply(ctx, acc, req, g.stateless, send, metaOf(req))
 }
 
 // backend is a session's backend behind the rules.
@@ -205,12 +245,15 @@ func (b *backend) Call(ctx context.Context, req *jsonrpc.Message) (session.Call,
 	if err := b.check(ctx); err != nil {
 		return nil, err
 	}
+	acc, ctx, refused := b.g.admit(ctx, req)
+	if refused != nil {
+		return refused, nil
+	}
 	req = b.g.withIdentity(ctx, req)
-	r := b.g.rules(auth.FromContext(ctx))
-	if r == nil {
+	if acc == nil {
 		return b.Backend.Call(ctx, req)
 	}
-	return apply(ctx, r, req, b.tools, b.Backend.Call, nil)
+	return b.g.apply(ctx, acc, req, b.tools, b.Backend.Call, nil)
 }
 
 func (b *backend) Notify(ctx context.Context, n *jsonrpc.Message) error {
@@ -229,42 +272,57 @@ func (b *backend) Respond(ctx context.Context, m *jsonrpc.Message) error {
 
 type sendFunc func(context.Context, *jsonrpc.Message) (session.Call, error)
 
-// apply enforces r on one request: refuses a call to something filtered
-// out, filters a list's answer, and sends the rest as they are.
-func apply(ctx context.Context, r *Rules, req *jsonrpc.Message, tools *toolCache, send sendFunc, meta json.RawMessage) (session.Call, error) {
+// apply enforces acc on one request: refuses a call to something filtered
+// out, filters a list's answer, and sends the rest as they are. A tool
+// call on a destination's endpoint is decided here (Access.Decide); on a
+// view, by the router below.
+func (g *guarded) apply(ctx context.Context, acc *Access, req *jsonrpc.Message, tools *toolCache, send sendFunc, meta json.RawMessage) (session.Call, error) {
+	r := acc.Rules()
 	switch req.Method {
-	case "tools/list", "prompts/list", "resources/list", "resources/templates/list":
+	case "tools/list":
+		if g.endpoint.View || r == nil {
+			return send(ctx, req)
+		}
+		fallthrough
+	case "prompts/list", "resources/list", "resources/templates/list":
+		if r == nil {
+			return send(ctx, req)
+		}
 		c, err := send(ctx, req)
 		if err != nil {
 			return nil, err
 		}
-		return &filtered{Call: c, r: r, method: req.Method, tools: tools}, nil
+		return &filtered{Call: c, acc: acc, method: req.Method, tools: tools}, nil
 	case "tools/call":
-		name := paramString(req, "name")
-		if !admits(r.Tools, name) {
-			return refuse(req, jsonrpc.InvalidParams, "Unknown tool: "+name), nil
+		if g.endpoint.View {
+			break
 		}
-		if r.ReadOnly {
-			ro, known := tools.readOnly(name)
-			if !known {
+		name := paramString(req, "name")
+		ro := false
+		if acc.ReadOnly() {
+			known := false
+			if ro, known = tools.readOnly(name); !known {
 				if err := fetchTools(ctx, tools, send, meta); err != nil {
 					return nil, err
 				}
 				ro, _ = tools.readOnly(name)
 			}
-			if !ro {
-				return refuse(req, jsonrpc.InvalidParams, "Unknown tool: "+name), nil
-			}
+		}
+		if d := acc.Decide(ToolCall{Endpoint: g.endpoint, Server: g.endpoint.Name, Tool: name, ReadOnly: ro}); d != nil {
+			return refuse(req, jsonrpc.InvalidParams, "Unknown tool: "+name), nil
 		}
 	case "prompts/get":
-		if name := paramString(req, "name"); !admits(r.Prompts, name) {
+		if name := paramString(req, "name"); r != nil && !admits(r.Prompts, name) {
 			return refuse(req, jsonrpc.InvalidParams, "Unknown prompt: "+name), nil
 		}
 	case "resources/read", "resources/subscribe":
-		if uri := paramString(req, "uri"); !admits(r.Resources, uri) {
+		if uri := paramString(req, "uri"); r != nil && !admits(r.Resources, uri) {
 			return refuse(req, -32002, "Resource not found: "+uri), nil
 		}
 	case "completion/complete":
+		if r == nil {
+			break
+		}
 		ref, _, _, _ := jsonrpc.Lookup(req.Params, "ref")
 		var rf struct{ Type, Name, URI string }
 		_ = json.Unmarshal(ref, &rf)
@@ -400,7 +458,7 @@ func toolInfo(raw json.RawMessage) (name string, readOnly bool) {
 // filtered is a list call whose response is filtered.
 type filtered struct {
 	session.Call
-	r      *Rules
+	acc    *Access // its Rules are not nil
 	method string
 	tools  *toolCache
 }
@@ -430,15 +488,16 @@ func (c *filtered) filter(result json.RawMessage) json.RawMessage {
 	}
 	var key, field string
 	var f config.ToolFilter
+	r := c.acc.Rules()
 	switch c.method {
 	case "tools/list":
-		key, field, f = "tools", "name", c.r.Tools
+		key, field = "tools", "name"
 	case "prompts/list":
-		key, field, f = "prompts", "name", c.r.Prompts
+		key, field, f = "prompts", "name", r.Prompts
 	case "resources/list":
-		key, field, f = "resources", "uri", c.r.Resources
+		key, field, f = "resources", "uri", r.Resources
 	case "resources/templates/list":
-		key, field, f = "resourceTemplates", "uriTemplate", c.r.Resources
+		key, field, f = "resourceTemplates", "uriTemplate", r.Resources
 	}
 	var items []json.RawMessage
 	if json.Unmarshal(obj[key], &items) != nil {
@@ -452,15 +511,14 @@ func (c *filtered) filter(result json.RawMessage) json.RawMessage {
 		}
 		var name string
 		_ = json.Unmarshal(named[field], &name)
-		if !admits(f, name) {
-			continue
-		}
 		if c.method == "tools/list" {
 			n, ro := toolInfo(it)
 			c.tools.note(n, ro)
-			if c.r.ReadOnly && !ro {
+			if !c.acc.Admits(n, ro) {
 				continue
 			}
+		} else if !admits(f, name) {
+			continue
 		}
 		kept = append(kept, it)
 	}

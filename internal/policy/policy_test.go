@@ -20,7 +20,7 @@ func TestAdmits(t *testing.T) {
 }
 
 func TestFilterList(t *testing.T) {
-	c := &filtered{r: &Rules{Tools: config.ToolFilter{Deny: []string{"b"}}, ReadOnly: true}, method: "tools/list", tools: &toolCache{}}
+	c := &filtered{acc: &Access{rules: &Rules{Tools: config.ToolFilter{Deny: []string{"b"}}, ReadOnly: true}}, method: "tools/list", tools: &toolCache{}}
 	in := `{"tools":[{"name":"a","annotations":{"readOnlyHint":true}},{"name":"b","annotations":{"readOnlyHint":true}},{"name":"c"}],"nextCursor":"x"}`
 	var out struct {
 		Tools []struct {

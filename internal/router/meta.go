@@ -12,6 +12,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/internal/manifest"
+	"github.com/switchboard-mcp/switchboard/internal/policy"
 	"github.com/switchboard-mcp/switchboard/internal/sandbox"
 	"github.com/switchboard-mcp/switchboard/internal/session"
 )
@@ -256,10 +257,28 @@ func (r *Router) metaCall(ctx context.Context, cat *catalog, req *jsonrpc.Messag
 		}
 		a.Limit = min(a.Limit, maxSearchResults)
 		ix := cat.index(ctx, meta)
-		hits := ix.Search(a.Query, a.Limit, a.Kind)
-		results := make([]map[string]any, 0, len(hits))
+		acc := policy.FromContext(ctx)
+		size, limit := ix.Len(), a.Limit
+		if acc != nil {
+			// Only what the caller may reach and call: ranked over the
+			// whole catalog, then filtered.
+			size, limit = 0, ix.Len()
+			for _, e := range ix.Entries() {
+				if r.entryVisible(ctx, acc, cat, meta, e) {
+					size++
+				}
+			}
+		}
+		hits := ix.Search(a.Query, limit, a.Kind)
+		results := make([]map[string]any, 0, min(len(hits), a.Limit))
 		for _, h := range hits {
+			if len(results) == a.Limit {
+				break
+			}
 			e := h.Entry
+			if acc != nil && !r.entryVisible(ctx, acc, cat, meta, *e) {
+				continue
+			}
 			item := map[string]any{"kind": e.Kind, "name": e.Name, "server": e.Server, "score": float64(int(h.Score*1000)) / 1000}
 			if e.Title != "" {
 				item["title"] = e.Title
@@ -272,7 +291,7 @@ func (r *Router) metaCall(ctx context.Context, cat *catalog, req *jsonrpc.Messag
 			}
 			results = append(results, item)
 		}
-		return toolResult(req, map[string]any{"query": a.Query, "results": results, "catalog_size": ix.Len()}, false), nil
+		return toolResult(req, map[string]any{"query": a.Query, "results": results, "catalog_size": size}, false), nil
 
 	case MetaInspect:
 		var a struct {
@@ -286,12 +305,13 @@ func (r *Router) metaCall(ctx context.Context, cat *catalog, req *jsonrpc.Messag
 			a.Names = append(a.Names, a.Name)
 		}
 		mg := cat.list(ctx, kTools, meta, false)
+		acc := policy.FromContext(ctx)
 		tools := []any{}
 		unknown := []string{}
 		for _, n := range a.Names {
 			raw, ok := mg.byName[n]
 			rt := mg.routes[n]
-			if !ok || rt.m == nil {
+			if !ok || rt.m == nil || !r.visible(acc, kTools, mg, n) {
 				unknown = append(unknown, n)
 				continue
 			}
@@ -363,7 +383,8 @@ func (r *Router) execute(ctx context.Context, cat *catalog, req *jsonrpc.Message
 	rn := r.runner(v.Meta.Sandbox)
 	parent := audit.FromContext(ctx)
 	sc := &scriptCaller{r: r, cat: cat, meta: meta, forward: forward,
-		rec: audit.Record{Session: parent.Session, SourceIP: parent.SourceIP, Path: parent.Path}}
+		rec: audit.Record{Session: parent.Session, SourceIP: parent.SourceIP, Path: parent.Path,
+			Client: policy.FromContext(ctx).Client()}}
 	ectx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c := &asyncCall{ready: make(chan struct{}), cancel: cancel}
 	go func() {
@@ -477,6 +498,14 @@ func (sc *scriptCaller) CallTool(ctx context.Context, server, tool string, args 
 		}
 		return nil, deny("tool %q is not available in %s (unknown, hidden or filtered out)", tool, label)
 	}
+	// The caller's access (the execute request's), as for its own calls;
+	// each call of a script takes a token of its rate limit.
+	if d := sc.r.decideTool(ctx, cat, rt, exposed, sc.meta, true); d != nil {
+		if d.RetryAfter > 0 {
+			return nil, deny("%s", d.Reason)
+		}
+		return nil, deny("tool %q is not available to client %s in %s", exposed, policy.FromContext(ctx).Client(), label)
+	}
 	params := map[string]json.RawMessage{"name": jsonrpc.Quote(rt.name), "arguments": args}
 	if sc.meta != nil {
 		params["_meta"] = sc.meta
@@ -509,4 +538,21 @@ func (sc *scriptCaller) CallTool(ctx context.Context, server, tool string, args 
 	}
 	rec.ResponseBody = resp.Result
 	return resp.Result, nil
+}
+
+// entryVisible reports whether acc may see a catalog entry (search): it
+// may reach its server and its rules admit it.
+func (r *Router) entryVisible(ctx context.Context, acc *policy.Access, cat *catalog, meta json.RawMessage, e manifest.Entry) bool {
+	switch e.Kind {
+	case manifest.KindTool:
+		return r.visible(acc, kTools, cat.list(ctx, kTools, meta, false), e.Name)
+	case manifest.KindPrompt:
+		return r.visible(acc, kPrompts, cat.list(ctx, kPrompts, meta, false), e.Name) && acc.AdmitsPrompt(e.Name)
+	}
+	for _, k := range []kind{kResources, kTemplates} {
+		if mg := cat.list(ctx, k, meta, false); mg.routes[e.Name].m != nil {
+			return r.visible(acc, k, mg, e.Name) && acc.AdmitsResource(e.Name)
+		}
+	}
+	return false
 }

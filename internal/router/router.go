@@ -44,6 +44,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/audit"
 	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/policy"
 	"github.com/switchboard-mcp/switchboard/internal/sandbox"
 	"github.com/switchboard-mcp/switchboard/internal/session"
 	"github.com/switchboard-mcp/switchboard/internal/upstream"
@@ -682,6 +683,7 @@ func (r *Router) listAnswer(ctx context.Context, cat *catalog, req *jsonrpc.Mess
 	if k == kTools && cat.codeMode() == config.CodeModeOnly {
 		items, version = onlyMeta(mg)
 	}
+	items = r.visibleItems(policy.FromContext(ctx), k, mg, items)
 	res, e := page(req.Params, kinds[k].key, kinds[k].key, items, version, r.opts.PageSize, extra)
 	if e != nil {
 		return failure(req, e)
@@ -694,6 +696,8 @@ func (r *Router) listAnswer(ctx context.Context, cat *catalog, req *jsonrpc.Mess
 func (r *Router) routeCall(ctx context.Context, cat *catalog, req *jsonrpc.Message, meta json.RawMessage,
 	forward func(context.Context, *member, *jsonrpc.Message) (session.Call, error),
 	rewrite func(*member, *jsonrpc.Message) *jsonrpc.Message) (session.Call, error) {
+	acc := policy.FromContext(ctx)
+	reach := func(m *member) bool { return acc.MayReach(r.endpoint(), m.name) }
 	switch req.Method {
 	case "tools/call", "prompts/get":
 		k := kTools
@@ -707,6 +711,11 @@ func (r *Router) routeCall(ctx context.Context, cat *catalog, req *jsonrpc.Messa
 		rt, e := cat.routeName(ctx, k, name, meta)
 		if e != nil {
 			return failure(req, e), nil
+		}
+		// What the caller may not reach or call is answered as unknown.
+		if k == kTools && r.decideTool(ctx, cat, rt, name, meta, false) != nil ||
+			k == kPrompts && !reach(rt.m) {
+			return failure(req, jsonrpc.Errorf(jsonrpc.InvalidParams, "unknown %s %q", strings.TrimSuffix(kinds[k].key, "s"), name)), nil
 		}
 		if k == kTools && rt.m == nil {
 			return r.metaCall(ctx, cat, req, rt.name, meta, forward)
@@ -727,14 +736,17 @@ func (r *Router) routeCall(ctx context.Context, cat *catalog, req *jsonrpc.Messa
 			if e != nil {
 				return failure(req, e), nil
 			}
+			if !reach(rt.m) {
+				return failure(req, jsonrpc.Errorf(jsonrpc.InvalidParams, "unknown prompt %q", name)), nil
+			}
 			return forward(ctx, rt.m, withParam(req, rt.name, "ref", "name"))
 		case "ref/resource":
 			uri, _ := jsonrpc.StringMember(ref, "uri")
 			mg := cat.list(ctx, kTemplates, meta, false)
-			if rt, ok := mg.routes[uri]; ok {
+			if rt, ok := mg.routes[uri]; ok && reach(rt.m) {
 				return forward(ctx, rt.m, req)
 			}
-			if m := cat.routeURI(ctx, uri, meta); m != nil {
+			if m := cat.routeURI(ctx, uri, meta); m != nil && reach(m) {
 				return forward(ctx, m, req)
 			}
 			return failure(req, jsonrpc.Errorf(jsonrpc.InvalidParams, "unknown resource template %q", uri)), nil
@@ -747,12 +759,12 @@ func (r *Router) routeCall(ctx context.Context, cat *catalog, req *jsonrpc.Messa
 	if !ok {
 		return failure(req, jsonrpc.Errorf(jsonrpc.InvalidParams, "%s: params.uri must be a string", req.Method)), nil
 	}
-	if m := cat.routeURI(ctx, uri, meta); m != nil {
+	if m := cat.routeURI(ctx, uri, meta); m != nil && reach(m) {
 		return forward(ctx, m, req)
 	}
 	capability := "resources"
 	var members []*member
-	for _, m := range cat.live(capability) {
+	for _, m := range r.reachable(acc, cat.live(capability)) {
 		if req.Method != "resources/read" && m.caps != nil && string(jsonrpc.Member(m.caps, "resources", "subscribe")) != "true" {
 			continue
 		}
