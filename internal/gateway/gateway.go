@@ -96,12 +96,12 @@ type Gateway struct {
 // state is one generation of the configuration, as requests see it. It is
 // immutable once published.
 type state struct {
-	cfg      *config.Config
-	dests    map[string]*destination
-	fronts   map[string]http.Handler // "{d}/mcp", "{d}/sse", "{d}/message"
-	views    *views                  // aggregated endpoints (aggregate.go)
-	loadedAt time.Time
-	guard    guardPolicy
+	cfg       *config.Config
+	dests     map[string]*destination
+	fronts    map[string]http.Handler // "{d}/mcp", "{d}/sse", "{d}/message"
+	views     *views                  // aggregated endpoints (aggregate.go)
+	loadedAt  time.Time
+	guard     guardPolicy
 	auth      *auth.Authenticator // nil: authentication off (auth.go)
 	authority *policy.Authority   // what each client may reach (policy.go)
 }
