@@ -26,6 +26,8 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/gateway"
+	"github.com/switchboard-mcp/switchboard/internal/policy"
+	"github.com/switchboard-mcp/switchboard/internal/router"
 	"github.com/switchboard-mcp/switchboard/internal/stdio"
 )
 
@@ -33,7 +35,10 @@ const usage = `usage:
   switchboard serve --config FILE [--listen ADDR]   run the gateway
         [--host HOST] [--port N] [--stdio [--namespace NAME] [--client NAME]] [--no-reload] [--reload-interval D]
         [--log] [--log-format text|json] [--cpuprofile FILE] [--net-http]
-  switchboard check --config FILE                   validate a config (every error at once)
+  switchboard check --config FILE [--explain-access]
+                                                    validate a config (every error at once); warn about
+                                                    grants wider or narrower than written; print what
+                                                    each client can reach
   switchboard relay --url URL | --agentcore-arn ARN a stdio MCP server that forwards to a remote one
         [--transport auto|http|sse] [--header 'Name: value']... [--log FILE] [--debug] [--reconnect D]
         [--sigv4] [--aws-service NAME] [--aws-region REGION] [--aws-profile NAME]
@@ -255,6 +260,7 @@ func check(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfgPath := fs.String("config", "", "config file (YAML)")
+	explain := fs.Bool("explain-access", false, "print, per client, what it can reach (destinations, views, tool rules, rate limit)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -282,6 +288,14 @@ func check(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stdout, "%s: ok (%d destinations)\n", *cfgPath, len(cfg.Destinations))
+	members := router.Members(cfg)
+	for _, w := range policy.Warnings(cfg, members) {
+		fmt.Fprintf(stderr, "%s: warning: %s\n", *cfgPath, w)
+	}
+	if *explain {
+		fmt.Fprintln(stdout)
+		policy.Explain(stdout, cfg, members)
+	}
 	return 0
 }
 

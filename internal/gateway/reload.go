@@ -16,6 +16,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/auth"
 	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/policy"
+	"github.com/switchboard-mcp/switchboard/internal/router"
 	"github.com/switchboard-mcp/switchboard/internal/streamable"
 )
 
@@ -68,6 +69,9 @@ func (g *Gateway) build(cfg *config.Config, prev *state) (*state, []*destination
 		}
 	}
 	g.clientLimits.Update(clientRates(cfg))
+	for _, w := range policy.Warnings(cfg, router.Members(cfg)) {
+		g.log.Warn("access: " + w)
+	}
 	for name, d := range st.dests {
 		d.limits.Store(policy.NewDestinationLimiter(name, cfg.Limits.Destinations[name], d.limits.Load()))
 		dc := cfg.Destinations[name]

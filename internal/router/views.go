@@ -1,10 +1,15 @@
 package router
 
 import (
+	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 
 	"github.com/switchboard-mcp/switchboard/internal/config"
+	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/session"
+	"github.com/switchboard-mcp/switchboard/internal/upstream"
 )
 
 // View is one aggregated endpoint: the servers it merges and how their
@@ -187,4 +192,32 @@ func Views(cfg *config.Config, servers map[string]Server, log *slog.Logger) map[
 	}
 	views[""] = &View{Name: "", Servers: pick(order), Prefix: config.ToolPrefixAlways, Filters: filters}
 	return views
+}
+
+// Members returns the destination names each view of cfg merges, in
+// order, by view name ("" the default view): what Views would build,
+// without any server (for `switchboard check --explain-access`).
+func Members(cfg *config.Config) map[string][]string {
+	servers := map[string]Server{}
+	for _, n := range cfg.Names {
+		servers[n] = namedServer(n)
+	}
+	out := map[string][]string{}
+	for name, v := range Views(cfg, servers, nil) {
+		ms := make([]string, 0, len(v.Servers))
+		for _, s := range v.Servers {
+			ms = append(ms, s.Name())
+		}
+		out[name] = ms
+	}
+	return out
+}
+
+// namedServer is a Server that is only a name (Members).
+type namedServer string
+
+func (n namedServer) Name() string { return string(n) }
+
+func (n namedServer) Join(context.Context, upstream.Downstream, *jsonrpc.Message) (session.Backend, *jsonrpc.Message, error) {
+	return nil, nil, fmt.Errorf("server %s: a name only", string(n))
 }
