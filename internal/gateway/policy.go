@@ -54,14 +54,3 @@ func (g *Gateway) overRate(w http.ResponseWriter, r *http.Request, acc *policy.A
 		jsonrpc.RequestRefused, acc.Client(), secs, secs)
 	return true
 }
-
-// clientRates are the clients' rate limits by name.
-func clientRates(cfg *config.Config) map[string]*config.RateLimit {
-	out := map[string]*config.RateLimit{}
-	for name, c := range cfg.Clients {
-		if c.RateLimit != nil {
-			out[name] = c.RateLimit
-		}
-	}
-	return out
-}

@@ -68,7 +68,6 @@ func (g *Gateway) build(cfg *config.Config, prev *state) (*state, []*destination
 			}
 		}
 	}
-	g.clientLimits.Update(clientRates(cfg))
 	for _, w := range policy.Warnings(cfg, router.Members(cfg)) {
 		g.log.Warn("access: " + w)
 	}

@@ -64,12 +64,20 @@ type Authority struct {
 }
 
 // NewAuthority compiles cfg's clients. limits holds their rate-limit
-// buckets (Update is the caller's; nil: no rate limits).
+// buckets across generations: it is updated to cfg's rate limits (nil: no
+// rate limits).
 func NewAuthority(cfg *config.Config, limits *Limiter) *Authority {
 	a := &Authority{clients: make(map[string]*Access, len(cfg.Clients)), nobody: &Access{}}
+	if limits != nil {
+		rates := map[string]*config.RateLimit{}
+		for name, c := range cfg.Clients {
+			rates[name] = c.RateLimit
+		}
+		limits.Update(rates)
+	}
 	for name, c := range cfg.Clients {
 		acc := &Access{client: name, cfg: c, rules: RulesOf(c)}
-		if c.RateLimit != nil {
+		if c.RateLimit != nil && limits != nil {
 			acc.limits = limits
 		}
 		a.clients[name] = acc

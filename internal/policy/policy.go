@@ -2,6 +2,14 @@
 // and how often, on the MCP messages themselves.
 //
 // Contracts:
+//   - Access (access.go) is the one authorization decision: what a caller
+//     may open, which servers it reaches through an endpoint (destinations
+//     bound every endpoint; namespaces add views), whether its tool rules
+//     admit a tool, and its rate limit. Every tool call on every path is
+//     decided by Access.Decide: here for a destination's endpoints, by the
+//     router for views and for each call a script makes (the caller's
+//     Access travels in the context, NewContext/FromContext). An Authority
+//     compiles the clients of one config generation.
 //   - Wrap puts a Destination (a per-destination route or an aggregating
 //     router, as the fronts see them) behind a client's Rules: list results
 //     (tools, prompts, resources, resource templates) are filtered, and a
@@ -13,9 +21,9 @@
 //     first.
 //   - A session belongs to the caller that opened it: a request on it from
 //     another caller is refused (JSON-RPC error), whatever its rules.
-//   - Rules are looked up per request (a reload applies to open sessions).
-//     A caller with no rules (authentication off, or a client without
-//     filters) costs one context lookup per request.
+//   - Access is looked up per request (a reload applies to open sessions).
+//     With authentication off nothing is wrapped; an anonymous caller costs
+//     one context lookup per request.
 //   - Limiter (limits.go) is a token bucket per key; DestinationLimiter
 //     bounds one destination's requests, per tool and in flight.
 package policy
