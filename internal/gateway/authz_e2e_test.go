@@ -106,10 +106,18 @@ type authzPath struct {
 }
 
 func authzPaths(h *harness, yml string, sink io.Writer) []authzPath {
+	// connect opens a go-sdk session at path (protocol 2025-11-25, or the
+	// SDK's latest, 2026-07-28 stateless, when the headers name
+	// "version" "modern"), with extra headers.
 	streamable := func(path string, hdr ...string) func(context.Context, *testing.T, string) *mcp.ClientSession {
 		return func(ctx context.Context, t *testing.T, tok string) *mcp.ClientSession {
+			version := legacy
 			hh := http.Header{"Authorization": {"Bearer " + tok}}
 			for i := 0; i+1 < len(hdr); i += 2 {
+				if hdr[i] == "version" {
+					version = ""
+					continue
+				}
 				hh.Set(hdr[i], hdr[i+1])
 			}
 			hc := &http.Client{Transport: headerRT{hdr: hh, next: http.DefaultTransport}}
@@ -117,7 +125,7 @@ func authzPaths(h *harness, yml string, sink io.Writer) []authzPath {
 			if strings.HasSuffix(path, "/sse") || strings.HasPrefix(path, "/sse") {
 				tr = &mcp.SSEClientTransport{Endpoint: h.url(path), HTTPClient: hc}
 			}
-			cs, err := newInteropClient().Client.Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: legacy})
+			cs, err := newInteropClient().Client.Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: version})
 			if err != nil {
 				t.Fatalf("connect %s: %v", path, err)
 			}
@@ -129,6 +137,8 @@ func authzPaths(h *harness, yml string, sink io.Writer) []authzPath {
 		{name: "/{d}/mcp", connect: streamable("/log/mcp")},
 		{name: "/mcp", connect: streamable("/mcp"), prefix: "log__"},
 		{name: "/mcp/{ns}", connect: streamable("/mcp/ns1"), prefix: "log__", script: true},
+		{name: "/mcp/{ns} 2026-07-28", connect: streamable("/mcp/ns1", "version", "modern"), prefix: "log__", script: true},
+		{name: "/{d}/mcp 2026-07-28", connect: streamable("/log/mcp", "version", "modern")},
 		// TODO(issue 20): enable when the /{ns}/mcp route exists (another
 		// helper adds it): connect: streamable("/ns1/mcp").
 		{name: "/{ns}/mcp", skip: "the /{ns}/mcp route does not exist yet", prefix: "log__", script: true},
@@ -294,7 +304,7 @@ for (let i = 0; i < 100; i++) {
 	if err := callErr(ctx, direct, "write"); err != nil {
 		t.Fatalf("bob calls write: %v", err)
 	}
-	ns := paths[2].connect(ctx, t, azBobToken)
+	ns := paths[2].connect(ctx, t, azBobToken) // /mcp/ns1
 	drain(t, ns)
 	if err := callErr(ctx, direct, "write"); err == nil {
 		t.Errorf("bob's direct call after a script spent his bucket went through")
