@@ -133,13 +133,16 @@ type Client struct {
 	// SANs) that are this client (`cert_names`).
 	CertNames []string
 
-	// Destinations the client may use at /{d}/mcp and /{d}/sse
-	// (`destinations`); "*" means all. Default none.
+	// Destinations are the servers the client reaches (`destinations`),
+	// on every endpoint: /{d}/mcp and /{d}/sse, and their items inside
+	// any view it may open; "*" means all. Default none, which inside
+	// views means every member (package policy states the rule).
 	Destinations []string
 
-	// Namespaces are the namespaces and groups the client may use at
+	// Namespaces are the namespaces and groups the client may open at
 	// /mcp/{ns} and /sse/{ns} (`namespaces`); "mcp" stands for the default
-	// view at /mcp and /sse, "*" for all. Default none.
+	// view at /mcp and /sse, "*" for all. They add endpoints only: a view
+	// shows the client the members in its Destinations. Default none.
 	Namespaces []string
 
 	// Status lets the client read /ui, /metrics and /healthz (`status`).
