@@ -29,12 +29,22 @@ const (
 	azBobToken   = "az-bob-token-0123456789"
 )
 
-func authzTop() string {
+func authzTop(is *issuer) string {
 	return `max_sessions: 100
 timeout: 20s
+auth:
+  resource: ` + gwResource + `
+  oauth:
+    issuer: ` + is.url + `
+    jwks_url: ` + is.url + `/jwks
 clients:
   alice:
     tokens: ["sha256:` + sha256Hex(azAliceToken) + `"]
+    destinations: [log]
+    namespaces: [mcp, ns1]
+    tools: {deny: ["*secret_delete*"]}
+  carol:
+    subjects: [carol]
     destinations: [log]
     namespaces: [mcp, ns1]
     tools: {deny: ["*secret_delete*"]}
@@ -51,18 +61,19 @@ namespaces:
 `
 }
 
-// authzGateway serves authzTop over HTTP and returns the harness and the
-// YAML (for a stdio gateway of the same config).
-func authzGateway(t *testing.T) (*harness, string) {
+// authzGateway serves authzTop over HTTP and returns the harness, the
+// YAML (for a stdio gateway of the same config) and carol's OAuth token.
+func authzGateway(t *testing.T) (*harness, string, string) {
 	t.Helper()
+	is := startIssuer(t)
 	tag := newTag(t)
-	yml := configYAML(t, tag, authzTop(), aggDest("log", "write", "secret_delete"), aggDest("other", "peek"))
+	yml := configYAML(t, tag, authzTop(is), aggDest("log", "write", "secret_delete"), aggDest("other", "peek"))
 	cfg, err := config.Parse([]byte(yml), filepath.Join(t.TempDir(), "switchboard.yaml"))
 	if err != nil {
 		t.Fatalf("config:\n%s\n%v", yml, err)
 	}
 	h, _ := serveConfig(t, tag, cfg, gateway.Options{}, nil)
-	return h, yml
+	return h, yml, is.sign(is.claimsFor("carol", gwResource))
 }
 
 // stdioAs serves view of yml on the stdio front as client, with a go-sdk
@@ -105,7 +116,7 @@ type authzPath struct {
 	script  bool   // code mode is on
 }
 
-func authzPaths(h *harness, yml string, sink io.Writer) []authzPath {
+func authzPaths(h *harness, yml string, sink io.Writer, clients map[string]string) []authzPath {
 	// connect opens a go-sdk session at path (protocol 2025-11-25, or the
 	// SDK's latest, 2026-07-28 stateless, when the headers name
 	// "version" "modern"), with extra headers.
@@ -146,8 +157,7 @@ func authzPaths(h *harness, yml string, sink io.Writer) []authzPath {
 		{name: "/sse/{ns}", connect: streamable("/sse/ns1"), prefix: "log__", script: true},
 		{name: "X-Namespace", connect: streamable("/mcp", "X-Namespace", "ns1"), prefix: "log__", script: true},
 		{name: "stdio front", prefix: "log__", script: true, connect: func(ctx context.Context, t *testing.T, tok string) *mcp.ClientSession {
-			client := map[string]string{azAliceToken: "alice", azBobToken: "bob"}[tok]
-			return stdioAs(ctx, t, yml, "ns1", client, sink)
+			return stdioAs(ctx, t, yml, "ns1", clients[tok], sink)
 		}},
 	}
 }
@@ -176,8 +186,10 @@ func script(how, server, tool string) string {
 }
 
 func TestAuthorizationEveryPath(t *testing.T) {
-	h, yml := authzGateway(t)
+	h, yml, carolToken := authzGateway(t)
 	stdioAudit := newLineSink()
+	// alice has a static token, carol an OAuth one; the same rules.
+	clients := map[string]string{azAliceToken: "alice", carolToken: "carol"}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*waitFor)
 	defer cancel()
 
@@ -186,98 +198,105 @@ func TestAuthorizationEveryPath(t *testing.T) {
 		t.Errorf("alice on /other/mcp: %s, want 403", r)
 	}
 
-	for _, p := range authzPaths(h, yml, stdioAudit) {
-		t.Run(p.name, func(t *testing.T) {
-			if p.skip != "" {
-				t.Skip(p.skip)
-			}
-			cs := p.connect(ctx, t, azAliceToken)
-			want := []string{p.prefix + "write"}
-			if p.script {
-				want = append(want, "execute", "inspect", "search")
-			}
-			wantNames(t, "alice's tools", aggTools(ctx, t, cs), want...)
-			if err := callErr(ctx, cs, p.prefix+"write"); err != nil {
-				t.Errorf("alice calls %swrite: %v", p.prefix, err)
-			}
-			denied := []string{p.prefix + "secret_delete"}
-			if p.prefix != "" {
-				denied = append(denied, "other__peek") // a member outside her destinations
-			}
-			for _, n := range denied {
-				if err := callErr(ctx, cs, n); err == nil {
-					t.Errorf("alice called %s", n)
-				}
-			}
-			if !p.script {
-				return
-			}
-			// search and inspect show only what she may call.
-			res := callTool(ctx, t, cs, "search", map[string]any{"query": "secret_delete peek write", "limit": 50})
-			body, _ := json.Marshal(jsonMember(res.StructuredContent, "results"))
-			if strings.Contains(string(body), "secret_delete") || strings.Contains(string(body), "peek") || !strings.Contains(string(body), "log__write") {
-				t.Errorf("search as alice: %s", body)
-			}
-			res = callTool(ctx, t, cs, "inspect", map[string]any{"names": []string{"log__secret_delete", "other__peek", "log__write"}})
-			body, _ = json.Marshal(res.StructuredContent)
-			var insp struct {
-				Tools   []struct{ Name string } `json:"tools"`
-				Unknown []string                `json:"unknown"`
-			}
-			_ = json.Unmarshal(body, &insp)
-			if len(insp.Tools) != 1 || insp.Tools[0].Name != "log__write" || !slices.Equal(insp.Unknown, []string{"log__secret_delete", "other__peek"}) {
-				t.Errorf("inspect as alice: %s", body)
-			}
-			for how := range scripts {
-				if r := execute(ctx, t, cs, script(how, "log", "write")); r.Status != "ok" {
-					t.Errorf("%s of log.write: %+v", how, r)
-				}
-				for _, target := range [][2]string{{"log", "secret_delete"}, {"other", "peek"}} {
-					r := execute(ctx, t, cs, script(how, target[0], target[1]))
-					if r.Status != "error" || !strings.Contains(r.Error, "PermissionError") {
-						t.Errorf("%s of %s.%s: %+v, want a PermissionError", how, target[0], target[1], r)
-					}
-				}
-			}
-			// Caught inside the script, the refusal still stops the call.
-			r := execute(ctx, t, cs, `try { call_tool("log", "secret_delete", {}); "called" } catch (e) { e.name }`)
-			if r.Status != "ok" || string(r.Result) != `"PermissionError"` {
-				t.Errorf("try around a denied call: %+v", r)
-			}
-		})
+	for _, who := range []string{azAliceToken, carolToken} {
+		for _, p := range authzPaths(h, yml, stdioAudit, clients) {
+			authzRow(ctx, t, clients[who]+" "+p.name, p, who)
+		}
 	}
-
 	// Every script call's audit line names the client, and no denied tool
 	// reached a server.
 	for what, lines := range map[string][]string{"HTTP": auditRaw(h), "stdio": stdioAudit.raw()} {
-		n := 0
+		n := map[string]int{}
 		for _, l := range lines {
 			var a map[string]any
 			if json.Unmarshal([]byte(l), &a) != nil || a["via"] != "execute" {
 				continue
 			}
-			n++
-			if a["client"] != "alice" {
-				t.Errorf("%s: a script call's audit line without client alice: %s", what, l)
+			client, _ := a["client"].(string)
+			n[client]++
+			if client != "alice" && client != "carol" {
+				t.Errorf("%s: a script call's audit line without its client: %s", what, l)
 			}
 			tool, _ := a["tool"].(string)
 			if errText, _ := a["error"].(string); (strings.Contains(tool, "secret_delete") || strings.Contains(tool, "peek")) && !strings.HasPrefix(errText, "PermissionError") {
 				t.Errorf("%s: a denied tool was called: %s", what, l)
 			}
 		}
-		if n == 0 {
-			t.Errorf("%s: no audit line of a script call", what)
+		if n["alice"] == 0 || n["carol"] == 0 {
+			t.Errorf("%s: audit lines of script calls by client: %v, want some of alice's and carol's", what, n)
 		}
 	}
+}
+
+// authzRow checks one path for one caller (tok) with alice's rules.
+func authzRow(ctx context.Context, t *testing.T, name string, p authzPath, tok string) {
+	t.Run(name, func(t *testing.T) {
+		if p.skip != "" {
+			t.Skip(p.skip)
+		}
+		cs := p.connect(ctx, t, tok)
+		want := []string{p.prefix + "write"}
+		if p.script {
+			want = append(want, "execute", "inspect", "search")
+		}
+		wantNames(t, "alice's tools", aggTools(ctx, t, cs), want...)
+		if err := callErr(ctx, cs, p.prefix+"write"); err != nil {
+			t.Errorf("alice calls %swrite: %v", p.prefix, err)
+		}
+		denied := []string{p.prefix + "secret_delete"}
+		if p.prefix != "" {
+			denied = append(denied, "other__peek") // a member outside her destinations
+		}
+		for _, n := range denied {
+			if err := callErr(ctx, cs, n); err == nil {
+				t.Errorf("alice called %s", n)
+			}
+		}
+		if !p.script {
+			return
+		}
+		// search and inspect show only what she may call.
+		res := callTool(ctx, t, cs, "search", map[string]any{"query": "secret_delete peek write", "limit": 50})
+		body, _ := json.Marshal(jsonMember(res.StructuredContent, "results"))
+		if strings.Contains(string(body), "secret_delete") || strings.Contains(string(body), "peek") || !strings.Contains(string(body), "log__write") {
+			t.Errorf("search as alice: %s", body)
+		}
+		res = callTool(ctx, t, cs, "inspect", map[string]any{"names": []string{"log__secret_delete", "other__peek", "log__write"}})
+		body, _ = json.Marshal(res.StructuredContent)
+		var insp struct {
+			Tools   []struct{ Name string } `json:"tools"`
+			Unknown []string                `json:"unknown"`
+		}
+		_ = json.Unmarshal(body, &insp)
+		if len(insp.Tools) != 1 || insp.Tools[0].Name != "log__write" || !slices.Equal(insp.Unknown, []string{"log__secret_delete", "other__peek"}) {
+			t.Errorf("inspect as alice: %s", body)
+		}
+		for how := range scripts {
+			if r := execute(ctx, t, cs, script(how, "log", "write")); r.Status != "ok" {
+				t.Errorf("%s of log.write: %+v", how, r)
+			}
+			for _, target := range [][2]string{{"log", "secret_delete"}, {"other", "peek"}} {
+				r := execute(ctx, t, cs, script(how, target[0], target[1]))
+				if r.Status != "error" || !strings.Contains(r.Error, "PermissionError") {
+					t.Errorf("%s of %s.%s: %+v, want a PermissionError", how, target[0], target[1], r)
+				}
+			}
+		}
+		// Caught inside the script, the refusal still stops the call.
+		r := execute(ctx, t, cs, `try { call_tool("log", "secret_delete", {}); "called" } catch (e) { e.name }`)
+		if r.Status != "ok" || string(r.Result) != `"PermissionError"` {
+			t.Errorf("try around a denied call: %+v", r)
+		}
+	})
 }
 
 // TestAuthorizationRateLimitEveryPath: one bucket per client, whatever the
 // path; a script's calls take from it.
 func TestAuthorizationRateLimitEveryPath(t *testing.T) {
-	h, yml := authzGateway(t)
+	h, yml, _ := authzGateway(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*waitFor)
 	defer cancel()
-	paths := authzPaths(h, yml, io.Discard)
+	paths := authzPaths(h, yml, io.Discard, map[string]string{azBobToken: "bob"})
 
 	// drain runs a script that calls log.write 100 times and returns how
 	// many calls went through; the rest must have been refused by the rate
