@@ -107,3 +107,22 @@ func TestAccessWarnings(t *testing.T) {
 		t.Errorf("warnings about clients without views:\n%s", w)
 	}
 }
+
+// BenchmarkDecide: the cost of the decision on every tool call (a client
+// with tool rules and a rate limit, the call charged).
+func BenchmarkDecide(b *testing.B) {
+	cfg := accessConfig()
+	cfg.Clients["alice"].RateLimit = &config.RateLimit{Rate: 1e9, Burst: 1 << 30}
+	var lim Limiter
+	acc := NewAuthority(cfg, &lim).Client("alice")
+	for _, charge := range []bool{false, true} {
+		c := ToolCall{Endpoint: ViewEndpoint("ns1"), Server: "log", Tool: "log__write", Charge: charge}
+		b.Run(map[bool]string{false: "rules", true: "rules+rate"}[charge], func(b *testing.B) {
+			for b.Loop() {
+				if d := acc.Decide(c); d != nil {
+					b.Fatal(d)
+				}
+			}
+		})
+	}
+}
