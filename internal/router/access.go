@@ -62,11 +62,10 @@ func (r *Router) visibleItems(acc *policy.Access, k kind, mg *merged, items []js
 	return out
 }
 
-// decideTool is Access.Decide for a tool call routed to rt (exposed as
+// decideTool is acc.Decide for a tool call routed to rt (exposed as
 // name); charge takes a token of the caller's rate limit (a script's
 // call). Nil: allowed.
-func (r *Router) decideTool(ctx context.Context, cat *catalog, rt route, name string, meta json.RawMessage, charge bool) *policy.Denial {
-	acc := policy.FromContext(ctx)
+func (r *Router) decideTool(ctx context.Context, acc *policy.Access, cat *catalog, rt route, name string, meta json.RawMessage, charge bool) *policy.Denial {
 	if acc == nil {
 		return nil
 	}

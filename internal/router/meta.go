@@ -382,9 +382,9 @@ func (r *Router) execute(ctx context.Context, cat *catalog, req *jsonrpc.Message
 	cat.mu.Unlock()
 	rn := r.runner(v.Meta.Sandbox)
 	parent := audit.FromContext(ctx)
-	sc := &scriptCaller{r: r, cat: cat, meta: meta, forward: forward,
-		rec: audit.Record{Session: parent.Session, SourceIP: parent.SourceIP, Path: parent.Path,
-			Client: policy.FromContext(ctx).Client()}}
+	acc := policy.FromContext(ctx)
+	sc := &scriptCaller{r: r, cat: cat, meta: meta, forward: forward, acc: acc,
+		rec: audit.Record{Session: parent.Session, SourceIP: parent.SourceIP, Path: parent.Path, Client: acc.Client()}}
 	ectx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c := &asyncCall{ready: make(chan struct{}), cancel: cancel}
 	go func() {
@@ -443,7 +443,11 @@ type scriptCaller struct {
 	cat     *catalog
 	meta    json.RawMessage
 	forward func(context.Context, *member, *jsonrpc.Message) (session.Call, error)
-	rec     audit.Record // the execute request's session, source and path
+	// acc is the access of the execute request's caller, taken when the
+	// script starts: every call of the script is decided with it, whatever
+	// context the script runtime calls CallTool with (nil: everything).
+	acc *policy.Access
+	rec audit.Record // the execute request's session, source, path and client
 }
 
 // CallTool routes a script's call as the view routes a client's: by the
@@ -500,11 +504,11 @@ func (sc *scriptCaller) CallTool(ctx context.Context, server, tool string, args 
 	}
 	// The caller's access (the execute request's), as for its own calls;
 	// each call of a script takes a token of its rate limit.
-	if d := sc.r.decideTool(ctx, cat, rt, exposed, sc.meta, true); d != nil {
+	if d := sc.r.decideTool(ctx, sc.acc, cat, rt, exposed, sc.meta, true); d != nil {
 		if d.RetryAfter > 0 {
 			return nil, deny("%s", d.Reason)
 		}
-		return nil, deny("tool %q is not available to client %s in %s", exposed, policy.FromContext(ctx).Client(), label)
+		return nil, deny("tool %q is not available to client %s in %s", exposed, sc.acc.Client(), label)
 	}
 	params := map[string]json.RawMessage{"name": jsonrpc.Quote(rt.name), "arguments": args}
 	if sc.meta != nil {

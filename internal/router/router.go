@@ -713,7 +713,7 @@ func (r *Router) routeCall(ctx context.Context, cat *catalog, req *jsonrpc.Messa
 			return failure(req, e), nil
 		}
 		// What the caller may not reach or call is answered as unknown.
-		if k == kTools && r.decideTool(ctx, cat, rt, name, meta, false) != nil ||
+		if k == kTools && r.decideTool(ctx, acc, cat, rt, name, meta, false) != nil ||
 			k == kPrompts && !reach(rt.m) {
 			return failure(req, jsonrpc.Errorf(jsonrpc.InvalidParams, "unknown %s %q", strings.TrimSuffix(kinds[k].key, "s"), name)), nil
 		}
