@@ -21,14 +21,21 @@ import (
 
 // BenchmarkTracingRequest is one traced request's whole cost in this
 // process: the server span, one upstream call's client span and the
-// traceparent spliced into its params, and the export of both to an OTLP
-// receiver on loopback that discards them.
+// traceparent spliced into its params, and the export of the sampled ones
+// to an OTLP receiver on loopback that discards them; at sample ratios 1,
+// 0.1 and 0 (every request a root).
 func BenchmarkTracingRequest(b *testing.B) {
+	for _, ratio := range []float64{1, 0.1, 0} {
+		b.Run("ratio="+strconv.FormatFloat(ratio, 'g', -1, 64), func(b *testing.B) { benchTracingRequest(b, ratio) })
+	}
+}
+
+func benchTracingRequest(b *testing.B, ratio float64) {
 	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 	}))
 	defer rcv.Close()
-	tr, err := New(Options{Endpoint: rcv.URL, SampleRatio: 1, ServiceName: "bench"})
+	tr, err := New(Options{Endpoint: rcv.URL, SampleRatio: ratio, ServiceName: "bench"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -100,26 +107,13 @@ func BenchmarkExport(b *testing.B) {
 	}
 }
 
-// BenchmarkAppendRecord is the encoding of a traced call's two spans, as
+// BenchmarkAppendSpan is the encoding of a traced call's two spans, as
 // the gateway's Request and Call end them, into a batch.
-func BenchmarkAppendRecord(b *testing.B) {
-	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid1, SpanID: sidA, TraceFlags: trace.FlagsSampled})
-	const session = "0d1e2f30-aaaa-4bbb-8ccc-000000000000"
+func BenchmarkAppendSpan(b *testing.B) {
+	spans := benchSpans(b, 2)
 	var buf []byte
 	b.ReportAllocs()
 	for b.Loop() {
-		c := spanRecord{sc: sc.WithSpanID(sidB), parent: sidA, method: "tools/call", tool: "echo", kind: trace.SpanKindClient, start: t0, end: t0}
-		c.addString(keyMethod, "tools/call")
-		c.addString(keyDestination, "d")
-		c.addString(keyTool, "echo")
-		c.addString(keySession, session)
-		s := spanRecord{sc: sc, method: "tools/call", tool: "echo", kind: trace.SpanKindServer, start: t0, end: t0}
-		s.addInt(keyHTTPStatus, 200)
-		s.addString(keyMethod, "tools/call")
-		s.addString(keyTool, "echo")
-		s.addString(keyDestination, "d")
-		s.addString(keySession, session)
-		s.addString(keyRequestID, "7")
-		buf = appendRecord(appendRecord(buf[:0], fSSSpans, &c), fSSSpans, &s)
+		buf = appendSpan(appendSpan(buf[:0], fSSSpans, spans[0]), fSSSpans, spans[1])
 	}
 }

@@ -395,10 +395,6 @@ func appendArray[T any](b []byte, vs []T, member func([]byte, T) []byte) []byte 
 type batch struct {
 	groups []spanGroup
 	n      int // spans added
-	// recGroup is the index, plus one, of the group of the processor's
-	// records (addRecord), 0 until one is added; kept by reset, as groups
-	// are.
-	recGroup int
 	// refs counts the readers the HTTP transport holds of the export made
 	// in place in this batch's buffer: the batch is not written to again
 	// until they are closed. nil when there are none.
@@ -435,15 +431,10 @@ func (bt *batch) add(sd sdktrace.ReadOnlySpan) {
 // group finds, or adds, the group of res and scope. A gateway's spans all
 // share one resource and scope: the first group is compared by pointer.
 func (bt *batch) group(res *resource.Resource, scope instrumentation.Scope) *spanGroup {
-	return &bt.groups[bt.groupIndex(res, scope)]
-}
-
-// groupIndex is group's index in bt.groups.
-func (bt *batch) groupIndex(res *resource.Resource, scope instrumentation.Scope) int {
 	for i := range bt.groups {
 		g := &bt.groups[i]
 		if (g.res == res || g.resID == res.Equivalent()) && g.scope == scope {
-			return i
+			return g
 		}
 	}
 	g := spanGroup{res: res, resID: res.Equivalent(), scope: scope}
@@ -471,7 +462,7 @@ func (bt *batch) groupIndex(res *resource.Resource, scope instrumentation.Scope)
 	g.room = len(g.resMsg) + len(g.scopeMsg) + 2*(1+binary.MaxVarintLen64)
 	g.buf = make([]byte, g.room)
 	bt.groups = append(bt.groups, g)
-	return len(bt.groups) - 1
+	return &bt.groups[len(bt.groups)-1]
 }
 
 // size is about how many bytes the encoded spans take.
@@ -565,140 +556,4 @@ func (bt *batch) inPlace() ([]byte, bool) {
 	body := g.buf[start:]
 	g.buf = g.buf[:spansEnd] // the spans, as they were
 	return body, true
-}
-
-// maxRecordAttrs is how many attributes a spanRecord holds: the server
-// span's six and one to spare.
-const maxRecordAttrs = 7
-
-// spanRecord is an ended span of the gateway's own (see [Request] and
-// [Call]), built on the caller's stack and encoded by appendRecord as
-// appendSpan encodes an SDK span with the same data: no events, links or
-// dropped counts, the processor's resource and scope.
-type spanRecord struct {
-	sc     trace.SpanContext
-	parent trace.SpanID // invalid for a root
-	remote bool         // the parent is remote
-	// The name is method, or "{method} {tool}" when tool is not "" (as
-	// the MCP semantic conventions name spans), written without building
-	// the string.
-	method, tool string
-	kind         trace.SpanKind
-	start, end   time.Time
-	attrs        [maxRecordAttrs]recordAttr
-	nattrs       int
-	status       codes.Code
-	statusMsg    string // with codes.Error only, as the SDK keeps it
-}
-
-// recordAttr is a string attribute, or an int one when isInt; key is the
-// KeyValue's key field, encoded (see encodedKey).
-type recordAttr struct {
-	key   []byte
-	str   string
-	num   int64
-	isInt bool
-}
-
-// encodedKey is the key field of a KeyValue (tag, length, bytes) holding k.
-func encodedKey(k string) []byte { return appendStringField(nil, fKVKey, k) }
-
-// The keys of the spans' attributes, encoded once.
-var (
-	keyMethod      = encodedKey(AttrMethod)
-	keyTool        = encodedKey(AttrTool)
-	keySession     = encodedKey(AttrSession)
-	keyDestination = encodedKey(AttrDestination)
-	keyRequestID   = encodedKey(AttrRequestID)
-	keyHTTPStatus  = encodedKey("http.response.status_code")
-	keyRPCStatus   = encodedKey("rpc.response.status_code")
-)
-
-// addString and addInt add an attribute, its key encoded; one past
-// maxRecordAttrs is dropped (the callers add at most six).
-func (s *spanRecord) addString(key []byte, v string) {
-	if s.nattrs < maxRecordAttrs {
-		s.attrs[s.nattrs] = recordAttr{key: key, str: v}
-		s.nattrs++
-	}
-}
-
-func (s *spanRecord) addInt(key []byte, v int64) {
-	if s.nattrs < maxRecordAttrs {
-		s.attrs[s.nattrs] = recordAttr{key: key, num: v, isInt: true}
-		s.nattrs++
-	}
-}
-
-// appendRecord appends s as a Span, field num of the enclosing message:
-// the bytes appendSpan writes for an SDK span holding the same data. The
-// attributes' lengths are computed, not patched in after.
-func appendRecord(b []byte, num protowire.Number, s *spanRecord) []byte {
-	b, start := beginMessage(b, num)
-	tid, sid := s.sc.TraceID(), s.sc.SpanID()
-	b = append(b, byte(fSpanTraceID<<3|protowire.BytesType), byte(len(tid)))
-	b = append(b, tid[:]...)
-	b = append(b, byte(fSpanSpanID<<3|protowire.BytesType), byte(len(sid)))
-	b = append(b, sid[:]...)
-	if ts := s.sc.TraceState(); ts.Len() > 0 {
-		b = appendStringField(b, fSpanTraceState, ts.String())
-	}
-	if s.parent.IsValid() {
-		b = append(b, byte(fSpanParentSpanID<<3|protowire.BytesType), byte(len(s.parent)))
-		b = append(b, s.parent[:]...)
-	}
-	if n := len(s.method); s.tool != "" || n > 0 {
-		if s.tool != "" {
-			n += 1 + len(s.tool)
-		}
-		b = appendVarint(appendTag(b, fSpanName, protowire.BytesType), uint64(n))
-		b = append(b, s.method...)
-		if s.tool != "" {
-			b = append(append(b, ' '), s.tool...)
-		}
-	}
-	b = appendVarintField(b, fSpanKind, spanKind(s.kind))
-	b = appendFixed64Field(b, fSpanStart, unixNano(s.start))
-	b = appendFixed64Field(b, fSpanEnd, unixNano(s.end))
-	const (
-		attrTag   = byte(fSpanAttributes<<3 | protowire.BytesType)
-		valueTag  = byte(fKVValue<<3 | protowire.BytesType)
-		stringTag = byte(fAnyString<<3 | protowire.BytesType)
-	)
-	for i := range s.nattrs {
-		a := &s.attrs[i]
-		// KeyValue{key, value: AnyValue{string_value or int_value}}.
-		if !a.isInt && len(a.key)+len(a.str)+4 < 0x80 {
-			// Every length a byte (the usual case): three appends.
-			b = append(b, attrTag, byte(len(a.key)+len(a.str)+4))
-			b = append(b, a.key...)
-			b = append(b, valueTag, byte(len(a.str)+2), stringTag, byte(len(a.str)))
-			b = append(b, a.str...)
-			continue
-		}
-		var any int
-		if a.isInt {
-			any = 1 + protowire.SizeVarint(uint64(a.num))
-		} else {
-			any = 1 + protowire.SizeVarint(uint64(len(a.str))) + len(a.str)
-		}
-		kv := len(a.key) + 1 + protowire.SizeVarint(uint64(any)) + any
-		b = appendVarint(appendTag(b, fSpanAttributes, protowire.BytesType), uint64(kv))
-		b = append(b, a.key...)
-		b = appendVarint(appendTag(b, fKVValue, protowire.BytesType), uint64(any))
-		if a.isInt {
-			b = appendAnyInt(b, a.num)
-		} else {
-			b = appendAnyString(b, a.str)
-		}
-	}
-	var ss int
-	b, ss = beginMessage(b, fSpanStatus)
-	if s.status == codes.Error {
-		b = appendStringField(b, fStatusMessage, s.statusMsg)
-	}
-	b = appendVarintField(b, fStatusCode, statusCode(s.status))
-	b = endMessage(b, ss)
-	b = protowire.AppendFixed32(append(b, flagsTag...), spanFlags(s.sc.TraceFlags(), s.remote))
-	return endMessage(b, start)
 }

@@ -171,6 +171,8 @@ type exporter struct {
 	stop    context.CancelFunc
 }
 
+var _ sdktrace.SpanExporter = (*exporter)(nil)
+
 func newExporter(cfg exporterConfig) *exporter {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConnsPerHost = 2

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/sdk/instrumentation"
-	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
@@ -49,11 +47,7 @@ type processor struct {
 	once    sync.Once
 	dropped atomic.Int64
 
-	// res and scope are those of the spans added by addRecord (a
-	// Tracer's), set before the first.
-	res   *resource.Resource
-	scope instrumentation.Scope
-	made  int // guarded by mu: batches made, for the tests
+	made int // guarded by mu: batches made, for the tests
 }
 
 // flushRequest asks run to export everything ended so far within ctx and
@@ -62,6 +56,8 @@ type flushRequest struct {
 	ctx   context.Context
 	reply chan error
 }
+
+var _ sdktrace.SpanProcessor = (*processor)(nil)
 
 func newProcessor(exp *exporter) *processor {
 	p := &processor{exp: exp, cur: &batch{}, full: make(chan *batch, maxQueuedBatches),
@@ -84,24 +80,6 @@ func (p *processor) OnEnd(s sdktrace.ReadOnlySpan) {
 		return
 	}
 	p.cur.add(s)
-	p.rotate()
-}
-
-// addRecord encodes s, a span of p.res and p.scope, into the current
-// batch.
-func (p *processor) addRecord(s *spanRecord) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return
-	}
-	bt := p.cur
-	if bt.recGroup == 0 {
-		bt.recGroup = bt.groupIndex(p.res, p.scope) + 1
-	}
-	g := &bt.groups[bt.recGroup-1]
-	g.buf = appendRecord(g.buf, fSSSpans, s)
-	bt.n++
 	p.rotate()
 }
 

@@ -14,11 +14,11 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
-	"go.opentelemetry.io/otel/sdk/instrumentation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/encoding/prototext"
@@ -343,65 +343,70 @@ func TestTracingSpans(t *testing.T) {
 	}
 }
 
-// TestRecordEncoding: appendRecord writes exactly the bytes appendSpan
-// writes for an SDK span with the same data (the SDK's span, whose
-// encoding TestExportFieldMapping checks against the collector's types,
-// is the reference).
-func TestRecordEncoding(t *testing.T) {
+// TestProcessorEncoding: spans made by the SDK's tracer, as the gateway's
+// Request and Call make them (a remote parent with a trace state, int
+// attributes, lengths of two bytes, an error status; a description without
+// an error, which is not kept; long and empty names), are encoded by the
+// processor as they end into exactly the export appendExport writes for
+// the same spans, in place as well, and those bytes are what the
+// collector's types decode and their Marshal writes.
+func TestProcessorEncoding(t *testing.T) {
 	ts := mustTraceState(t, "vendor=a,other=b")
 	res := resource.NewSchemaless(attribute.String("service.name", "sb"))
-	scope := instrumentation.Scope{Name: scopeName}
-	server := spanRecord{sc: trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid1, SpanID: sidA, TraceFlags: trace.FlagsSampled, TraceState: ts}),
-		parent: sidP, remote: true, method: "tools/call", tool: "echo", kind: trace.SpanKindServer, start: t0, end: t0.Add(time.Second),
-		status: codes.Error, statusMsg: "boom"}
-	server.addInt(keyHTTPStatus, 502)
-	server.addInt(keyHTTPStatus, -1<<40)
-	server.addString(keyMethod, "tools/call")
-	server.addString(keySession, strings.Repeat("s", 300)) // lengths of two bytes
-	server.addString(keyRequestID, strings.Repeat("i", 120))
-	client := spanRecord{sc: trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid2, SpanID: sidB, TraceFlags: trace.FlagsSampled}),
-		method: "ping", kind: trace.SpanKindClient, start: t0, end: t0, statusMsg: "kept only with an error"}
-	client.addString(keyDestination, "")
-	long := spanRecord{sc: client.sc, method: strings.Repeat("m", 100), tool: strings.Repeat("t", 100), kind: trace.SpanKindServer,
-		start: t0, end: t0}
-	unnamed := spanRecord{sc: client.sc, tool: "x", kind: trace.SpanKindClient, start: t0, end: t0}
-	for _, r := range []spanRecord{server, client, long, unnamed, {sc: client.sc}} {
-		name := r.method
-		if r.tool != "" {
-			name += " " + r.tool
-		}
-		stub := tracetest.SpanStub{Name: name, SpanContext: r.sc, SpanKind: r.kind, StartTime: r.start, EndTime: r.end,
-			Resource: res, InstrumentationScope: scope}
-		if r.parent.IsValid() {
-			stub.Parent = trace.NewSpanContext(trace.SpanContextConfig{TraceID: r.sc.TraceID(), SpanID: r.parent, Remote: r.remote})
-		}
-		for _, a := range r.attrs[:r.nattrs] {
-			key := string(a.key[2:]) // the tag and a one-byte length
-			if a.isInt {
-				stub.Attributes = append(stub.Attributes, attribute.Int64(key, a.num))
-			} else {
-				stub.Attributes = append(stub.Attributes, attribute.String(key, a.str))
-			}
-		}
-		if r.status == codes.Error {
-			stub.Status = sdktrace.Status{Code: codes.Error, Description: r.statusMsg}
-		}
-		want := appendSpan(nil, fSSSpans, stub.Snapshot())
-		if got := appendRecord(nil, fSSSpans, &r); !bytes.Equal(got, want) {
-			t.Errorf("%q: appendRecord\n%x\nappendSpan\n%x", name, got, want)
-		}
-		// And in an export, as the processor adds records.
-		p := &processor{cur: &batch{}}
-		newTracer(p, res, 1)
-		p.addRecord(&r)
+	parent := trace.ContextWithRemoteSpanContext(context.Background(), trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: tid1, SpanID: sidP, TraceFlags: trace.FlagsSampled, TraceState: ts, Remote: true}))
+	type spanCase struct {
+		ctx    context.Context
+		name   string
+		kind   trace.SpanKind
+		attrs  []attribute.KeyValue
+		status codes.Code
+		msg    string
+	}
+	for _, c := range []spanCase{
+		{parent, "tools/call echo", trace.SpanKindServer, []attribute.KeyValue{attribute.Int(attrHTTPStatus, 502),
+			attribute.Int64("negative", -1<<40), attribute.String(AttrMethod, "tools/call"),
+			attribute.String(AttrSession, strings.Repeat("s", 300)), attribute.String(AttrRequestID, strings.Repeat("i", 120))},
+			codes.Error, "boom"},
+		{context.Background(), "ping", trace.SpanKindClient, []attribute.KeyValue{attribute.String(AttrDestination, "")},
+			codes.Unset, "kept only with an error"},
+		{context.Background(), strings.Repeat("m", 100) + " " + strings.Repeat("t", 100), trace.SpanKindServer, nil, codes.Unset, ""},
+		{context.Background(), "", trace.SpanKindClient, nil, codes.Unset, ""},
+	} {
+		p := &processor{cur: &batch{}} // no goroutine: the test reads its batch
+		rec := tracetest.NewSpanRecorder()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(p), sdktrace.WithSpanProcessor(rec),
+			sdktrace.WithResource(res), sdktrace.WithSampler(sdktrace.AlwaysSample()))
+		_, sp := tp.Tracer(scopeName).Start(c.ctx, c.name, trace.WithSpanKind(c.kind), trace.WithTimestamp(t0))
+		sp.SetAttributes(c.attrs...)
+		sp.SetStatus(c.status, c.msg)
+		sp.End(trace.WithTimestamp(t0.Add(time.Second)))
 		var ref batch
-		ref.add(stub.Snapshot())
-		want = ref.appendExport(nil)
+		ref.add(rec.Ended()[0])
+		want := ref.appendExport(nil)
 		if got := p.cur.appendExport(nil); !bytes.Equal(got, want) {
-			t.Errorf("%q: export\n%x\nwant\n%x", name, got, want)
+			t.Errorf("%q: export\n%x\nwant\n%x", c.name, got, want)
 		}
 		if got, ok := p.cur.inPlace(); !ok || !bytes.Equal(got, want) {
-			t.Errorf("%q: export in place (%v)\n%x\nwant\n%x", name, ok, got, want)
+			t.Errorf("%q: export in place (%v)\n%x\nwant\n%x", c.name, ok, got, want)
+		}
+		var dec coltracepb.ExportTraceServiceRequest
+		if err := proto.Unmarshal(want, &dec); err != nil {
+			t.Fatalf("%q: %v", c.name, err)
+		}
+		if theirs, _ := (proto.MarshalOptions{Deterministic: true}).Marshal(&dec); !bytes.Equal(theirs, want) {
+			t.Errorf("%q: export differs from the collector's Marshal\nmine   %x\ntheirs %x", c.name, want, theirs)
+		}
+		s := dec.GetResourceSpans()[0].GetScopeSpans()[0].GetSpans()[0]
+		wantMsg := ""
+		if c.status == codes.Error {
+			wantMsg = c.msg
+		}
+		remote := c.ctx != context.Background()
+		if s.GetName() != c.name || len(s.GetAttributes()) != len(c.attrs) || s.GetStatus().GetMessage() != wantMsg ||
+			(s.GetFlags()&uint32(tracepb.SpanFlags_SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK) != 0) != remote ||
+			(remote && (s.GetTraceState() != ts.String() || !bytes.Equal(s.GetParentSpanId(), sidP[:]))) {
+			t.Errorf("%q: decoded\n%s", c.name, prototext.Format(s))
 		}
 	}
 }
