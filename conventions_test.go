@@ -1,6 +1,7 @@
 // Convention tests for the whole module (in the spirit of tailscale's
-// pkgdoc_test and tstest/deptest): every package is documented once, and
-// the layering between the internal packages holds.
+// pkgdoc_test and tstest/deptest): every package is documented once, the
+// layering between the internal packages holds, and the binary links
+// nothing on the forbidden list (gRPC among it).
 package switchboard_test
 
 import (
@@ -265,5 +266,74 @@ func TestReadmeConfig(t *testing.T) {
 	agg := base + "  hass:\n    type: stdio\n    command: [hass-mcp]\n  wiki:\n    type: stdio\n    command: [wiki-mcp]\n" + blocks[1][1]
 	if _, err := config.Parse([]byte(agg), "README.md"); err != nil {
 		t.Errorf("README aggregation example: %v", err)
+	}
+}
+
+// forbiddenDeps are what the switchboard binary must not depend on (in the
+// spirit of tailscale's tstest/deptest): a package path, which forbids its
+// subpackages too, and why.
+var forbiddenDeps = map[string]string{
+	"google.golang.org/grpc":                 "gRPC: traces go over OTLP/HTTP through internal/tracing's own exporter (the SDK's otlptracehttp links gRPC: +8.5 MB)",
+	"github.com/grpc-ecosystem/grpc-gateway": "comes with gRPC (the OTLP collector's generated service)",
+	"go.opentelemetry.io/otel/exporters":     "the SDK's exporters: otlptracehttp and otlptracegrpc link gRPC; internal/tracing exports itself",
+	"go.opentelemetry.io/proto/otlp":         "OTLP's generated types: internal/tracing encodes with protowire; only tests decode with them",
+	"golang.org/x/net/http2":                 "a second HTTP/2 stack beside the one net/http bundles",
+	"testing":                                "test support in the binary",
+	"net/http/httptest":                      "test support in the binary",
+	module + "/internal/peers":               "test support in the binary",
+	"github.com/chromedp/chromedp":           "the status page's browser test only",
+}
+
+// forbidden returns the entry of forbiddenDeps that forbids dep and why,
+// or "" and "".
+func forbidden(dep string) (entry, why string) {
+	for p, why := range forbiddenDeps {
+		if dep == p || strings.HasPrefix(dep, p+"/") {
+			return p, why
+		}
+	}
+	return "", ""
+}
+
+// goListDeps is `go list -deps` of pkgs (and their tests with -test) for
+// GOOS/GOARCH, as the release builds them (CGO_ENABLED=0, GOARM=7).
+func goListDeps(t *testing.T, platform string, args ...string) []string {
+	t.Helper()
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("go command not available: %v", err)
+	}
+	goos, goarch, _ := strings.Cut(platform, "/")
+	cmd := exec.Command(goCmd, append([]string{"list", "-deps", "-f", "{{.ImportPath}}"}, args...)...)
+	cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH="+goarch, "CGO_ENABLED=0", "GOARM=7")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s for %s: %v\n%s", strings.Join(args, " "), platform, err, stderr.String())
+	}
+	return strings.Fields(string(out))
+}
+
+// TestBinaryDeps: nothing in forbiddenDeps enters the dependencies of
+// cmd/switchboard on any platform the release builds for. The check itself
+// is shown to fail on internal/tracing's tests, which decode with OTLP's
+// generated types and so link gRPC.
+func TestBinaryDeps(t *testing.T) {
+	for _, platform := range []string{"linux/amd64", "linux/arm64", "linux/arm", "darwin/arm64", "windows/amd64"} {
+		for _, dep := range goListDeps(t, platform, "./cmd/switchboard") {
+			if _, why := forbidden(dep); why != "" {
+				t.Errorf("%s: cmd/switchboard depends on %s: %s", platform, dep, why)
+			}
+		}
+	}
+	found := map[string]bool{}
+	for _, dep := range goListDeps(t, "linux/amd64", "-test", "./internal/tracing") {
+		if entry, _ := forbidden(dep); entry != "" {
+			found[entry] = true
+		}
+	}
+	if !found["google.golang.org/grpc"] || !found["go.opentelemetry.io/proto/otlp"] || !found["testing"] {
+		t.Errorf("the check found %v in internal/tracing's test dependencies, want gRPC, OTLP's generated types and testing", found)
 	}
 }
