@@ -11,22 +11,21 @@ import (
 // SigV4Suite returns the directory of the official SigV4 test suite
 // (awslabs/aws-c-auth tests/aws-signing-test-suite/v4) and its case names.
 // It is not part of this repository: $SWITCHBOARD_SIGV4_SUITE, else
-// ../shared/testdata/aws-signing-test-suite/v4 beside the repository root.
-// The test is skipped, saying where to put it, when it is absent.
+// shared/testdata/aws-signing-test-suite/v4 beside the repository root (as
+// CI has it) or beside one of its parents (a git worktree's). When it is
+// absent the test is skipped, saying where to put it, or fails under
+// CI=true.
 func SigV4Suite(t testing.TB) (dir string, cases []string) {
 	t.Helper()
 	dir = os.Getenv("SWITCHBOARD_SIGV4_SUITE")
 	if dir == "" {
-		wd, _ := os.Getwd()
-		for d := wd; filepath.Dir(d) != d; d = filepath.Dir(d) {
-			if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-				dir = filepath.Join(d, "..", "shared", "testdata", "aws-signing-test-suite", "v4")
-				break
-			}
-		}
+		dir = findSuite()
 	}
 	entries, err := os.ReadDir(dir)
 	if dir == "" || err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the AWS SigV4 test suite is not here (%s), and CI=true: it must be at ../shared/testdata/aws-signing-test-suite/v4 beside the clone", dir)
+		}
 		t.Skipf("the AWS SigV4 test suite is not here (%s): set SWITCHBOARD_SIGV4_SUITE to aws-c-auth's tests/aws-signing-test-suite/v4", dir)
 	}
 	for _, e := range entries {
@@ -35,6 +34,29 @@ func SigV4Suite(t testing.TB) (dir string, cases []string) {
 		}
 	}
 	return dir, cases
+}
+
+// findSuite is the suite beside the repository root or one of its parents,
+// else where it is expected beside the root ("" outside the repository).
+func findSuite() string {
+	const suite = "shared/testdata/aws-signing-test-suite/v4"
+	wd, _ := os.Getwd()
+	root := wd
+	for ; filepath.Dir(root) != root; root = filepath.Dir(root) {
+		if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
+			break
+		}
+	}
+	if filepath.Dir(root) == root {
+		return ""
+	}
+	for d := root; filepath.Dir(d) != d; d = filepath.Dir(d) {
+		p := filepath.Join(filepath.Dir(d), filepath.FromSlash(suite))
+		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+			return p
+		}
+	}
+	return filepath.Join(filepath.Dir(root), filepath.FromSlash(suite))
 }
 
 // SigV4SuiteContext is a suite case's context.json: the credentials, scope,

@@ -3,7 +3,8 @@ package sigv4
 // The official SigV4 test suite (awslabs/aws-c-auth,
 // tests/aws-signing-test-suite/v4), read from a directory that is not part
 // of this repository: $SWITCHBOARD_SIGV4_SUITE, else
-// ../shared/testdata/aws-signing-test-suite/v4 beside the repository root.
+// ../shared/testdata/aws-signing-test-suite/v4 beside the repository root
+// (or a parent, for a worktree); under CI=true a missing suite fails.
 // Each case's request goes through Signer.Transport at the case's time with
 // its credentials; the canonical request, the string to sign, the
 // signature and the Authorization header must be the case's header-signing
@@ -20,6 +21,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -200,5 +202,35 @@ func TestOfficialVectors(t *testing.T) {
 	t.Logf("official SigV4 vectors: %d passed, %d skipped, of %d", passed, len(skipped), len(cases))
 	if passed == 0 {
 		t.Error("no vector passed")
+	}
+}
+
+// suiteTB records whether peers.SigV4Suite skipped or failed, ending the
+// goroutine as the testing package's Skipf and Fatalf do.
+type suiteTB struct {
+	testing.TB
+	skipped, failed bool
+}
+
+func (f *suiteTB) Helper()               {}
+func (f *suiteTB) Skipf(string, ...any)  { f.skipped = true; runtime.Goexit() }
+func (f *suiteTB) Fatalf(string, ...any) { f.failed = true; runtime.Goexit() }
+
+// TestSigV4SuiteRequiredInCI: a missing suite skips TestOfficialVectors,
+// except under CI=true, where it fails it.
+func TestSigV4SuiteRequiredInCI(t *testing.T) {
+	t.Setenv("SWITCHBOARD_SIGV4_SUITE", filepath.Join(t.TempDir(), "missing"))
+	for _, ci := range []string{"true", ""} {
+		t.Setenv("CI", ci)
+		f := &suiteTB{TB: t}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			peers.SigV4Suite(f)
+		}()
+		<-done
+		if want := ci == "true"; f.failed != want || f.skipped == want {
+			t.Errorf("CI=%q: failed %v, skipped %v; want failed %v", ci, f.failed, f.skipped, want)
+		}
 	}
 }
