@@ -50,7 +50,7 @@ var expectedErrors = []struct {
 	{"bad_reference.bad.yaml", `invalid reference ${input:token}`},
 	{"unterminated_reference.bad.yaml", `:4: destinations.github.url: unterminated "${"`},
 	{"command_quotes.bad.yaml", `:4: destinations.files.command: quotes are not supported in a command written as one string (no shell parses it); write it as command: [node, "my server.js"]`},
-	{"type_missing.bad.yaml", `:2: destinations.github: type is required: stdio, streamable_http, sse or agentcore; as in mithril-proxy, write the destination as just its URL (name: https://host/base) for an sse server at that URL plus /sse`},
+	{"type_missing.bad.yaml", `:2: destinations.github: type is required: stdio, streamable_http, sse or agentcore; for an sse server at url plus /sse, write the destination as just its URL (name: https://host/base)`},
 	{"type_unknown.bad.yaml", `:3: destinations.github: unknown type "websocket"`},
 	{"stdio_no_command.bad.yaml", `destinations.context7: command is required for type stdio`},
 	{"shell_meta.bad.yaml", `:4: destinations.foo.command: ";" needs a shell, and Switchboard never runs one (it runs a program with a list of arguments); write the program and its arguments as a list, or to run a shell on purpose: command: [sh, -c, "npx -y server; rm -rf /"]`},

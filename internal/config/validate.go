@@ -167,7 +167,7 @@ func (d *decoder) validateDestination(dst *Destination, p string) {
 			hint := ""
 			if dst.URL != "" && dst.Command == nil {
 				// mithril-proxy took such an entry as sse at url + /sse.
-				hint = "; as in mithril-proxy, write the destination as just its URL (name: https://host/base) for an sse server at that URL plus /sse"
+				hint = "; for an sse server at url plus /sse, write the destination as just its URL (name: https://host/base)"
 			}
 			d.errorAt(p, p, "type is required: stdio, streamable_http, sse or agentcore%s", hint)
 		}

@@ -1,5 +1,5 @@
 // Package relay runs Switchboard as a stdio MCP server that forwards to a
-// remote one (seed 002's MCPRelay, done right): stdio-only clients reach
+// remote one: stdio-only clients reach
 // Streamable HTTP and legacy HTTP+SSE servers through it.
 //
 //	stdin ─▶ Relay ─▶ upstream.Upstream ─▶ streamable.ClientConn | sse.ClientConn ─▶ remote

@@ -36,7 +36,7 @@ type Call interface {
 }
 
 // Backend is what a session talks to: one upstream server (a per-destination
-// route) or, later, an aggregating router. *upstream.Member satisfies it via
+// route) or an aggregating router. *upstream.Member satisfies it via
 // an adapter in the gateway.
 type Backend interface {
 	Call(ctx context.Context, req *jsonrpc.Message) (Call, error)

@@ -40,8 +40,8 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/upstream"
 )
 
-// Destination is what the handler serves: one upstream (or, later, an
-// aggregated view). The gateway implements it.
+// Destination is what the handler serves: one upstream or an aggregated
+// view. The gateway implements it.
 type Destination interface {
 	// Open attaches a new legacy session: it runs (or reuses) the upstream
 	// handshake and returns the session's backend and the InitializeResult

@@ -1,5 +1,5 @@
 // Package upstream multiplexes client sessions onto one connection to an MCP
-// server: a stdio child, or (later) a remote Streamable HTTP or SSE server.
+// server: a stdio child, or a remote Streamable HTTP or legacy SSE server.
 //
 // An Upstream owns the connection and everything that must be rewritten for
 // several clients to share it:
