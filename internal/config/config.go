@@ -84,6 +84,22 @@ type Config struct {
 	// may go unused before it is closed ("0s": 5m).
 	SessionChildIdleTimeout time.Duration
 
+	// SessionOrphanTimeout ends a session that owns a child process once
+	// its client has left without DELETE: it opened a listen stream (GET),
+	// then had none open and sent nothing for this long
+	// (`session_orphan_timeout`). Default 30s; "0s" turns the rule off,
+	// leaving SessionChildIdleTimeout. A client that never opens a GET
+	// stream is not subject to it.
+	SessionOrphanTimeout time.Duration
+
+	// MaxChildren caps the processes of each stdio destination with
+	// `isolation: session`, its direct and aggregated sessions together
+	// (`max_children`). At the cap a new session ends the least recently
+	// used idle one (nothing in flight, no stream open), whose process
+	// stops; when every one is busy the new session gets 503. Zero (the
+	// default) means MaxSessions. Never negative.
+	MaxChildren int
+
 	// MaxBodyBytes caps client request bodies (`max_body_bytes`, an integer
 	// or a size like "16MiB"); larger bodies get 413. Default 16 MiB;
 	// always > 0.
@@ -489,11 +505,13 @@ const (
 	DefaultRetryMax   = 10 * time.Minute
 	// DefaultSessionChildIdleTimeout is SessionChildIdleTimeout's default.
 	DefaultSessionChildIdleTimeout = 5 * time.Minute
-	DefaultMaxBodyBytes            = 16 << 20
-	DefaultMaxMessageBytes         = 16 << 20
-	DefaultMaxSessions             = 10
-	DefaultKeepAlive               = 15 * time.Second
-	DefaultLogLevel                = "info"
+	// DefaultSessionOrphanTimeout is SessionOrphanTimeout's default.
+	DefaultSessionOrphanTimeout = 30 * time.Second
+	DefaultMaxBodyBytes         = 16 << 20
+	DefaultMaxMessageBytes      = 16 << 20
+	DefaultMaxSessions          = 10
+	DefaultKeepAlive            = 15 * time.Second
+	DefaultLogLevel             = "info"
 )
 
 // defaultConfig returns a Config holding every default that does not depend
@@ -504,6 +522,7 @@ func defaultConfig() *Config {
 		Timeout:                 DefaultTimeout,
 		SessionIdleTimeout:      DefaultSessionIdleTimeout,
 		SessionChildIdleTimeout: DefaultSessionChildIdleTimeout,
+		SessionOrphanTimeout:    DefaultSessionOrphanTimeout,
 		MaxBodyBytes:            DefaultMaxBodyBytes,
 		MaxMessageBytes:         DefaultMaxMessageBytes,
 		MaxSessions:             DefaultMaxSessions,

@@ -146,6 +146,10 @@ func (d *decoder) decodeNative(root *yaml.Node, c *Config, dir string, readFile 
 			d.setDuration(&c.SessionIdleTimeout, v, path)
 		case "session_child_idle_timeout":
 			d.setDuration(&c.SessionChildIdleTimeout, v, path)
+		case "session_orphan_timeout":
+			d.setDuration(&c.SessionOrphanTimeout, v, path)
+		case "max_children":
+			d.setInt(&c.MaxChildren, v, path)
 		case "max_body_bytes":
 			d.setSize(&c.MaxBodyBytes, v, path)
 		case "max_message_bytes":

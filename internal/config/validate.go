@@ -20,9 +20,9 @@ var nameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 // reserved names are route segments of the gateway itself.
 var reserved = []string{"mcp", "sse", "healthz", "metrics"}
 
-// validate reports every invalid value of c. Names of destinations may
-// equal names of namespaces or groups (they are served on different
-// routes); a group may not share a namespace's name.
+// validate reports every invalid value of c. A namespace or group may not
+// share a destination's name (each is served at /{name}/mcp), nor a group a
+// namespace's.
 func (d *decoder) validate(c *Config) {
 	d.validateGlobal(c)
 	for _, name := range d.order["destinations"] {
@@ -53,6 +53,7 @@ func (d *decoder) validateGlobal(c *Config) {
 		{"timeout", c.Timeout},
 		{"session_idle_timeout", c.SessionIdleTimeout},
 		{"session_child_idle_timeout", c.SessionChildIdleTimeout},
+		{"session_orphan_timeout", c.SessionOrphanTimeout},
 		{"keep_alive", c.KeepAlive},
 	} {
 		if f.v < 0 {
@@ -70,6 +71,9 @@ func (d *decoder) validateGlobal(c *Config) {
 		if f.v <= 0 {
 			d.errorAt(f.key, f.key, "must be positive")
 		}
+	}
+	if c.MaxChildren < 0 {
+		d.errorAt("max_children", "max_children", "must not be negative (0 means max_sessions)")
 	}
 	for i, v := range c.Restart.Delays {
 		if v < 0 {
@@ -377,6 +381,7 @@ func isToken(s string) bool {
 
 func (d *decoder) validateNamespace(c *Config, ns *Namespace, p string) {
 	d.validName(ns.Name, p)
+	d.notDestination(c, ns.Name, p)
 	for i, s := range ns.Servers {
 		if _, ok := c.Destinations[s]; !ok && !d.disabled[s] {
 			d.errorAt(index(p+".servers", i), p, "unknown destination %q in servers", s)
@@ -441,8 +446,17 @@ func (d *decoder) checkCycles(c *Config) {
 	}
 }
 
+// notDestination reports a namespace or group named like a destination:
+// both would be served at /{name}/mcp (and /{name}/sse).
+func (d *decoder) notDestination(c *Config, name, p string) {
+	if _, ok := c.Destinations[name]; ok {
+		d.errorAt(p, p, "name %q is also a destination: both would be served at /%s/mcp; rename one (the view stays at /mcp/%s too)", name, name, name)
+	}
+}
+
 func (d *decoder) validateGroup(c *Config, g *Group, p string) {
 	d.validName(g.Name, p)
+	d.notDestination(c, g.Name, p)
 	if _, ok := c.Namespaces[g.Name]; ok {
 		d.errorAt(p, p, "name %q is also a namespace", g.Name)
 	}

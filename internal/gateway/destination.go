@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -50,6 +51,12 @@ type destination struct {
 	// owns a process (session_child_idle_timeout); zero leaves the
 	// table's. A reload updates it in place.
 	childIdle atomic.Int64
+	// childOrphan is session_orphan_timeout in nanoseconds (see
+	// session.Session.OwnChild; zero: off), and maxChildren the cap on
+	// running per-session processes (max_children resolved: never zero);
+	// a reload updates both in place (setLimits).
+	childOrphan atomic.Int64
+	maxChildren atomic.Int64
 	// toolHeaders caches the x-mcp-header bindings of modern's tools
 	// (see paramHeaders).
 	toolHeaders toolHeaders
@@ -63,8 +70,8 @@ type destination struct {
 	limits atomic.Pointer[policy.DestinationLimiter]
 
 	mu      sync.Mutex
-	private map[*upstream.Upstream]struct{} // guarded by mu: per-session upstreams
-	closed  bool                            // guarded by mu
+	private map[*upstream.Upstream]*child // guarded by mu: per-session upstreams
+	closed  bool                          // guarded by mu
 
 	probeMu  sync.Mutex
 	probedAt time.Time // guarded by probeMu: when probeErr was found
@@ -79,8 +86,8 @@ type destination struct {
 }
 
 func newDestination(cfg *config.Destination, global *config.Config, log *slog.Logger) *destination {
-	d := &destination{name: cfg.Name, cfg: cfg, private: map[*upstream.Upstream]struct{}{}}
-	d.childIdle.Store(int64(global.SessionChildIdleTimeout))
+	d := &destination{name: cfg.Name, cfg: cfg, private: map[*upstream.Upstream]*child{}}
+	d.setLimits(global)
 	dlog := log.With("destination", cfg.Name)
 	d.log = dlog
 	maxMsg := int(global.MaxMessageBytes)
@@ -180,6 +187,84 @@ func restartDelays(r config.Restart) []time.Duration {
 	return out
 }
 
+// child is a per-session upstream (a process, for stdio) and its client
+// session.
+type child struct {
+	// s is the client session it serves, directly or as a member of an
+	// aggregated session; nil when the downstream is not a client session.
+	s *session.Session
+	// reaping is set, under destination.mu, once s was ended to make room
+	// (max_children): the child no longer counts against the cap while it
+	// stops.
+	reaping bool
+}
+
+// errChildReaped is the end error of a session ended to make room for
+// another under max_children.
+var errChildReaped = errors.New("session ended: the destination was at max_children and this session's process was the least recently used idle one")
+
+// setLimits takes the global settings a reload may change in place.
+func (d *destination) setLimits(global *config.Config) {
+	d.childIdle.Store(int64(global.SessionChildIdleTimeout))
+	d.childOrphan.Store(int64(global.SessionOrphanTimeout))
+	maxChildren := global.MaxChildren
+	if maxChildren == 0 {
+		maxChildren = global.MaxSessions
+	}
+	d.maxChildren.Store(int64(maxChildren))
+}
+
+// admit registers up, the upstream of a new client session s (nil when the
+// downstream is none), as private. A stdio destination at max_children
+// makes room: it returns the session of the least recently used idle child
+// to end (its process stops when it has left), or session.ErrTooMany when
+// every child's session is busy or still being set up.
+func (d *destination) admit(up *upstream.Upstream, s *session.Session) (victim *session.Session, err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil, upstream.ErrClosed
+	}
+	if max := int(d.maxChildren.Load()); d.cfg.Type == config.TypeStdio && max > 0 {
+		running := 0
+		var seen time.Time
+		for _, c := range d.private {
+			if c.reaping {
+				continue
+			}
+			running++
+			if c.s == nil {
+				continue
+			}
+			if at, idle := c.s.IdleSince(); idle && (victim == nil || at.Before(seen)) {
+				victim, seen = c.s, at
+			}
+		}
+		if running < max {
+			victim = nil
+		} else {
+			if victim == nil {
+				return nil, fmt.Errorf("%w: destination %s runs %d processes (max_children), each for a session with a request in flight, a stream open or still starting", session.ErrTooMany, d.name, running)
+			}
+			for _, c := range d.private {
+				if c.s == victim {
+					c.reaping = true
+				}
+			}
+		}
+	}
+	d.private[up] = &child{s: s}
+	return victim, nil
+}
+
+// clientSession returns the client session behind down, or nil.
+func clientSession(down upstream.Downstream) *session.Session {
+	if cs, ok := down.(interface{ ClientSession() *session.Session }); ok {
+		return cs.ClientSession()
+	}
+	return nil
+}
+
 // Open attaches a legacy session.
 func (d *destination) Open(ctx context.Context, s *session.Session, init *jsonrpc.Message) (session.Backend, *jsonrpc.Message, error) {
 	return d.Join(ctx, s, init)
@@ -194,15 +279,19 @@ func (d *destination) Join(ctx context.Context, down upstream.Downstream, init *
 	}
 	up := d.shared
 	var owned *upstream.Upstream
+	cs := clientSession(down)
 	if up == nil {
 		owned = d.newUp(d.dialer(clientHeader(ctx)), false, upstream.Legacy)
-		d.mu.Lock()
-		if d.closed {
-			d.mu.Unlock()
-			return nil, nil, upstream.ErrClosed
+		victim, err := d.admit(owned, cs)
+		if err != nil {
+			return nil, nil, err
 		}
-		d.private[owned] = struct{}{}
-		d.mu.Unlock()
+		if victim != nil {
+			// Its backend leaves, which stops its process (release).
+			victim.End(errChildReaped)
+			d.log.Info("max_children reached: ended the session of the least recently used idle process",
+				"max_children", d.maxChildren.Load(), "session", victim.ID[:8]+"…")
+		}
 		up = owned
 	}
 	m, res, err := up.Join(ctx, down, init)
@@ -212,19 +301,13 @@ func (d *destination) Join(ctx context.Context, down upstream.Downstream, init *
 		}
 		return nil, nil, err
 	}
-	if idle := time.Duration(d.childIdle.Load()); owned != nil && d.cfg.Type == config.TypeStdio && idle > 0 {
-		// The session owns a process: reap it sooner when idle. An
-		// aggregated session's member slot passes this on to its session.
-		if s, ok := down.(idleSetter); ok {
-			s.SetIdle(idle)
-		}
+	if owned != nil && d.cfg.Type == config.TypeStdio && cs != nil {
+		// The session owns a process: reap it sooner when idle, and
+		// soon once its client is gone.
+		cs.OwnChild(time.Duration(d.childIdle.Load()), time.Duration(d.childOrphan.Load()))
 	}
 	return &memberBackend{Member: m, d: d, owned: owned}, res, nil
 }
-
-// idleSetter is a downstream whose idle timeout can be shortened
-// (*session.Session, an aggregated session's member slot).
-type idleSetter interface{ SetIdle(time.Duration) }
 
 // Stateless sends a 2026-07-28 request: to the server itself when it
 // speaks that era, else translated onto its legacy side (era.go).

@@ -52,7 +52,7 @@ func (g *Gateway) build(cfg *config.Config, prev *state) (*state, []*destination
 	for _, name := range cfg.Names {
 		if prev != nil {
 			if old := prev.dests[name]; old != nil && sameDestination(prev.cfg, cfg, name) {
-				old.childIdle.Store(int64(cfg.SessionChildIdleTimeout))
+				old.setLimits(cfg)
 				st.dests[name] = old
 				continue
 			}

@@ -198,3 +198,57 @@ func TestSessionChildIdleTimeout(t *testing.T) {
 		t.Fatalf("shared-server session after 1s idle: %s, want it alive", r)
 	}
 }
+
+// Issue 21: 30 clients of an isolation: session destination that never
+// DELETE (what the TypeScript SDK's close() leaves: its GET stream closed,
+// the session open). max_children bounds the processes while they come:
+// each new client ends the least recently used idle session and its
+// process, and none gets 503. session_orphan_timeout then reaps the rest:
+// the children go back to none. The timing itself (ended exactly at the
+// timeout, not up to a check interval later; a client still streaming
+// kept) is TestOrphanedChildren's, on synctest's clock, in internal/session.
+func TestIsolatedClientsThatNeverDelete(t *testing.T) {
+	t.Parallel()
+	const bound = 4
+	for _, tc := range []struct {
+		name, orphan string
+		reaped       bool // the orphans go by session_orphan_timeout
+	}{
+		{"max_children", "0s", false},
+		{"orphans reaped", "1s", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h := start(t, fmt.Sprintf("max_sessions: 40\nmax_children: %d\nsession_orphan_timeout: %s\n", bound, tc.orphan),
+				dest{name: "d", mode: "plain", isolation: "session"})
+			for i := range 30 {
+				s, err := h.tryInitialize("d", "")
+				if err != nil {
+					t.Fatalf("client %d: %v", i+1, err)
+				}
+				st := s.listen()
+				if out := s.tool("echo", map[string]any{"text": fmt.Sprint("client ", i+1)}); out.Text != fmt.Sprint("client ", i+1) {
+					t.Fatalf("client %d: echo %q", i+1, out.Text)
+				}
+				st.close() // and gone, without DELETE
+			}
+			children := func() int {
+				_, ds := h.healthz()
+				return ds[0].Children
+			}
+			want := bound
+			if tc.reaped {
+				want = 0
+			} else if n := h.logs.count(slog.LevelInfo, "max_children reached: ended the session of the least recently used idle process"); n != 30-bound {
+				t.Errorf("%d sessions ended for max_children, want %d", n, 30-bound)
+			}
+			deadline := time.Now().Add(waitFor)
+			for children() != want {
+				if time.Now().After(deadline) {
+					t.Fatalf("%d children %v after the 30 clients left, want %d", children(), waitFor, want)
+				}
+				time.Sleep(20 * time.Millisecond) // processes stop on their own time
+			}
+		})
+	}
+}

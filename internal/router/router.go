@@ -369,12 +369,14 @@ type memberDown struct {
 	m *member
 }
 
-// SetIdle passes a server's shorter idle timeout (a session that owns a
-// process) on to the client session, when it takes one.
-func (d *memberDown) SetIdle(idle time.Duration) {
-	if s, ok := d.a.down.(interface{ SetIdle(time.Duration) }); ok {
-		s.SetIdle(idle)
+// ClientSession returns the client session behind the member (nil when
+// there is none): a server that starts a process for the member binds it
+// to the session (session.Session.OwnChild).
+func (d *memberDown) ClientSession() *session.Session {
+	if s, ok := d.a.down.(interface{ ClientSession() *session.Session }); ok {
+		return s.ClientSession()
 	}
+	return nil
 }
 
 func (d *memberDown) Deliver(msg *jsonrpc.Message) {

@@ -60,27 +60,71 @@ type Session struct {
 	endErr   error         // guarded by mu
 	lastSeen time.Time     // guarded by mu
 	busy     int           // guarded by mu: requests in flight plus open streams
-	idle     time.Duration // guarded by mu: SetIdle's own idle timeout; zero means the table's
+	idle     time.Duration // guarded by mu: OwnChild's idle timeout; zero means the table's
+	orphan   time.Duration // guarded by mu: OwnChild's orphan timeout; zero means none
+	streamed bool          // guarded by mu: a listen stream was opened (Stream)
 	created  time.Time
 }
 
-// SetIdle gives the session an idle timeout shorter than the table's (a
-// session that owns a child process is reaped sooner); zero or a value not
-// below the table's Idle leaves the table's.
-func (s *Session) SetIdle(d time.Duration) {
+// ClientSession returns s. A downstream that stands for a client session
+// answers it (an aggregated session's member slot passes it on), so that
+// whoever starts a process for the session can bind it to the session.
+func (s *Session) ClientSession() *Session { return s }
+
+// OwnChild says the session owns a child process (a stdio server with
+// isolation: session), which costs memory for as long as the session
+// lives, so it ends sooner than others:
+//
+//   - once it has been idle (nothing in flight, no stream open) for idle,
+//     when that is below the table's Idle; zero leaves the table's;
+//   - once its client opened a listen stream (a GET stream), then had none
+//     open and nothing in flight for orphan: the client is gone without a
+//     DELETE (the TypeScript SDK's close() sends none, and a client that
+//     exits closes its stream). Zero turns this rule off.
+//
+// A client that never opens a listen stream is only subject to idle.
+func (s *Session) OwnChild(idle, orphan time.Duration) {
 	s.mu.Lock()
-	s.idle = d
+	s.idle, s.orphan = idle, orphan
 	s.mu.Unlock()
 	s.table.kickRun()
 }
 
-// evictable reports whether the session may be ended to make room: it is
-// set up (has a backend), has nothing in flight and no open stream. It
-// returns when it was last used. Called with s.mu unheld.
-func (s *Session) evictable() (lastSeen time.Time, ok bool) {
+// IdleSince reports whether the session is idle (set up, nothing in flight,
+// no open stream) and since when: it may then be ended to make room.
+func (s *Session) IdleSince() (lastSeen time.Time, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.lastSeen, s.busy == 0 && s.backend != nil
+}
+
+// evictable is IdleSince. Called with s.mu unheld.
+func (s *Session) evictable() (lastSeen time.Time, ok bool) { return s.IdleSince() }
+
+// ErrOrphaned is the end error of a session that owned a child process and
+// whose client had left (see OwnChild).
+var ErrOrphaned = errors.New("session orphaned: its client closed its stream and sent nothing since (session_orphan_timeout)")
+
+// errExpired is the end error of a session idle for too long.
+var errExpired = errors.New("session expired")
+
+// expiry returns when the session expires if it stays as it is (busy or
+// not), and why; ok is false when it never does. tableIdle is the table's
+// Idle. Called with s.mu held.
+func (s *Session) expiry(tableIdle time.Duration) (at time.Time, why error, ok bool) {
+	limit := tableIdle
+	if s.idle > 0 && (limit <= 0 || s.idle < limit) {
+		limit = s.idle
+	}
+	if limit > 0 {
+		at, why, ok = s.lastSeen.Add(limit), errExpired, true
+	}
+	if s.orphan > 0 && s.streamed {
+		if o := s.lastSeen.Add(s.orphan); !ok || o.Before(at) {
+			at, why, ok = o, ErrOrphaned, true
+		}
+	}
+	return at, why, ok
 }
 
 // SetBackend attaches the backend; a session is usable after it.
@@ -157,6 +201,20 @@ func (s *Session) Acquire() (release func()) {
 			s.mu.Unlock()
 		})
 	}
+}
+
+// Stream is Acquire for a listen stream (a GET stream): it also records
+// that the client opened one, which makes it subject to the orphan rule
+// (OwnChild) once no stream is open.
+func (s *Session) Stream() (release func()) {
+	s.mu.Lock()
+	first := !s.streamed
+	s.streamed = true
+	s.mu.Unlock()
+	if first {
+		s.table.kickRun() // an orphan deadline may now come first
+	}
+	return s.Acquire()
 }
 
 // Hold marks the session busy, as Acquire does, without allocating a
@@ -325,8 +383,9 @@ func (t *Table) All() []*Session {
 	return out
 }
 
-// Expire ends the sessions idle for longer than Idle at now; it returns how
-// many it ended.
+// Expire ends the sessions whose idle (or orphan, see OwnChild) timeout
+// has passed at now (strictly: a session idle exactly its timeout stays);
+// it returns how many it ended.
 func (t *Table) Expire(now time.Time) int {
 	t.mu.Lock()
 	idleFor := t.Idle
@@ -334,60 +393,64 @@ func (t *Table) Expire(now time.Time) int {
 	n := 0
 	for _, s := range t.All() {
 		s.mu.Lock()
-		limit := idleFor
-		if s.idle > 0 && (limit <= 0 || s.idle < limit) {
-			limit = s.idle
-		}
-		idle := limit > 0 && s.busy == 0 && now.Sub(s.lastSeen) > limit
+		at, why, ok := s.expiry(idleFor)
+		due := ok && s.busy == 0 && now.After(at)
 		s.mu.Unlock()
-		if idle {
-			s.End(errors.New("session expired"))
+		if due {
+			s.End(why)
 			n++
 		}
 	}
 	return n
 }
 
-// Run expires idle sessions until ctx is done. It checks every half of the
-// shortest idle timeout in use (the table's or a session's), at most every
-// minute.
+// Run expires sessions until ctx is done. It wakes when the first session
+// is due (see Expire), at the latest every minute, and when a session's
+// own timeouts change (OwnChild, Stream): a session is ended at its
+// deadline, not up to a check interval later.
 func (t *Table) Run(ctx context.Context) {
 	kick := t.kicked()
-	every := t.checkEvery()
-	tick := time.NewTicker(every)
-	defer tick.Stop()
+	timer := time.NewTimer(t.nextDue(time.Now()))
+	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case now := <-tick.C:
-			t.Expire(now)
+		case <-timer.C:
+			t.Expire(time.Now())
 		case <-kick:
+			timer.Stop()
 		}
-		if e := t.checkEvery(); e != every {
-			every = e
-			tick.Reset(every)
-		}
+		timer.Reset(t.nextDue(time.Now()))
 	}
 }
 
-// checkEvery is Run's interval for the current limits and sessions.
-func (t *Table) checkEvery() time.Duration {
-	every := time.Minute
+// nextDue is how long Run may wait at now: until just past the earliest
+// deadline of a session (an idle one's own; a busy one's cannot come before now plus
+// its timeout), at most a minute.
+func (t *Table) nextDue(now time.Time) time.Duration {
 	t.mu.Lock()
-	idle := t.Idle
+	idleFor := t.Idle
 	t.mu.Unlock()
-	if idle > 0 {
-		every = min(every, idle/2)
-	}
+	wait := time.Minute
 	for _, s := range t.All() {
 		s.mu.Lock()
-		if s.idle > 0 {
-			every = min(every, s.idle/2)
+		at, _, ok := s.expiry(idleFor)
+		if ok && s.busy > 0 {
+			at = now.Add(at.Sub(s.lastSeen)) // idle from now at the soonest
 		}
 		s.mu.Unlock()
+		if ok {
+			wait = min(wait, at.Sub(now)+time.Nanosecond) // strictly past at
+		}
 	}
-	return max(every, time.Millisecond)
+	if idleFor > 0 {
+		wait = min(wait, idleFor+time.Nanosecond) // a session made after now
+	}
+	if wait <= 0 {
+		wait = time.Millisecond // past due, but not ended yet: never spin
+	}
+	return wait
 }
 
 // EndAll ends every session (shutdown).

@@ -354,10 +354,10 @@ func TestRun(t *testing.T) {
 		idle    time.Duration
 		endedBy time.Duration // when the idle session ends; 0 never
 	}{
-		// Checked every idle/2: at 5 s, 10 s and 15 s; idle only after 15.
-		{"short idle", 10 * time.Second, 15 * time.Second},
-		// Checked every minute.
-		{"long idle", 5 * time.Minute, 6 * time.Minute},
+		// Run wakes just past the deadline: the session ends then, not
+		// up to a check interval later.
+		{"short idle", 10 * time.Second, 10*time.Second + time.Nanosecond},
+		{"long idle", 5 * time.Minute, 5*time.Minute + time.Nanosecond},
 		{"no expiry", 0, 0},
 	}
 	for _, tt := range tests {
@@ -616,10 +616,10 @@ func TestSessionIdle(t *testing.T) {
 		tbl := &Table{Idle: time.Hour}
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
-		go tbl.Run(ctx) // checks every minute for now
+		go tbl.Run(ctx) // waits a minute for now
 		synctest.Wait()
 		short, _ := tbl.New("a")
-		short.SetIdle(10 * time.Second) // Run now checks every 5 s
+		short.OwnChild(10*time.Second, 0) // Run now wakes at its deadline
 		long, _ := tbl.New("a")
 		time.Sleep(16 * time.Second)
 		synctest.Wait()
@@ -631,6 +631,95 @@ func TestSessionIdle(t *testing.T) {
 		select {
 		case <-long.Ended():
 			t.Fatal("session with the table's 1h idle timeout ended after 2m")
+		default:
+		}
+	})
+}
+
+// TestOrphanedChildren is issue 21's case: 30 clients of a destination
+// with isolation: session open a session and its GET stream, make a call,
+// then leave without DELETE. Every session (its backend: the child
+// process) ends exactly session_orphan_timeout after its stream closed, not
+// at the 5 min idle timeout; a client still streaming, one that never
+// opened a stream, and one active again in time are kept.
+func TestOrphanedChildren(t *testing.T) {
+	const orphan = 30 * time.Second
+	synctest.Test(t, func(t *testing.T) {
+		tbl := &Table{Idle: 30 * time.Minute}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		go tbl.Run(ctx)
+		newChild := func() (*Session, *fakeBackend) {
+			s, err := tbl.New("d")
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := &fakeBackend{}
+			s.SetBackend(b)
+			s.OwnChild(5*time.Minute, orphan)
+			return s, b
+		}
+		var gone []*fakeBackend
+		for range 30 {
+			s, b := newChild()
+			gone = append(gone, b)
+			closeStream := s.Stream()
+			s.Hold() // a tools/call
+			s.Release()
+			closeStream() // the client left: no DELETE
+		}
+		streaming, _ := newChild()
+		defer streaming.Stream()()
+		silent, _ := newChild() // never opened a stream: the idle timeout only
+		back, _ := newChild()
+		back.Stream()()
+
+		time.Sleep(orphan - time.Second)
+		back.Hold() // active again before its deadline
+		back.Release()
+		synctest.Wait()
+		for i, b := range gone {
+			if b.count() != 0 {
+				t.Fatalf("client %d's child left %s before session_orphan_timeout", i, orphan-time.Second)
+			}
+		}
+		time.Sleep(time.Second + time.Nanosecond) // just past the deadline
+		synctest.Wait()
+		for i, b := range gone {
+			if b.count() != 1 {
+				t.Fatalf("client %d's child: left %d times at session_orphan_timeout, want 1", i, b.count())
+			}
+		}
+		if n := tbl.Count("d"); n != 3 {
+			t.Fatalf("%d sessions left, want 3 (streaming, silent, back)", n)
+		}
+		for _, s := range []*Session{streaming, silent, back} {
+			select {
+			case <-s.Ended():
+				t.Fatalf("session ended at session_orphan_timeout: %v", s.endErr)
+			default:
+			}
+		}
+		time.Sleep(orphan - time.Second) // back's own deadline
+		synctest.Wait()
+		select {
+		case <-back.Ended():
+			if !errors.Is(back.endErr, ErrOrphaned) {
+				t.Errorf("end error %v, want ErrOrphaned", back.endErr)
+			}
+		default:
+			t.Fatal("session active again, then gone: alive session_orphan_timeout after its last request")
+		}
+		time.Sleep(5 * time.Minute)
+		synctest.Wait()
+		select {
+		case <-silent.Ended():
+		default:
+			t.Fatal("session without a stream alive after its idle timeout")
+		}
+		select {
+		case <-streaming.Ended():
+			t.Fatal("session with its stream open ended")
 		default:
 		}
 	})

@@ -414,7 +414,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, rec *audit.Record)
 		return
 	}
 	rec.Session = s.ID
-	release := s.Acquire()
+	release := s.Stream() // busy while open; closed, the orphan rule applies
 	defer release()
 	ev := startSSE(w, http.StatusOK, true) // the stream may stay quiet
 	rec.Status = http.StatusOK
