@@ -24,6 +24,8 @@ import (
 //	/mcp, /sse, /message                    the default view: destinations in no
 //	                                        namespace + every non-isolated namespace
 //	/mcp/{name}, /sse/{name}, /message/{name}  one namespace or group
+//	/{name}/mcp, /{name}/sse, /{name}/message  the same (no destination may
+//	                                        share a view's name)
 //
 // The X-Namespace header names the view and takes precedence over the path.
 // An unknown name gets 404. Sessions of a view are kept in the session
@@ -111,18 +113,35 @@ func (g *Gateway) buildViews(cfg *config.Config, dests map[string]*destination) 
 
 // routeViews registers the aggregated endpoints.
 func (g *Gateway) routeViews(mux *http.ServeMux) {
-	pick := func(f func(*views) map[string]http.Handler) func() map[string]http.Handler {
-		return func() map[string]http.Handler { return f(g.state().views) }
-	}
 	for _, p := range []string{"/mcp", "/mcp/{name}"} {
-		mux.HandleFunc(p, g.serveView(pick(func(v *views) map[string]http.Handler { return v.mcp }), ""))
+		mux.HandleFunc(p, g.serveView(g.currentViews(func(v *views) map[string]http.Handler { return v.mcp }), ""))
 	}
 	for _, p := range []string{"/sse", "/sse/{name}"} {
-		mux.HandleFunc(p, g.serveView(pick(func(v *views) map[string]http.Handler { return v.stream }), ""))
+		mux.HandleFunc(p, g.serveView(g.currentViews(func(v *views) map[string]http.Handler { return v.stream }), ""))
 	}
 	for _, p := range []string{"/message", "/message/{name}"} {
-		mux.HandleFunc(p, g.serveView(pick(func(v *views) map[string]http.Handler { return v.message }), "message"))
+		mux.HandleFunc(p, g.serveView(g.currentViews(func(v *views) map[string]http.Handler { return v.message }), "message"))
 	}
+}
+
+// viewRoutes serves a namespace or group at /{name}/mcp, /{name}/sse and
+// /{name}/message too, by endpoint: the handler reads the name from the
+// "name" path value, which the caller sets. Clients that rewrite any path
+// not ending in /mcp (inspector 0.15) reach a view only there. A
+// destination of the same name would take these paths; config validation
+// refuses that (`switchboard check` reports it).
+func (g *Gateway) viewRoutes() map[string]http.HandlerFunc {
+	return map[string]http.HandlerFunc{
+		"mcp":     g.serveView(g.currentViews(func(v *views) map[string]http.Handler { return v.mcp }), ""),
+		"sse":     g.serveView(g.currentViews(func(v *views) map[string]http.Handler { return v.stream }), ""),
+		"message": g.serveView(g.currentViews(func(v *views) map[string]http.Handler { return v.message }), ""),
+	}
+}
+
+// currentViews returns a func that picks, with f, the handlers of the
+// current configuration's views.
+func (g *Gateway) currentViews(f func(*views) map[string]http.Handler) func() map[string]http.Handler {
+	return func() map[string]http.Handler { return f(g.state().views) }
 }
 
 // serveView dispatches to the handler of the view the request names.

@@ -428,6 +428,43 @@ func TestAggregateE2E(t *testing.T) {
 		h.logs.wait(t, slog.LevelWarn, "group includes an isolated namespace (\"!\" in its namespaces)", "namespace=home")
 	})
 
+	// Issue 21: a namespace (or group) is served at /{ns}/mcp and
+	// /{ns}/sse too, as at /mcp/{ns} and /sse/{ns}: inspector 0.15
+	// rewrites any path not ending in /mcp.
+	t.Run("view at /{ns}/mcp", func(t *testing.T) {
+		t.Parallel()
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		for _, c := range []aggConn{{path: "/pair/mcp", version: legacy}, {path: "/pair/mcp"}, {path: "/pair/sse"}} {
+			cs := aggConnect(ctx, t, base, c, nil)
+			wantNames(t, c.path+" tools", aggTools(ctx, t, cs),
+				"alpha__echo", "beta__echo", "alpha__add", "beta__add", "alpha_only", "beta_only")
+			if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "beta_only"}); !strings.HasPrefix(got, "beta:beta_only:") {
+				t.Errorf("%s (%q) beta_only = %q", c.path, c.version, got)
+			}
+		}
+		cs := aggConnect(ctx, t, base, aggConn{path: "/world/mcp", version: legacy}, nil) // a group
+		if names := aggTools(ctx, t, cs); !slices.Contains(names, "secret__secret_tool") {
+			t.Errorf("/world/mcp tools = %v, want the group's", names)
+		}
+		// A destination's own routes are untouched, and an unknown name
+		// is 404 naming neither.
+		init := []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+		if r := h.do("POST", "/alpha/mcp", init); r.status != http.StatusOK || len(r.msgs) == 0 || r.msgs[0].Result == nil {
+			t.Errorf("POST /alpha/mcp initialize: %s", r)
+		}
+		if r := h.do("POST", "/nope/mcp", init); r.status != http.StatusNotFound {
+			t.Errorf("POST /nope/mcp: %s, want 404", r)
+		}
+		// inspector 0.15's CLI, which reached no view before.
+		cli, dir := peers.InspectorCLI(t)
+		out, errOut, err := peers.Run(ctx, t, dir, append(slices.Clip(cli), h.url("/pair/mcp"), "--transport", "http",
+			"--method", "tools/call", "--tool-name", "beta_only"))
+		if err != nil || !strings.Contains(out, "beta:beta_only:") {
+			t.Errorf("inspector-cli tools/call beta_only on /pair/mcp: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
+		}
+	})
+
 	t.Run("unknown names 404", func(t *testing.T) {
 		t.Parallel()
 		init := []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)

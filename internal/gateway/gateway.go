@@ -290,10 +290,16 @@ func (g *Gateway) Handler() http.Handler {
 	g.routeStatusPage(mux)                                       // GET /ui, /ui/status.json, … (statuspage.go)
 	mux.HandleFunc("GET "+auth.MetadataPath, g.serveMetadata)    // RFC 9728 (auth.go); 404 without oauth
 	mux.HandleFunc("GET "+auth.MetadataPath+"/", g.serveMetadata)
+	atView := g.viewRoutes() // /{ns}/mcp, /{ns}/sse, /{ns}/message (aggregate.go)
 	mux.HandleFunc("/{dest}/{endpoint}", func(w http.ResponseWriter, r *http.Request) {
 		h := g.state().fronts[r.PathValue("dest")+"/"+r.PathValue("endpoint")]
 		if h == nil {
-			http.Error(w, "no such destination or endpoint: "+r.URL.Path, http.StatusNotFound)
+			if v := atView[r.PathValue("endpoint")]; v != nil && g.state().views.mcp[r.PathValue("dest")] != nil {
+				r.SetPathValue("name", r.PathValue("dest"))
+				v(w, r)
+				return
+			}
+			http.Error(w, "no such destination, namespace or endpoint: "+r.URL.Path, http.StatusNotFound)
 			return
 		}
 		if !g.permitDestination(w, r, r.PathValue("dest")) {
