@@ -759,3 +759,127 @@ func checkPlatform(r *bytes.Reader, goos, arch string) error {
 	}
 	return nil
 }
+
+// fromLine is one FROM instruction of a Containerfile.
+type fromLine struct {
+	line     int
+	platform string // --platform=…, "" for the target platform
+	image    string
+	stage    string // AS …
+	runs     int    // RUN instructions of the stage
+}
+
+// containerStages parses the FROM lines of a Containerfile and counts
+// each stage's RUN instructions.
+func containerStages(t *testing.T, path string) []*fromLine {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stages []*fromLine
+	cont := false // the previous line ended with a backslash
+	for i, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		wasCont := cont
+		cont = strings.HasSuffix(strings.TrimSpace(l), "\\")
+		if wasCont || len(f) == 0 || strings.HasPrefix(f[0], "#") {
+			continue
+		}
+		switch strings.ToUpper(f[0]) {
+		case "FROM":
+			s := &fromLine{line: i + 1}
+			rest := f[1:]
+			for len(rest) > 0 && strings.HasPrefix(rest[0], "--") {
+				if v, ok := strings.CutPrefix(rest[0], "--platform="); ok {
+					s.platform = v
+				}
+				rest = rest[1:]
+			}
+			if len(rest) == 0 {
+				t.Fatalf("%s:%d: FROM without an image", path, i+1)
+			}
+			s.image = rest[0]
+			if len(rest) == 3 && strings.EqualFold(rest[1], "AS") {
+				s.stage = rest[2]
+			}
+			stages = append(stages, s)
+		case "RUN":
+			if len(stages) > 0 {
+				stages[len(stages)-1].runs++
+			}
+		}
+	}
+	return stages
+}
+
+// pinnedImage is a base image named by repository, version tag and digest.
+var pinnedImage = regexp.MustCompile(`^[a-z0-9][a-z0-9./_-]*:([A-Za-z0-9_][A-Za-z0-9_.-]*)@sha256:[0-9a-f]{64}$`)
+
+// TestContainerBasesPinned (issue 21): every base image of the container
+// files is pinned by version and digest (no ARG indirection, no latest),
+// uv included; the AgentCore image builds for arm64 on x86 without
+// emulation (no RUN in a stage of the target platform: RUN steps run in
+// --platform=$BUILDPLATFORM stages, cross-compiling or installing for the
+// target), as does the general base target; the default command downloads
+// nothing at start (no uvx …@latest); the README's commands match the image.
+func TestContainerBasesPinned(t *testing.T) {
+	files := []string{"container/Containerfile", "agentcore/Containerfile"}
+	for _, p := range files {
+		stages := containerStages(t, p)
+		if len(stages) == 0 {
+			t.Fatalf("%s: no FROM", p)
+		}
+		named := map[string]bool{}
+		for _, s := range stages {
+			switch m := pinnedImage.FindStringSubmatch(s.image); {
+			case named[s.image]:
+				// An earlier stage.
+			case m == nil:
+				t.Errorf("%s:%d: FROM %s: want image:version@sha256:<digest>", p, s.line, s.image)
+			case m[1] == "latest":
+				t.Errorf("%s:%d: FROM %s: pinned to latest, want a version", p, s.line, s.image)
+			}
+			if s.platform != "" && s.platform != "$BUILDPLATFORM" {
+				t.Errorf("%s:%d: --platform=%s, want $BUILDPLATFORM or none", p, s.line, s.platform)
+			}
+			if s.stage != "" {
+				named[s.stage] = true
+			}
+			noRun := p == "agentcore/Containerfile" && s.platform == "" || s.stage == "base"
+			if noRun && s.runs > 0 {
+				t.Errorf("%s:%d: stage %s of the target platform has %d RUN steps: a cross build would need emulation", p, s.line, s.stage, s.runs)
+			}
+		}
+		b, _ := os.ReadFile(p)
+		if regexp.MustCompile(`(?i):latest\b|@latest\b`).Match(b) {
+			t.Errorf("%s: mentions latest; pin a version", p)
+		}
+	}
+
+	// The README builds and runs the AgentCore image as it is.
+	b, _ := os.ReadFile("agentcore/Containerfile")
+	cmd := regexp.MustCompile(`(?m)^ARG SERVER_CMD=(\S+)$`).FindSubmatch(b)
+	pkg := regexp.MustCompile(`(?m)^ARG SERVER_PACKAGE=([^=\s]+)==\S+$`).FindSubmatch(b)
+	if cmd == nil || pkg == nil || !bytes.Contains(b, []byte("MCP_SERVER_CMD=${SERVER_CMD}")) {
+		t.Fatalf("agentcore/Containerfile: want ARG SERVER_CMD, a pinned ARG SERVER_PACKAGE (name==version) and MCP_SERVER_CMD=${SERVER_CMD}")
+	}
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := regexp.MustCompile(`(?s)docker buildx build --platform linux/arm64 -f deploy/agentcore/Containerfile.*?docker run (?:[^\n]*\\\n)*[^\n]*`).Find(readme)
+	if run == nil {
+		t.Fatal("README: no docker buildx build … deploy/agentcore/Containerfile followed by docker run")
+	}
+	for _, m := range regexp.MustCompile(`MCP_SERVER_CMD="?([^"\s]+)`).FindAllSubmatch(run, -1) {
+		if string(m[1]) != string(cmd[1]) {
+			t.Errorf("README runs MCP_SERVER_CMD=%s; the image's command is %s", m[1], cmd[1])
+		}
+	}
+	for _, m := range regexp.MustCompile(`SERVER_PACKAGE=([^=\s"]+)`).FindAllSubmatch(run, -1) {
+		if string(m[1]) != string(pkg[1]) {
+			t.Errorf("README builds SERVER_PACKAGE=%s; the image's is %s", m[1], pkg[1])
+		}
+	}
+}
