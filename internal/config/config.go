@@ -97,7 +97,8 @@ type Config struct {
 	// (`max_children`). At the cap a new session ends the least recently
 	// used idle one (nothing in flight, no stream open), whose process
 	// stops; when every one is busy the new session gets 503. Zero (the
-	// default) means MaxSessions. Never negative.
+	// default) means MaxSessions. Never negative. The legacy connections
+	// kept for 2026-07-28 clients (at most 8 per destination) are apart.
 	MaxChildren int
 
 	// MaxBodyBytes caps client request bodies (`max_body_bytes`, an integer
