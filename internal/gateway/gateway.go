@@ -197,6 +197,12 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		OnEvict: func(s *session.Session, age, idle time.Duration) {
 			g.log.Info("session cap reached: evicted the least recently used idle session",
 				"destination", s.Dest, "session", s.ID[:8]+"…", "age", age.Round(time.Second), "idle", idle.Round(time.Second))
+		},
+		OnExpire: func(s *session.Session, why error) {
+			if errors.Is(why, session.ErrOrphaned) {
+				g.log.Info("client left without DELETE: session ended, its process stops (session_orphan_timeout)",
+					"destination", s.Dest, "session", s.ID[:8]+"…")
+			}
 		}}
 	st, _ := g.build(cfg, nil)
 	g.cur.Store(st)

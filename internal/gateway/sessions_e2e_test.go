@@ -249,6 +249,16 @@ func TestIsolatedClientsThatNeverDelete(t *testing.T) {
 				}
 				time.Sleep(20 * time.Millisecond) // processes stop on their own time
 			}
+			if tc.reaped {
+				// Every session ended, each logged once: made room for a
+				// later client, or orphaned (on a slow machine, some before
+				// the 30th client came).
+				evicted := h.logs.count(slog.LevelInfo, "max_children reached: ended the session of the least recently used idle process")
+				orphaned := h.logs.count(slog.LevelInfo, "client left without DELETE: session ended, its process stops (session_orphan_timeout)")
+				if evicted+orphaned != 30 || orphaned < bound {
+					t.Errorf("%d sessions ended for max_children and %d orphaned, want 30 in all, at least %d orphaned", evicted, orphaned, bound)
+				}
+			}
 		})
 	}
 }

@@ -258,6 +258,10 @@ type Table struct {
 	// ended s to make room: age is how long s lived, idle how long it had
 	// nothing in flight.
 	OnEvict func(s *Session, age, idle time.Duration)
+	// OnExpire, if set, is called (outside the table's lock) after Expire
+	// ended s; why is ErrOrphaned for a client gone (see OwnChild), else
+	// an idle timeout's error.
+	OnExpire func(s *Session, why error)
 
 	mu     sync.Mutex
 	byID   map[string]*Session // guarded by mu
@@ -388,7 +392,7 @@ func (t *Table) All() []*Session {
 // it returns how many it ended.
 func (t *Table) Expire(now time.Time) int {
 	t.mu.Lock()
-	idleFor := t.Idle
+	idleFor, onExpire := t.Idle, t.OnExpire
 	t.mu.Unlock()
 	n := 0
 	for _, s := range t.All() {
@@ -399,6 +403,9 @@ func (t *Table) Expire(now time.Time) int {
 		if due {
 			s.End(why)
 			n++
+			if onExpire != nil {
+				onExpire(s, why)
+			}
 		}
 	}
 	return n
