@@ -286,9 +286,7 @@ func (d *destination) Join(ctx context.Context, down upstream.Downstream, init *
 		if err != nil {
 			return nil, nil, err
 		}
-		if victim != nil {
-			// Its backend leaves, which stops its process (release).
-			victim.End(errChildReaped)
+		if victim != nil && victim.Reap(errChildReaped) { // its backend leaves: its process stops (release)
 			d.log.Info("max_children reached: ended the session of the least recently used idle process",
 				"max_children", d.maxChildren.Load(), "session", victim.ID[:8]+"…")
 		}

@@ -262,3 +262,33 @@ func TestIsolatedClientsThatNeverDelete(t *testing.T) {
 		})
 	}
 }
+
+// At max_children with every child's session busy (a GET stream open), a
+// new session gets 503 naming the cap, while the session table has room;
+// once a stream closes, the next client gets in and that session ends.
+func TestMaxChildrenAllBusy(t *testing.T) {
+	t.Parallel()
+	h := start(t, "max_sessions: 10\nmax_children: 2\nsession_orphan_timeout: 0s\n",
+		dest{name: "d", mode: "plain", isolation: "session"})
+	a, b := h.initialize("d", ""), h.initialize("d", "")
+	sa, sb := a.listen(), b.listen()
+	defer sb.close()
+	e := expectRPCError(t, h.do("POST", "/d/mcp", rpc(1, "initialize", initParams(""))), http.StatusServiceUnavailable, 0)
+	if !strings.Contains(e.Message, "max_children") {
+		t.Errorf("503 message %q does not name max_children", e.Message)
+	}
+	sa.close()
+	deadline := time.Now().Add(waitFor)
+	for {
+		if _, err := h.tryInitialize("d", ""); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("initialize after a stream closed: still refused")
+		}
+		time.Sleep(10 * time.Millisecond) // the stream's release is asynchronous to close
+	}
+	if r := a.call("tools/list", nil); r.status != http.StatusNotFound {
+		t.Errorf("the session whose stream closed: %s, want 404 (its child reaped)", r)
+	}
+}

@@ -109,9 +109,13 @@ var ErrOrphaned = errors.New("session orphaned: its client closed its stream and
 var errExpired = errors.New("session expired")
 
 // expiry returns when the session expires if it stays as it is (busy or
-// not), and why; ok is false when it never does. tableIdle is the table's
-// Idle. Called with s.mu held.
+// not), and why; ok is false when it never does (nor while it is being set
+// up, before SetBackend). tableIdle is the table's Idle. Called with s.mu
+// held.
 func (s *Session) expiry(tableIdle time.Duration) (at time.Time, why error, ok bool) {
+	if s.backend == nil {
+		return at, nil, false
+	}
 	limit := tableIdle
 	if s.idle > 0 && (limit <= 0 || s.idle < limit) {
 		limit = s.idle
@@ -127,11 +131,18 @@ func (s *Session) expiry(tableIdle time.Duration) (at time.Time, why error, ok b
 	return at, why, ok
 }
 
-// SetBackend attaches the backend; a session is usable after it.
+// SetBackend attaches the backend; a session is usable after it. Its idle
+// time counts from here: a session being set up (its initialize in flight,
+// a process starting) never expires.
 func (s *Session) SetBackend(b Backend) {
 	s.mu.Lock()
 	s.backend = b
+	s.lastSeen = time.Now()
+	own := s.idle > 0 || s.orphan > 0
 	s.mu.Unlock()
+	if own {
+		s.table.kickRun() // OwnChild was called while it was set up
+	}
 }
 
 // Backend returns the session's backend (nil before SetBackend).
@@ -157,7 +168,11 @@ func (s *Session) Deliver(m *jsonrpc.Message) {
 
 // End ends the session: its listen streams close, its id answers 404 and
 // the backend is left. It is idempotent.
-func (s *Session) End(err error) {
+func (s *Session) End(err error) { s.Reap(err) }
+
+// Reap is End, reporting whether this call ended the session (false: it
+// had ended already).
+func (s *Session) Reap(err error) bool {
 	// Unknown first: whoever sees the end (a closed stream) must get 404
 	// for the id, not reach the dying backend. remove is idempotent.
 	s.table.remove(s)
@@ -165,7 +180,7 @@ func (s *Session) End(err error) {
 	select {
 	case <-s.ended:
 		s.mu.Unlock()
-		return
+		return false
 	default:
 	}
 	s.endErr = err
@@ -176,6 +191,7 @@ func (s *Session) End(err error) {
 	if b != nil {
 		go b.Leave() // may wait on a process; never under a front's request
 	}
+	return true
 }
 
 // Ended is closed when the session has ended.
@@ -400,8 +416,7 @@ func (t *Table) Expire(now time.Time) int {
 		at, why, ok := s.expiry(idleFor)
 		due := ok && s.busy == 0 && now.After(at)
 		s.mu.Unlock()
-		if due {
-			s.End(why)
+		if due && s.Reap(why) {
 			n++
 			if onExpire != nil {
 				onExpire(s, why)

@@ -337,6 +337,7 @@ func TestExpire(t *testing.T) {
 func TestExpireExplicitNow(t *testing.T) {
 	tbl := &Table{Idle: time.Minute}
 	s, _ := tbl.New("d")
+	s.SetBackend(&fakeBackend{})
 	if n := tbl.Expire(time.Now()); n != 0 {
 		t.Fatalf("expired a fresh session")
 	}
@@ -365,6 +366,7 @@ func TestRun(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				tbl := &Table{Idle: tt.idle}
 				s, _ := tbl.New("d")
+				s.SetBackend(&fakeBackend{})
 				ctx, cancel := context.WithCancel(t.Context())
 				done := make(chan struct{})
 				go func() { tbl.Run(ctx); close(done) }()
@@ -458,6 +460,7 @@ func TestAcquire(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tbl := &Table{Idle: time.Minute}
 		s, _ := tbl.New("d")
+		s.SetBackend(&fakeBackend{})
 		r1 := s.Acquire()
 		r2 := s.Acquire()
 		time.Sleep(time.Hour)
@@ -485,6 +488,7 @@ func TestHold(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tbl := &Table{Idle: time.Minute}
 		s, _ := tbl.New("d")
+		s.SetBackend(&fakeBackend{})
 		s.Hold()
 		release := s.Acquire()
 		time.Sleep(time.Hour)
@@ -610,7 +614,8 @@ func TestEvictConcurrent(t *testing.T) {
 }
 
 // TestSessionIdle: a session's own shorter idle timeout ends it sooner, and
-// Run checks often enough for it.
+// Run checks often enough for it; a session being set up (no backend yet)
+// never expires, and its idle time counts from SetBackend.
 func TestSessionIdle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tbl := &Table{Idle: time.Hour}
@@ -620,7 +625,9 @@ func TestSessionIdle(t *testing.T) {
 		synctest.Wait()
 		short, _ := tbl.New("a")
 		short.OwnChild(10*time.Second, 0) // Run now wakes at its deadline
+		short.SetBackend(&fakeBackend{})
 		long, _ := tbl.New("a")
+		long.SetBackend(&fakeBackend{})
 		time.Sleep(16 * time.Second)
 		synctest.Wait()
 		select {
@@ -741,4 +748,34 @@ func TestAnswer(t *testing.T) {
 	if m, ended := NewAnswer().Poll(); m != nil || !ended {
 		t.Fatalf("an empty answer: %v, %v", m, ended)
 	}
+}
+
+// TestSetUpNeverExpires: a session whose initialize is still in flight (no
+// backend: a process starting on a loaded machine) does not expire, and
+// its idle time counts from SetBackend.
+func TestSetUpNeverExpires(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tbl := &Table{Idle: time.Hour}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		go tbl.Run(ctx)
+		s, _ := tbl.New("a")
+		s.OwnChild(time.Second, time.Second)
+		time.Sleep(time.Minute) // a slow start
+		synctest.Wait()
+		if tbl.Get(s.ID) == nil {
+			t.Fatal("a session being set up expired")
+		}
+		s.SetBackend(&fakeBackend{})
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if tbl.Get(s.ID) == nil {
+			t.Fatal("expired at its idle timeout, not just past it")
+		}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		if tbl.Get(s.ID) != nil {
+			t.Fatal("alive past its idle timeout counted from SetBackend")
+		}
+	})
 }
