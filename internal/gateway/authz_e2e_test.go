@@ -150,9 +150,7 @@ func authzPaths(h *harness, yml string, sink io.Writer, clients map[string]strin
 		{name: "/mcp/{ns}", connect: streamable("/mcp/ns1"), prefix: "log__", script: true},
 		{name: "/mcp/{ns} 2026-07-28", connect: streamable("/mcp/ns1", "version", "modern"), prefix: "log__", script: true},
 		{name: "/{d}/mcp 2026-07-28", connect: streamable("/log/mcp", "version", "modern")},
-		// TODO(issue 20): enable when the /{ns}/mcp route exists (another
-		// helper adds it): connect: streamable("/ns1/mcp").
-		{name: "/{ns}/mcp", skip: "the /{ns}/mcp route does not exist yet", prefix: "log__", script: true},
+		{name: "/{ns}/mcp", connect: streamable("/ns1/mcp"), prefix: "log__", script: true},
 		{name: "/sse", connect: streamable("/sse"), prefix: "log__"},
 		{name: "/sse/{ns}", connect: streamable("/sse/ns1"), prefix: "log__", script: true},
 		{name: "X-Namespace", connect: streamable("/mcp", "X-Namespace", "ns1"), prefix: "log__", script: true},
