@@ -74,8 +74,7 @@ func (l *connLimit) signalLocked() {
 
 // connState is the servers' ConnState hook.
 func (l *connLimit) connState(nc net.Conn, st http.ConnState) {
-	// HTTPS: TLS runs over the limited conn (tls.go); a connection that
-	// internal/http1 handed to net/http wraps it too.
+	// HTTPS: TLS runs over the limited conn (tls.go).
 	for {
 		u, ok := nc.(interface{ NetConn() net.Conn })
 		if !ok {

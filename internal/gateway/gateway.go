@@ -33,7 +33,6 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/auth"
 	"github.com/switchboard-mcp/switchboard/internal/buildinfo"
 	"github.com/switchboard-mcp/switchboard/internal/config"
-	"github.com/switchboard-mcp/switchboard/internal/http1"
 	"github.com/switchboard-mcp/switchboard/internal/metrics"
 	"github.com/switchboard-mcp/switchboard/internal/policy"
 	"github.com/switchboard-mcp/switchboard/internal/router"
@@ -141,10 +140,6 @@ type Options struct {
 	// one. Zero means min(1024, ¾ of the file-descriptor limit); negative
 	// means no cap.
 	MaxConns int
-	// NetHTTP serves every request with net/http alone, without the
-	// gateway's own HTTP/1.1 path for /{dest}/mcp (internal/http1): for
-	// comparison, and as a way out should a client meet a difference.
-	NetHTTP bool
 }
 
 // Defaults of the Options bounds.
@@ -344,14 +339,6 @@ func (g *Gateway) mcpFront(path string) (dest string, h http.Handler) {
 	return dest, g.state().fronts[path[1:]]
 }
 
-// takeMCP tells internal/http1 which requests it serves: those that
-// directFront serves by mcpFront (its paths have no escapes, and http1
-// takes no CONNECT).
-func (g *Gateway) takeMCP(method, path string) bool {
-	_, h := g.mcpFront(path)
-	return h != nil
-}
-
 // audited is the one call site of the audit log: every request gets a
 // record, filled in by the handlers, written when the handler returns
 // (for a stream, when it closes).
@@ -533,7 +520,7 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	}
 	defer stopTLS()
-	return g.serveAll(ctx, []listener{{ln: ln, h: g.Handler(), tls: tc, mcp: tc == nil && !g.opts.NetHTTP}})
+	return g.serveAll(ctx, []listener{{ln: ln, h: g.Handler(), tls: tc}})
 }
 
 // listener is one listening socket and the handler serving it; name, when
@@ -543,17 +530,6 @@ type listener struct {
 	h    http.Handler
 	name string
 	tls  *tls.Config // nil: plain HTTP
-	// mcp: h is Handler's, and /{dest}/mcp requests are served by
-	// internal/http1 (plain HTTP only); every other connection by net/http.
-	mcp bool
-}
-
-// server is what serveAll runs per listener: an http.Server, or an
-// http1.Server in front of one.
-type server interface {
-	Serve(net.Listener) error
-	Shutdown(context.Context) error
-	Close() error
 }
 
 // serveAll is Serve on several listeners at once, each with its own
@@ -571,7 +547,7 @@ func (g *Gateway) serveAll(ctx context.Context, lns []listener) error {
 	wg.Go(func() { g.watch(jctx) })
 	g.startShared(g.state())
 	errc := make(chan error, len(lns))
-	srvs := make([]server, len(lns))
+	srvs := make([]*http.Server, len(lns))
 	idle, bodyIdle := orDefault(g.opts.IdleTimeout, defaultIdleTimeout), orDefault(g.opts.BodyIdleTimeout, defaultBodyIdleTimeout)
 	var lim *connLimit
 	switch {
@@ -599,9 +575,6 @@ func (g *Gateway) serveAll(ctx context.Context, lns []listener) error {
 			l.ln = tls.NewListener(l.ln, l.tls)
 		}
 		srvs[i] = srv
-		if l.mcp {
-			srvs[i] = &http1.Server{Handler: l.h, Take: g.takeMCP, Fallback: srv}
-		}
 		attrs := []any{"addr", l.ln.Addr().String(), "destinations", len(g.state().dests)}
 		if l.name != "" {
 			attrs = append(attrs, "serving", l.name)
