@@ -19,7 +19,7 @@ func TestConnLimitWaitsWhileAllBusy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lim := newConnLimit(2, slog.New(slog.DiscardHandler))
+	lim := newConnLimit(2, 0, 0, slog.New(slog.DiscardHandler))
 	ll := lim.listen(ln)
 	defer ll.Close()
 	type accepted struct {
@@ -114,7 +114,7 @@ func TestConnLimitEMFILEBacksOffAndFreesIdle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lim := newConnLimit(10, slog.New(slog.DiscardHandler))
+	lim := newConnLimit(10, 0, 0, slog.New(slog.DiscardHandler))
 	fl := &emfileListener{Listener: ln}
 	ll := lim.listen(fl)
 	defer ll.Close()
