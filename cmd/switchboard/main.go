@@ -15,6 +15,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/signal"
@@ -195,6 +196,7 @@ func serve(args []string, stderr io.Writer) int {
 		defer logFile.Close()
 	}
 	log := newLogger(logW, format, logLevel(cfg.Log.Level), logFile == nil && onJournal())
+	slog.SetDefault(log) // for the packages that log without a logger of their own (internal/stdio's reaper)
 	g, err := gateway.New(cfg, gateway.Options{Logger: log, ConfigPath: *cfgPath, NoReload: *noReload, ReloadInterval: reloadInterval, StdioClient: *client})
 	if err != nil {
 		fmt.Fprintf(stderr, "switchboard: %v\n", err)
