@@ -305,3 +305,80 @@ func TestSilentAndTricklingConnectionsBounded(t *testing.T) {
 	}
 	t.Logf("trickling body ended after %v", time.Since(t0))
 }
+
+// A client that half-closes its socket after sending a call (net/http's
+// read of the connection then sees EOF and cancels the request's context)
+// still gets the call's real answer, and the call has ended: its id can be
+// used again.
+func TestHalfClosedClientGetsItsAnswer(t *testing.T) {
+	t.Parallel()
+	h := start(t, "", dest{name: "a", mode: "plain"})
+	s := h.initialize("a", "")
+	for range 2 { // the second time with the same id: the first call ended
+		body := rpc(7, "tools/call", toolParams("slow", map[string]any{"ms": 300}, nil))
+		c := h.rawConn(t)
+		if _, err := io.WriteString(c, postHead("/a/mcp", int64(len(body)), "Mcp-Session-Id: "+s.id+"\r\n",
+			"Mcp-Protocol-Version: 2025-11-25\r\n")+string(body)); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+			t.Fatal(err)
+		}
+		resp, got := readAnswer(t, c, waitFor)
+		if resp.StatusCode != 200 || !strings.Contains(got, `"slept"`) || !strings.Contains(got, `"id":7`) {
+			t.Fatalf("half-closed client: HTTP %d %q, want the call's answer", resp.StatusCode, got)
+		}
+	}
+}
+
+// connections.per_client bounds a client's requests in progress: with a
+// bound of 2 and two GET streams open, a third request gets 429 with
+// Retry-After; another client is served; when a stream closes the client
+// is served again. /readyz needs no credentials.
+func TestPerClientRequestBound(t *testing.T) {
+	t.Parallel()
+	top := `connections: {per_client: 2}
+clients:
+  slow:
+    tokens: ["sha256:` + sha256Hex(slowToken) + `"]
+    destinations: ["*"]
+  other:
+    tokens: ["sha256:` + sha256Hex(otherToken) + `"]
+    destinations: ["*"]
+`
+	h := start(t, top, dest{name: "a", mode: "plain"})
+	if r := h.do("GET", "/readyz", nil); r.status != 200 || !strings.Contains(string(r.body), `"ready"`) {
+		t.Fatalf("readyz: %s", r)
+	}
+	r := h.do("POST", "/a/mcp", rpc(0, "initialize", initParams("")), bearer(slowToken)...)
+	sid := r.header.Get("Mcp-Session-Id")
+	if r.status != 200 || sid == "" {
+		t.Fatalf("initialize: %s", r)
+	}
+	hdr := append(bearer(slowToken), "Mcp-Session-Id", sid, "Mcp-Protocol-Version", "2025-11-25", "Accept", "text/event-stream")
+	var streams []*stream
+	for range 2 {
+		st := h.open("GET", "/a/mcp", nil, hdr...)
+		if st.status != 200 {
+			t.Fatalf("GET stream: HTTP %d", st.status)
+		}
+		streams = append(streams, st)
+	}
+	ping := rpc(1, "ping", nil)
+	r = h.do("POST", "/a/mcp", ping, append(bearer(slowToken), "Mcp-Session-Id", sid)...)
+	if r.status != http.StatusTooManyRequests || r.header.Get("Retry-After") == "" || !strings.Contains(string(r.body), "connections.per_client") {
+		t.Fatalf("third request of the client: %s, want 429", r)
+	}
+	if r := h.do("POST", "/a/mcp", rpc(0, "initialize", initParams("")), bearer(otherToken)...); r.status != 200 {
+		t.Fatalf("another client: %s", r)
+	}
+	streams[0].cancel()
+	<-streams[0].ended
+	// The stream's audit line is written after its request has left the
+	// client's count.
+	h.audit.wait(t, "the closed stream's audit line", func(l auditLine) bool { return l.HTTPMethod == "GET" && l.Path == "/a/mcp" })
+	if r = h.do("POST", "/a/mcp", ping, append(bearer(slowToken), "Mcp-Session-Id", sid)...); r.status != 200 {
+		t.Fatalf("after a stream closed: %s", r)
+	}
+	streams[1].cancel()
+}

@@ -87,6 +87,7 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, rec *audit.Reco
 					return
 				}
 				gone = nil
+				continue
 			case <-h.opts.Done:
 				call.Abandon(true)
 				if ev == nil {
