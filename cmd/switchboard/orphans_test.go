@@ -168,14 +168,16 @@ func TestSIGKILLLeavesNoSetsidGrandchild(t *testing.T) {
 	pids = append(pids, child)
 	grandchild := readPid(gcFile)
 	pids = append(pids, grandchild)
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", grandchild))
-	if err != nil {
-		t.Fatalf("grandchild %d: %v", grandchild, err)
-	}
-	f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-	if f[2] != strconv.Itoa(grandchild) || f[3] != strconv.Itoa(grandchild) {
-		t.Fatalf("grandchild %d: group %s, session %s; want its own (setsid)", grandchild, f[2], f[3])
-	}
+	// The pid file is written when the job starts, maybe before it has
+	// called setsid: wait for its own group and session.
+	waitFor("the grandchild in a session of its own", func() bool {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", grandchild))
+		if err != nil {
+			t.Fatalf("grandchild %d: %v", grandchild, err)
+		}
+		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		return f[2] == strconv.Itoa(grandchild) && f[3] == strconv.Itoa(grandchild)
+	})
 	waitFor("tracker line for the grandchild's group", func() bool {
 		return strings.Contains(out.String(), fmt.Sprintf("tracked, to be stopped with the child\" pgid=%d ", grandchild))
 	})
