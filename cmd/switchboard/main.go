@@ -15,6 +15,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/signal"
@@ -34,7 +35,7 @@ import (
 const usage = `usage:
   switchboard serve --config FILE [--listen ADDR]   run the gateway
         [--host HOST] [--port N] [--stdio [--namespace NAME] [--client NAME]] [--no-reload] [--reload-interval D]
-        [--log] [--log-format text|json] [--cpuprofile FILE] [--net-http]
+        [--log] [--log-format text|json] [--cpuprofile FILE]
   switchboard check --config FILE [--explain-access]
                                                     validate a config (every error at once); warn about
                                                     grants wider or narrower than written; print what
@@ -128,7 +129,6 @@ func serve(args []string, stderr io.Writer) int {
 	namespace := fs.String("namespace", "", "with --stdio: the namespace or group to serve (default: the default view)")
 	client := fs.String("client", "", "with --stdio: serve as this configured client (its grants, tool rules and rate limit apply)")
 	noReload := fs.Bool("no-reload", false, "do not watch the config file (SIGHUP still reloads)")
-	netHTTP := fs.Bool("net-http", false, "serve every request with Go's net/http, without Switchboard's own HTTP/1.1 path for /{dest}/mcp (for comparison)")
 	reloadInterval := time.Second
 	fs.Func("reload-interval", "how often the config file is checked for changes: a duration (1s) or seconds (1.0, as MCProxy took it)", func(v string) error {
 		if d, err := time.ParseDuration(v); err == nil && d > 0 {
@@ -196,7 +196,8 @@ func serve(args []string, stderr io.Writer) int {
 		defer logFile.Close()
 	}
 	log := newLogger(logW, format, logLevel(cfg.Log.Level), logFile == nil && onJournal())
-	g, err := gateway.New(cfg, gateway.Options{Logger: log, ConfigPath: *cfgPath, NoReload: *noReload, ReloadInterval: reloadInterval, NetHTTP: *netHTTP, StdioClient: *client})
+	slog.SetDefault(log) // for the packages that log without a logger of their own (internal/stdio's reaper)
+	g, err := gateway.New(cfg, gateway.Options{Logger: log, ConfigPath: *cfgPath, NoReload: *noReload, ReloadInterval: reloadInterval, StdioClient: *client})
 	if err != nil {
 		fmt.Fprintf(stderr, "switchboard: %v\n", err)
 		return 1

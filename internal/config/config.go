@@ -152,6 +152,10 @@ type Config struct {
 	// block is present.
 	Tracing Tracing
 
+	// Connections bounds clients' connections (`connections`,
+	// connections.go).
+	Connections Connections
+
 	// Auth configures inbound authentication (`auth`; auth.go).
 	Auth Auth
 
@@ -538,6 +542,7 @@ func defaultConfig() *Config {
 		Metrics:      Metrics{Enabled: true},
 		UI:           UI{Enabled: true},
 		Tracing:      Tracing{SampleRatio: 1, ServiceName: "switchboard"},
+		Connections:  defaultConnections(),
 		Auth:         Auth{Realm: "switchboard"},
 		Destinations: map[string]*Destination{},
 		Namespaces:   map[string]*Namespace{},

@@ -219,6 +219,8 @@ func (d *decoder) decodeNative(root *yaml.Node, c *Config, dir string, readFile 
 					d.unknown(path, key)
 				}
 			})
+		case "connections":
+			d.decodeConnections(&c.Connections, v, path)
 		case "tracing":
 			if v = resolve(v); !isNull(v) {
 				c.Tracing.Enabled = true

@@ -97,6 +97,7 @@ func (d *decoder) validateGlobal(c *Config) {
 	if c.Tracing.ServiceName == "" {
 		d.errorAt("tracing.service_name", "tracing.service_name", "must not be empty")
 	}
+	d.validateConnections(&c.Connections)
 	if c.Restart.MaxAttempts < 0 {
 		d.errorAt("restart.max_attempts", "restart.max_attempts", "must not be negative")
 	}

@@ -90,7 +90,7 @@ func (g *Gateway) buildViews(cfg *config.Config, dests map[string]*destination) 
 		front := g.guarded(cfg, rt, policy.ViewEndpoint(name))
 		out.mcp[name] = streamable.NewHandler(front, streamable.Options{
 			Name: key, Sessions: g.sessions, Timeout: cfg.Timeout, MaxBody: cfg.MaxBodyBytes,
-			KeepAlive: keepAlive(cfg), Done: g.done, Logger: g.log, ParamHeaders: rt.ParamHeaders,
+			KeepAlive: keepAlive(cfg), GetStreams: cfg.Connections.GetStreams, Done: g.done, Logger: g.log, ParamHeaders: rt.ParamHeaders,
 		})
 		msgPath := "/message"
 		if name != "" {

@@ -16,14 +16,14 @@ import (
 
 // authenticate answers 401 (or 503 when the issuer's keys cannot be had)
 // to a request whose credentials are missing or wrong, and serves the
-// others with their identity in the context. /health and the RFC 9728
-// metadata need no credentials.
+// others with their identity in the context. /health, /readyz and the
+// RFC 9728 metadata need no credentials.
 func (g *Gateway) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		st := g.state()
 		a := st.auth
 		p := r.URL.Path
-		if a == nil || p == "/health" || p == auth.MetadataPath || strings.HasPrefix(p, auth.MetadataPath+"/") {
+		if a == nil || p == "/health" || p == "/readyz" || p == auth.MetadataPath || strings.HasPrefix(p, auth.MetadataPath+"/") {
 			next.ServeHTTP(w, r)
 			return
 		}

@@ -42,14 +42,12 @@ import (
 // disabled; obs=on: /metrics and /ui, the defaults), so their cost shows;
 // c1 also runs with obs=trace, obs=on plus tracing sampled at 100% to an
 // OTLP receiver on loopback that discards what it gets (its cost against
-// obs=on is tracing's), and with obs=nethttp, obs=on served by net/http
-// alone (Options.NetHTTP; its cost against obs=on is what internal/http1
-// saves):
+// obs=on is tracing's):
 //
 //	go test -run '^$' -bench 'Echo/c1' -count 10 ./internal/gateway/ > bench.txt
 //	benchstat -col /obs bench.txt
 func BenchmarkEcho(b *testing.B) {
-	for _, obs := range append(benchObs, "trace", "nethttp") {
+	for _, obs := range append(benchObs, "trace") {
 		b.Run("c1/obs="+obs, func(b *testing.B) {
 			url := benchGateway(b, "shared", obs)
 			c := benchInit(b, &http.Client{}, url)
@@ -132,7 +130,7 @@ func benchGateway(b *testing.B, isolation, obs string) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	on := obs == "on" || obs == "trace" || obs == "nethttp"
+	on := obs == "on" || obs == "trace"
 	var tracing string
 	if obs == "trace" {
 		// A collector that takes every export and discards it.
@@ -154,7 +152,7 @@ destinations:
     isolation: %[2]s
     env: {%[3]s: plain, GORACE: atexit_sleep_ms=0}
 `, exe, isolation, "SWITCHBOARD_TEST_SERVER", on, tracing)
-	return serveBenchOpts(b, yaml, gateway.Options{NetHTTP: obs == "nethttp"}) + "/d/mcp"
+	return serveBenchOpts(b, yaml, gateway.Options{}) + "/d/mcp"
 }
 
 // serveBench serves the config yaml on 127.0.0.1 for the benchmark and

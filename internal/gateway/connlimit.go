@@ -1,8 +1,10 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"sync"
@@ -12,39 +14,70 @@ import (
 
 // connLimit bounds the client connections the gateway's HTTP servers hold
 // open, together, so that the process cannot run out of file descriptors
-// (which stops every accept, /healthz included). At the cap a new
-// connection still gets in: the connection idle longest (kept alive
-// between requests, or opened and never used) is closed for it, the way
-// a browser would lose a pooled connection. Only when every connection has
-// a request in progress does accepting wait, for one to close or go idle.
+// (which stops every accept, /healthz included) and no flood can lock the
+// probes out.
+//
+// At the cap (max) a new connection still gets in: the connection idle
+// longest (kept alive between requests, or opened without a complete
+// request head: net/http counts a connection busy only once its head is
+// read, so a connection that sent one byte is idle here) is closed for
+// it, the way a browser would lose a pooled connection. When every
+// connection under the cap has a request in progress, the new one goes to
+// the reserve: up to reserve connections beyond the cap on which only the
+// gateway's probes and scrapes are served (reserveGate; anything else
+// gets 503 and the connection is closed), so that /healthz, /readyz,
+// /health and /metrics answer while long requests fill the cap. Only when
+// the reserve is busy too does accepting wait, for one to close or go
+// idle. With perAddr set, one client address holds at most that many
+// connections: over it its own connection idle longest is closed for the
+// new one, or the new one goes to the reserve.
+//
 // An accept that fails for want of descriptors (EMFILE, ENFILE: children
 // and upstream connections use them too) frees an idle connection and is
 // retried with a backoff; it never stops the server.
 //
 // The servers report connection states through connState (http.Server's
-// ConnState); connections are counted from Accept until closed.
+// ConnState); connections are counted from Accept until closed. The log
+// lines of evictions and refusals are rate-limited (one per logInterval,
+// with the count since the last).
 type connLimit struct {
-	max int
-	log *slog.Logger
+	max, reserve, perAddr int // perAddr 0: no bound per address
+	log                   *slog.Logger
 
 	mu      sync.Mutex
 	conns   map[*limitedConn]struct{} // open connections
+	nMain   int                       // of conns, those under the cap (not reserved)
+	nRes    int                       // of conns, those in the reserve
+	byAddr  map[string]int            // open connections per client IP
+	added   int                       // connections counted in, ever (tests wait on it)
 	changed chan struct{}             // nil, or made by a waiter and closed (then nil again) when one closes or goes idle
-	refused int                       // connections closed at once, every one being busy (logged now and then)
+	evicted logEvery                  // idle connections closed for new ones
+	refused logEvery                  // new connections closed at once, every one being busy
 }
 
-// newConnLimit returns a limit of max connections (see Options.MaxConns).
-func newConnLimit(max int, log *slog.Logger) *connLimit {
-	return &connLimit{max: max, log: log, conns: map[*limitedConn]struct{}{}}
+// logInterval is how often connLimit logs each of its events at most.
+const logInterval = 10 * time.Second
+
+// newConnLimit returns a limit of max connections (negative: no cap),
+// reserve more for the probes, and perAddr per client address (0: none).
+func newConnLimit(max, reserve, perAddr int, log *slog.Logger) *connLimit {
+	if max < 0 {
+		max = math.MaxInt
+	}
+	return &connLimit{max: max, reserve: reserve, perAddr: perAddr, log: log,
+		conns: map[*limitedConn]struct{}{}, byAddr: map[string]int{},
+		evicted: logEvery{interval: logInterval}, refused: logEvery{interval: logInterval}}
 }
 
 // limitedConn is a connection counted by a connLimit.
 type limitedConn struct {
 	net.Conn
-	lim   *connLimit
-	idle  bool      // guarded by lim.mu: no request in progress
-	since time.Time // guarded by lim.mu: when it last went idle
-	once  sync.Once
+	lim      *connLimit
+	addr     string    // the client's IP
+	reserved bool      // set once by add: in the reserve, only probes are served
+	idle     bool      // guarded by lim.mu: no request in progress
+	since    time.Time // guarded by lim.mu: when it last went idle
+	once     sync.Once
 }
 
 // Close closes the connection and gives its place back.
@@ -56,15 +89,30 @@ func (c *limitedConn) Close() error {
 func (l *connLimit) remove(c *limitedConn) {
 	l.mu.Lock()
 	if _, ok := l.conns[c]; ok {
-		delete(l.conns, c)
+		l.dropLocked(c)
 		l.signalLocked()
 	}
 	l.mu.Unlock()
 }
 
-// signalLocked wakes the waiters, if any: the channel is made only when
-// one waits, so the request path (every request goes idle after) allocates
-// nothing here.
+// dropLocked takes c out of the counts.
+func (l *connLimit) dropLocked(c *limitedConn) {
+	delete(l.conns, c)
+	if c.reserved {
+		l.nRes--
+	} else {
+		l.nMain--
+	}
+	if n := l.byAddr[c.addr] - 1; n > 0 {
+		l.byAddr[c.addr] = n
+	} else {
+		delete(l.byAddr, c.addr)
+	}
+}
+
+// signalLocked wakes the waiters, if any (one is closed, goes idle or is
+// added): the channel is made only when one waits, so the request path
+// (every request goes idle after) allocates nothing here.
 func (l *connLimit) signalLocked() {
 	if l.changed != nil {
 		close(l.changed)
@@ -74,17 +122,8 @@ func (l *connLimit) signalLocked() {
 
 // connState is the servers' ConnState hook.
 func (l *connLimit) connState(nc net.Conn, st http.ConnState) {
-	// HTTPS: TLS runs over the limited conn (tls.go); a connection that
-	// internal/http1 handed to net/http wraps it too.
-	for {
-		u, ok := nc.(interface{ NetConn() net.Conn })
-		if !ok {
-			break
-		}
-		nc = u.NetConn()
-	}
-	c, ok := nc.(*limitedConn)
-	if !ok {
+	c := asLimited(nc)
+	if c == nil {
 		return
 	}
 	l.mu.Lock()
@@ -98,34 +137,48 @@ func (l *connLimit) connState(nc net.Conn, st http.ConnState) {
 	}
 }
 
-// oldestIdleLocked returns the connection idle longest, or nil.
-func (l *connLimit) oldestIdleLocked() *limitedConn {
+// asLimited returns the limitedConn under nc (HTTPS: TLS runs over it,
+// tls.go), or nil.
+func asLimited(nc net.Conn) *limitedConn {
+	for {
+		u, ok := nc.(interface{ NetConn() net.Conn })
+		if !ok {
+			break
+		}
+		nc = u.NetConn()
+	}
+	c, _ := nc.(*limitedConn)
+	return c
+}
+
+// oldestIdleLocked returns the connection idle longest that ok accepts,
+// or nil.
+func (l *connLimit) oldestIdleLocked(ok func(*limitedConn) bool) *limitedConn {
 	var old *limitedConn
 	for c := range l.conns {
-		if c.idle && (old == nil || c.since.Before(old.since)) {
+		if c.idle && (old == nil || c.since.Before(old.since)) && ok(c) {
 			old = c
 		}
 	}
 	return old
 }
 
-// evictLocked takes the connection idle longest out of the count and
-// returns it for the caller to close (outside the lock), or nil.
-func (l *connLimit) evictLocked() *limitedConn {
-	c := l.oldestIdleLocked()
-	if c != nil {
-		delete(l.conns, c)
-		c.once.Do(func() {}) // its Close must not count it out again
-	}
-	return c
+func isMain(c *limitedConn) bool     { return !c.reserved }
+func isReserved(c *limitedConn) bool { return c.reserved }
+
+// roomLocked reports whether a connection could be taken now: under the
+// cap, an idle one to close for it, or room in the reserve.
+func (l *connLimit) roomLocked() bool {
+	return l.nMain < l.max || l.nRes < l.reserve ||
+		l.oldestIdleLocked(func(*limitedConn) bool { return true }) != nil
 }
 
-// wait returns once there is room for a connection (below the cap, or an
-// idle one to close for it), or false when done is closed.
+// wait returns once there is room for a connection, or false when done is
+// closed.
 func (l *connLimit) wait(done <-chan struct{}) bool {
 	for {
 		l.mu.Lock()
-		if len(l.conns) < l.max || l.oldestIdleLocked() != nil {
+		if l.roomLocked() {
 			l.mu.Unlock()
 			return true
 		}
@@ -142,40 +195,118 @@ func (l *connLimit) wait(done <-chan struct{}) bool {
 	}
 }
 
-// add counts nc in, closing the idle connection it displaces at the cap.
-// It returns nil, having closed nc, when every connection is busy (they
-// became so since wait).
+// evictLocked takes v out of the count for the caller to close (outside
+// the lock).
+func (l *connLimit) evictLocked(v *limitedConn) {
+	l.dropLocked(v)
+	v.once.Do(func() {}) // its Close must not count it out again
+}
+
+// add counts nc in, closing the idle connections it displaces. It returns
+// nil, having closed nc, when there is no room for it (every connection
+// became busy since wait, or its address is at its bound and the reserve
+// is busy).
 func (l *connLimit) add(nc net.Conn) *limitedConn {
-	c := &limitedConn{Conn: nc, lim: l, idle: true, since: time.Now()} // new: idle until its first request
-	var victim *limitedConn
-	var idleFor time.Duration
+	c := &limitedConn{Conn: nc, lim: l, addr: remoteIP(nc), idle: true, since: time.Now()} // new: idle until its first request
+	var victims []*limitedConn
+	evict := func(v *limitedConn) {
+		l.evictLocked(v)
+		victims = append(victims, v)
+	}
 	l.mu.Lock()
-	if len(l.conns) >= l.max {
-		if victim = l.evictLocked(); victim != nil {
-			idleFor = time.Since(victim.since)
+	main := true
+	if l.perAddr > 0 && l.byAddr[c.addr] >= l.perAddr {
+		if v := l.oldestIdleLocked(func(o *limitedConn) bool { return o.addr == c.addr }); v != nil {
+			evict(v)
+		} else {
+			main = false
 		}
 	}
-	ok := len(l.conns) < l.max
-	if ok {
-		l.conns[c] = struct{}{}
-	} else {
-		l.refused++
+	if main && l.nMain >= l.max {
+		if v := l.oldestIdleLocked(isMain); v != nil {
+			evict(v)
+		} else {
+			main = false
+		}
 	}
-	refused := l.refused
+	ok := true
+	if !main && l.nRes >= l.reserve {
+		if v := l.oldestIdleLocked(isReserved); v != nil {
+			evict(v)
+		} else {
+			ok = false
+		}
+	}
+	if ok {
+		c.reserved = !main
+		l.conns[c] = struct{}{}
+		if main {
+			l.nMain++
+		} else {
+			l.nRes++
+		}
+		l.byAddr[c.addr]++
+		l.added++
+		l.signalLocked()
+	}
+	now := time.Now()
+	nEvicted, logEvicted := 0, false
+	if len(victims) > 0 {
+		nEvicted, logEvicted = l.evicted.add(now, len(victims))
+	}
+	nRefused, logRefused := 0, false
+	if !ok {
+		nRefused, logRefused = l.refused.add(now, 1)
+	}
 	l.mu.Unlock()
-	if victim != nil {
-		_ = victim.Conn.Close()
-		l.log.Debug("connection cap reached: closed the connection idle longest", "max_conns", l.max,
-			"remote", victim.RemoteAddr().String(), "idle", idleFor.Round(time.Millisecond))
+	for _, v := range victims {
+		_ = v.Conn.Close()
+	}
+	if logEvicted {
+		l.log.Info("connection cap reached: closed the connections idle longest for new ones", "max_conns", l.max,
+			"per_address", l.perAddr, "closed", nEvicted, "last_remote", victims[0].RemoteAddr().String())
 	}
 	if !ok {
 		_ = nc.Close()
-		if refused == 1 || refused%100 == 0 {
-			l.log.Warn("connection cap reached and every connection busy: new connections refused", "max_conns", l.max, "refused", refused)
+		if logRefused {
+			l.log.Warn("connection cap reached and every connection busy: new connections refused", "max_conns", l.max,
+				"reserved", l.reserve, "per_address", l.perAddr, "refused", nRefused)
 		}
 		return nil
 	}
 	return c
+}
+
+// remoteIP is the IP of nc's peer (its whole address when it has none).
+func remoteIP(nc net.Conn) string {
+	a := nc.RemoteAddr()
+	if ta, ok := a.(*net.TCPAddr); ok {
+		return string(ta.IP.To16())
+	}
+	if a == nil {
+		return ""
+	}
+	return a.String()
+}
+
+// logEvery lets one log line through per interval, with the count of the
+// events since the line before. Its owner's lock guards it. Events after
+// the last line are counted into the next one, whenever that comes.
+type logEvery struct {
+	interval time.Duration
+	last     time.Time // when the last line went out
+	n        int       // events since
+}
+
+// add counts n events and reports whether a line is due now, with the
+// count it should carry.
+func (e *logEvery) add(now time.Time, n int) (count int, due bool) {
+	e.n += n
+	if !e.last.IsZero() && now.Sub(e.last) < e.interval {
+		return 0, false
+	}
+	count, e.n, e.last = e.n, 0, now
+	return count, true
 }
 
 // listen wraps ln so that its connections are counted.
@@ -190,7 +321,7 @@ type limitListener struct {
 	closeOnce sync.Once
 }
 
-// Accept waits for room under the cap, then accepts.
+// Accept waits for room, then accepts.
 func (ll *limitListener) Accept() (net.Conn, error) {
 	var backoff time.Duration
 	for {
@@ -203,7 +334,10 @@ func (ll *limitListener) Accept() (net.Conn, error) {
 				return nil, err // net/http backs off what is temporary
 			}
 			ll.lim.mu.Lock()
-			victim := ll.lim.evictLocked()
+			victim := ll.lim.oldestIdleLocked(func(*limitedConn) bool { return true })
+			if victim != nil {
+				ll.lim.evictLocked(victim)
+			}
 			ll.lim.mu.Unlock()
 			if victim != nil {
 				_ = victim.Conn.Close()
@@ -233,4 +367,53 @@ func (ll *limitListener) Accept() (net.Conn, error) {
 func (ll *limitListener) Close() error {
 	ll.closeOnce.Do(func() { close(ll.done) })
 	return ll.Listener.Close()
+}
+
+// connKey is the context key of a request's connection (serveAll's
+// ConnContext).
+type connKey struct{}
+
+// probePath reports the paths served on a reserved connection: the
+// gateway's probes and scrapes, and AgentCore's /ping.
+func probePath(p string) bool {
+	switch p {
+	case "/healthz", "/readyz", "/health", "/metrics", "/ping":
+		return true
+	}
+	return false
+}
+
+// reserveGate serves a reserved connection's probes and answers anything
+// else 503 and closes the connection (its body unread). It also closes the
+// connection after a request that had a Transfer-Encoding: net/http drops
+// a Content-Length sent with one (RFC 9112 §6.3) without telling the
+// handler, and RFC 9112 §6.1 asks that the connection of such a request be
+// closed; MCP clients send Content-Length.
+func reserveGate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(r.TransferEncoding) > 0 {
+			w.Header().Set("Connection", "close")
+		}
+		if c, _ := r.Context().Value(connKey{}).(*limitedConn); c != nil && c.reserved && !probePath(r.URL.Path) {
+			// No body is read: without a deadline net/http would wait
+			// to drain it (up to 256 KiB) before closing.
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+			w.Header().Set("Connection", "close")
+			w.Header().Set("Retry-After", "1")
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"switchboard is at its connection cap: every connection is busy; retry"}}` + "\n"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// connContext is the servers' ConnContext: it puts the request's
+// limitedConn in its context, for reserveGate.
+func connContext(ctx context.Context, nc net.Conn) context.Context {
+	if c := asLimited(nc); c != nil {
+		return context.WithValue(ctx, connKey{}, c)
+	}
+	return ctx
 }

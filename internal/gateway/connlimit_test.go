@@ -1,11 +1,13 @@
 package gateway
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,7 +21,7 @@ func TestConnLimitWaitsWhileAllBusy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lim := newConnLimit(2, slog.New(slog.DiscardHandler))
+	lim := newConnLimit(2, 0, 0, slog.New(slog.DiscardHandler))
 	ll := lim.listen(ln)
 	defer ll.Close()
 	type accepted struct {
@@ -114,7 +116,7 @@ func TestConnLimitEMFILEBacksOffAndFreesIdle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lim := newConnLimit(10, slog.New(slog.DiscardHandler))
+	lim := newConnLimit(10, 0, 0, slog.New(slog.DiscardHandler))
 	fl := &emfileListener{Listener: ln}
 	ll := lim.listen(fl)
 	defer ll.Close()
@@ -146,3 +148,78 @@ func TestConnLimitEMFILEBacksOffAndFreesIdle(t *testing.T) {
 		t.Fatalf("%d EMFILE failures left, want all retried", fl.fails)
 	}
 }
+
+// countHandler counts the log records by message.
+type countHandler struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (h *countHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *countHandler) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	h.n[r.Message]++
+	h.mu.Unlock()
+	return nil
+}
+func (h *countHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *countHandler) WithGroup(string) slog.Handler      { return h }
+
+// One address holds at most per_address connections: each new one
+// displaces its connection idle longest, and the 27 displacements are
+// one log line. With the address's connections all busy, a new one goes
+// to the reserve, and a reserve full of busy ones refuses the next.
+func TestConnLimitPerAddressReserveAndLogRate(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &countHandler{n: map[string]int{}}
+	lim := newConnLimit(100, 1, 3, slog.New(logs))
+	ll := lim.listen(ln)
+	defer ll.Close()
+	accept := func() *limitedConn {
+		t.Helper()
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		a, err := ll.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { a.Close() })
+		return a.(*limitedConn)
+	}
+	var last []*limitedConn
+	for range 30 {
+		last = append(last, accept())
+	}
+	lim.mu.Lock()
+	n, perAddr := lim.nMain, lim.byAddr[last[0].addr]
+	lim.mu.Unlock()
+	if n != 3 || perAddr != 3 {
+		t.Fatalf("%d connections, %d for the address; want 3", n, perAddr)
+	}
+	if got := logs.n["connection cap reached: closed the connections idle longest for new ones"]; got != 1 {
+		t.Fatalf("%d log lines for 27 displaced connections, want 1", got)
+	}
+	for _, c := range last[27:] {
+		lim.connState(c, http.StateActive)
+	}
+	r := accept()
+	if !r.reserved {
+		t.Fatal("a connection over a busy address's bound is not in the reserve")
+	}
+	lim.connState(r, http.StateActive)
+	if lim.add(&fakeConn{}) != nil {
+		t.Fatal("a connection was taken with the address and the reserve busy")
+	}
+}
+
+// fakeConn is a connection from 127.0.0.1 that is never read.
+type fakeConn struct{ net.Conn }
+
+func (fakeConn) RemoteAddr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1} }
+func (fakeConn) Close() error         { return nil }

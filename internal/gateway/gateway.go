@@ -33,9 +33,9 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/auth"
 	"github.com/switchboard-mcp/switchboard/internal/buildinfo"
 	"github.com/switchboard-mcp/switchboard/internal/config"
-	"github.com/switchboard-mcp/switchboard/internal/http1"
 	"github.com/switchboard-mcp/switchboard/internal/metrics"
 	"github.com/switchboard-mcp/switchboard/internal/policy"
+	"github.com/switchboard-mcp/switchboard/internal/reqbody"
 	"github.com/switchboard-mcp/switchboard/internal/router"
 	"github.com/switchboard-mcp/switchboard/internal/session"
 	"github.com/switchboard-mcp/switchboard/internal/sse"
@@ -84,6 +84,12 @@ type Gateway struct {
 	// clientLimits holds the clients' rate limits (policy.go), their
 	// buckets kept across reloads.
 	clientLimits policy.Limiter
+	// lim bounds the connections of the servers serveAll runs (nil
+	// before); tests read its counts.
+	lim atomic.Pointer[connLimit]
+	// clientReqs counts each client's requests in progress
+	// (connections.per_client, connlimit_client.go).
+	clientReqs clientRequests
 	// owners maps each session opened by an authenticated caller to its
 	// name (auth.go refuses the session to anyone else).
 	owners policy.Owners
@@ -138,21 +144,19 @@ type Options struct {
 	BodyIdleTimeout time.Duration
 	// MaxConns caps the client connections held open, all listeners
 	// together; at the cap the connection idle longest is closed for a new
-	// one. Zero means min(1024, ¾ of the file-descriptor limit); negative
-	// means no cap.
+	// one. Zero means the config's connections.max (whose zero is
+	// min(1024, ¾ of the file-descriptor limit)); negative means no cap.
+	// The config's other connection bounds apply either way.
 	MaxConns int
-	// NetHTTP serves every request with net/http alone, without the
-	// gateway's own HTTP/1.1 path for /{dest}/mcp (internal/http1): for
-	// comparison, and as a way out should a client meet a difference.
-	NetHTTP bool
 }
 
 // Defaults of the Options bounds.
 const (
 	defaultIdleTimeout     = 2 * time.Minute
 	defaultBodyIdleTimeout = 30 * time.Second
-	// readHeaderTimeout bounds the wait for a request's headers.
-	readHeaderTimeout = 10 * time.Second
+	// readHeaderTimeout bounds the wait for a request's headers when the
+	// config does not say (it always does once validated).
+	readHeaderTimeout = config.DefaultReadHeaderTimeout
 )
 
 // New builds a Gateway; nothing runs until Run.
@@ -292,6 +296,7 @@ func (g *Gateway) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", permitStatus(g.healthz))      // HEAD too; other methods 405 with Allow
 	mux.HandleFunc("GET /health", g.health)                      // the seeds' liveness probe (health.go); HEAD too, others 405
+	mux.HandleFunc("GET /readyz", g.readyz)                      // readiness (health.go); HEAD too, others 405
 	mux.HandleFunc("GET /metrics", permitStatus(g.serveMetrics)) // Prometheus (observe.go); 404 when metrics are off
 	g.routeStatusPage(mux)                                       // GET /ui, /ui/status.json, … (statuspage.go)
 	mux.HandleFunc("GET "+auth.MetadataPath, g.serveMetadata)    // RFC 9728 (auth.go); 404 without oauth
@@ -314,7 +319,7 @@ func (g *Gateway) Handler() http.Handler {
 		h.ServeHTTP(w, r)
 	})
 	g.routeViews(mux)
-	return g.audited(g.guard(g.authenticate(g.directFront(mux)))) // refused requests are audited too
+	return g.audited(g.guard(g.authenticate(g.clientBound(g.directFront(mux))))) // refused requests are audited too
 }
 
 // directFront serves /{dest}/mcp, the path of nearly every request, by one
@@ -354,14 +359,6 @@ func (g *Gateway) mcpFront(path string) (dest string, h http.Handler) {
 		return "", nil
 	}
 	return dest, g.state().fronts[path[1:]]
-}
-
-// takeMCP tells internal/http1 which requests it serves: those that
-// directFront serves by mcpFront (its paths have no escapes, and http1
-// takes no CONNECT).
-func (g *Gateway) takeMCP(method, path string) bool {
-	_, h := g.mcpFront(path)
-	return h != nil
 }
 
 // audited is the one call site of the audit log: every request gets a
@@ -545,7 +542,7 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	}
 	defer stopTLS()
-	return g.serveAll(ctx, []listener{{ln: ln, h: g.Handler(), tls: tc, mcp: tc == nil && !g.opts.NetHTTP}})
+	return g.serveAll(ctx, []listener{{ln: ln, h: g.Handler(), tls: tc}})
 }
 
 // listener is one listening socket and the handler serving it; name, when
@@ -555,27 +552,18 @@ type listener struct {
 	h    http.Handler
 	name string
 	tls  *tls.Config // nil: plain HTTP
-	// mcp: h is Handler's, and /{dest}/mcp requests are served by
-	// internal/http1 (plain HTTP only); every other connection by net/http.
-	mcp bool
-}
-
-// server is what serveAll runs per listener: an http.Server, or an
-// http1.Server in front of one.
-type server interface {
-	Serve(net.Listener) error
-	Shutdown(context.Context) error
-	Close() error
 }
 
 // serveAll is Serve on several listeners at once, each with its own
 // handler over the same gateway; the first one failing stops them all.
 //
-// Every server is bounded (Options): headers within readHeaderTimeout,
-// each request body byte within BodyIdleTimeout (reqbody), kept-alive connections
-// closed after IdleTimeout, and the connections of all listeners capped
-// together at MaxConns (connlimit.go), so that running out of file
-// descriptors cannot stop /healthz.
+// Every server is bounded (Options and the config's connections block):
+// headers within read_header_timeout, each request body byte within
+// BodyIdleTimeout and the whole body within body_timeout (reqbody),
+// kept-alive connections closed after IdleTimeout, and the connections of
+// all listeners capped together at MaxConns, per address, with a reserve
+// for the probes (connlimit.go), so that neither running out of file
+// descriptors nor a flood of connections can stop /healthz.
 func (g *Gateway) serveAll(ctx context.Context, lns []listener) error {
 	var wg sync.WaitGroup
 	jctx, stopJanitor := context.WithCancel(context.Background())
@@ -583,37 +571,39 @@ func (g *Gateway) serveAll(ctx context.Context, lns []listener) error {
 	wg.Go(func() { g.watch(jctx) })
 	g.startShared(g.state())
 	errc := make(chan error, len(lns))
-	srvs := make([]server, len(lns))
+	srvs := make([]*http.Server, len(lns))
 	idle, bodyIdle := orDefault(g.opts.IdleTimeout, defaultIdleTimeout), orDefault(g.opts.BodyIdleTimeout, defaultBodyIdleTimeout)
-	var lim *connLimit
-	switch {
-	case g.opts.MaxConns > 0:
-		lim = newConnLimit(g.opts.MaxConns, g.log)
-	case g.opts.MaxConns == 0:
-		lim = newConnLimit(defaultMaxConns(), g.log)
+	cc := g.static.Connections
+	maxConns := g.opts.MaxConns
+	if maxConns == 0 {
+		maxConns = cc.Max
 	}
+	if maxConns == 0 {
+		maxConns = defaultMaxConns()
+	}
+	lim := newConnLimit(maxConns, cc.Reserved, cc.PerAddress, g.log)
+	g.lim.Store(lim)
+	headerTimeout := orDefault(cc.ReadHeaderTimeout, readHeaderTimeout)
 	for i, l := range lns {
 		// ReadTimeout is the body's idle bound: reqbody.Read renews it
-		// before every read after the first.
-		srv := &http.Server{Handler: l.h, ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: max(bodyIdle, 0),
-			IdleTimeout: idle, ErrorLog: slog.NewLogLogger(g.log.Handler(), slog.LevelWarn)}
+		// before every read after the first, within BodyTimeout.
+		srv := &http.Server{Handler: reserveGate(l.h), ReadHeaderTimeout: headerTimeout, ReadTimeout: max(bodyIdle, 0),
+			IdleTimeout: idle, ErrorLog: slog.NewLogLogger(g.log.Handler(), slog.LevelWarn),
+			ConnState: lim.connState, ConnContext: connContext,
+			BaseContext: func(net.Listener) context.Context {
+				return reqbody.WithTimeout(context.Background(), cc.BodyTimeout)
+			}}
 		if idle < 0 {
 			// Zero would fall back to ReadTimeout: a century is never.
 			srv.IdleTimeout = 100 * 365 * 24 * time.Hour
 		}
-		if lim != nil {
-			srv.ConnState = lim.connState
-			l.ln = lim.listen(l.ln)
-		}
+		l.ln = lim.listen(l.ln)
 		if l.tls != nil {
 			// Over the limited conns, so that net/http sees *tls.Conn
 			// (r.TLS, client certificates).
 			l.ln = tls.NewListener(l.ln, l.tls)
 		}
 		srvs[i] = srv
-		if l.mcp {
-			srvs[i] = &http1.Server{Handler: l.h, Take: g.takeMCP, Fallback: srv}
-		}
 		attrs := []any{"addr", l.ln.Addr().String(), "destinations", len(g.state().dests)}
 		if l.name != "" {
 			attrs = append(attrs, "serving", l.name)

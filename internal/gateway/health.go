@@ -26,3 +26,19 @@ func (g *Gateway) health(w http.ResponseWriter, r *http.Request) {
 		Version string `json:"version"`
 	}{status, buildinfo.Version()})
 }
+
+// readyz is the readiness probe: 200 while the gateway serves, 503 once it
+// has begun to shut down (connections still open get that answer while
+// they drain). It needs no credentials and tells nothing of the
+// destinations (/healthz has them).
+func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	select {
+	case <-g.done:
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte(`{"status":"shutting down"}` + "\n"))
+	default:
+		_, _ = w.Write([]byte(`{"status":"ready"}` + "\n"))
+	}
+}

@@ -22,7 +22,7 @@ import (
 // an audit line nor metrics.
 func unaudited(path string) bool {
 	switch path {
-	case "/healthz", "/health", "/metrics", "/ui":
+	case "/healthz", "/readyz", "/health", "/metrics", "/ui":
 		return true
 	}
 	return strings.HasPrefix(path, "/ui/")

@@ -77,7 +77,7 @@ func (g *Gateway) build(cfg *config.Config, prev *state) (*state, []*destination
 		front := g.guarded(cfg, d, policy.DestinationEndpoint(name))
 		st.fronts[name+"/mcp"] = streamable.NewHandler(front, streamable.Options{
 			Name: name, Sessions: g.sessions, Timeout: timeoutOf(dc, cfg), MaxBody: cfg.MaxBodyBytes,
-			KeepAlive: keepAlive(cfg), Done: g.done, Logger: g.log, ParamHeaders: d.paramHeaders,
+			KeepAlive: keepAlive(cfg), GetStreams: cfg.Connections.GetStreams, Done: g.done, Logger: g.log, ParamHeaders: d.paramHeaders,
 		})
 		st.fronts[name+"/sse"], st.fronts[name+"/message"] = g.legacyFront(cfg, name, front, dc)
 	}

@@ -10,10 +10,14 @@
 //     http.Server's ReadTimeout, used as an idle time: net/http applies it
 //     from the request's start to the body's first read, and [Read] renews
 //     it before each later read. A small body, which arrives with the
-//     headers, costs no deadline change and no allocation for this.
+//     headers, costs no deadline change and no allocation for this;
+//   - a body that trickles (a byte now and then, never stalling) ends with
+//     [ErrStalled] too once [WithTimeout]'s bound for the whole body has
+//     passed since its first read.
 package reqbody
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -29,6 +33,16 @@ const initialCap = 16 << 10
 // ErrStalled is the error (wrapped) of a body read that saw no byte for the
 // server's ReadTimeout. Fronts answer it with 408.
 var ErrStalled = errors.New("request body stalled")
+
+// timeoutKey is the context key of WithTimeout's bound.
+type timeoutKey struct{}
+
+// WithTimeout returns ctx carrying d, the bound of a whole body's arrival
+// for the requests served under it (a server's BaseContext); zero or less
+// means none.
+func WithTimeout(ctx context.Context, d time.Duration) context.Context {
+	return context.WithValue(ctx, timeoutKey{}, d)
+}
 
 // Read reads r's body, at most max bytes. A body over max, declared or
 // actual, is an *http.MaxBytesError; a declared one is refused without
@@ -49,18 +63,30 @@ func Read(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
 		rd = http.MaxBytesReader(w, r.Body, max)
 	}
 	idle := readTimeout(r)
+	total, _ := r.Context().Value(timeoutKey{}).(time.Duration)
 	var rc *http.ResponseController
+	var end time.Time // the whole body's deadline, set at the second read
 	b := make([]byte, 0, size)
 	for first := true; ; first = false {
-		if !first && idle > 0 {
+		if !first && (idle > 0 || total > 0) {
 			// The body did not come whole with the first read: each
-			// further read gets the idle time from when it starts. An
-			// error (a connection that cannot take deadlines) leaves the
-			// read bounded by the first deadline only.
+			// further read gets the idle time from when it starts,
+			// within the whole body's bound. An error (a connection that
+			// cannot take deadlines) leaves the read bounded by the first
+			// deadline only.
 			if rc == nil {
 				rc = http.NewResponseController(w)
+				if total > 0 {
+					end = time.Now().Add(total)
+				}
 			}
-			_ = rc.SetReadDeadline(time.Now().Add(idle))
+			dl := end
+			if idle > 0 {
+				if t := time.Now().Add(idle); dl.IsZero() || t.Before(dl) {
+					dl = t
+				}
+			}
+			_ = rc.SetReadDeadline(dl)
 		}
 		n, err := rd.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
@@ -73,6 +99,9 @@ func Read(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
 		if err != nil {
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
+				if !end.IsZero() && !time.Now().Before(end) {
+					return nil, fmt.Errorf("%w: not complete within %v", ErrStalled, total)
+				}
 				return nil, fmt.Errorf("%w: no bytes for %v", ErrStalled, idle)
 			}
 			return nil, err

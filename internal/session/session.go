@@ -60,6 +60,7 @@ type Session struct {
 	endErr   error         // guarded by mu
 	lastSeen time.Time     // guarded by mu
 	busy     int           // guarded by mu: requests in flight plus open streams
+	streams  int           // guarded by mu: open listen (GET) streams
 	idle     time.Duration // guarded by mu: OwnChild's idle timeout; zero means the table's
 	orphan   time.Duration // guarded by mu: OwnChild's orphan timeout; zero means none
 	streamed bool          // guarded by mu: a listen stream was opened (Stream)
@@ -200,6 +201,26 @@ func (s *Session) Ended() <-chan struct{} { return s.ended }
 // Listen returns the queue behind the session's listen streams. Several
 // streams may read it; each message goes to exactly one of them.
 func (s *Session) Listen() *jsonrpc.Queue { return s.listen }
+
+// OpenStream counts a listen (GET) stream in, unless max are open already
+// (max <= 0: no bound); it reports whether it did. The caller calls
+// CloseStream when a stream it counted ends.
+func (s *Session) OpenStream(max int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if max > 0 && s.streams >= max {
+		return false
+	}
+	s.streams++
+	return true
+}
+
+// CloseStream ends one OpenStream.
+func (s *Session) CloseStream() {
+	s.mu.Lock()
+	s.streams--
+	s.mu.Unlock()
+}
 
 // Acquire marks the session busy (a request or stream is open) and returns
 // the func that releases it. Busy sessions never expire.

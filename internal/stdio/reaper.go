@@ -5,6 +5,7 @@ package stdio
 import (
 	"bufio"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // The reaper ends the children's process groups when Switchboard dies,
@@ -28,9 +30,21 @@ import (
 //
 // One reaper serves all children (started at the first child), so a child
 // costs no extra process; it ignores terminal and termination signals and
-// leads its own process group, so only EOF ends it. A grandchild that
-// leaves its group (setsid, a daemon's double fork) is out of reach, as it
-// is of Close.
+// leads its own process group, so only EOF ends it.
+//
+// A descendant that leaves its group (setsid, a daemon's double fork) is
+// tracked on Linux: ReaperMain makes Switchboard a child subreaper
+// (PR_SET_CHILD_SUBREAPER), so orphaned descendants are re-parented to it
+// instead of init, and while children run a scan of /proc every
+// trackInterval finds the process groups of their descendants (and of
+// re-parented orphans that started a session of their own) and registers
+// them with the reaper too. A SIGKILLed Switchboard's reaper ends them with
+// the children's groups; a child's end (its reap) ends those found under
+// it. What the scan cannot see: a descendant that leaves its group and
+// Switchboard's tree within one interval of its start, and an orphan that
+// only changed its group (not its session) before it was ever scanned.
+// The scan also waits for re-parented orphans that exit (zombies), among
+// those it tracked or that have a session of their own.
 
 // reaperEnv marks the reaper process (its whole environment). Children
 // never inherit it: their environment is an allowlist.
@@ -50,6 +64,9 @@ func ReaperMain() {
 	}
 	reap.mu.Lock()
 	reap.enabled = true
+	if trackDescendants && setSubreaper() == nil {
+		reap.track = true
+	}
 	reap.mu.Unlock()
 }
 
@@ -96,7 +113,15 @@ type reaperClient struct {
 	w       *os.File                 // guarded by mu: the pipe to the running reaper; nil before it starts
 	groups  map[int]struct{}         // guarded by mu: groups registered, replayed to a restarted reaper
 	started func(pid int, err error) // guarded by mu: test hook, called after each reaper start
+
+	track    bool             // guarded by mu: track descendants that leave their group (Linux, subreaper set)
+	tracking bool             // guarded by mu: the tracker goroutine runs
+	extra    map[int]int      // guarded by mu: groups found by the tracker → the child group they were found under (0: an adopted orphan's)
+	seen     map[int]struct{} // guarded by mu: pids the tracker found among the children's descendants
 }
+
+// trackInterval is how often the tracker scans for descendants.
+const trackInterval = 500 * time.Millisecond
 
 // prepare starts the reaper, if it is enabled and not running, before a
 // child is: register then needs one write right after the fork, instead
@@ -123,6 +148,112 @@ func (c *reaperClient) register(pgid int) {
 	}
 	c.groups[pgid] = struct{}{}
 	c.send('+', pgid)
+	if c.track && !c.tracking {
+		c.tracking = true
+		go c.trackLoop() // ends when no group is left
+	}
+}
+
+// trackLoop scans for descendants every trackInterval while groups are
+// registered.
+func (c *reaperClient) trackLoop() {
+	t := time.NewTicker(trackInterval)
+	defer t.Stop()
+	for range t.C {
+		if !c.scan() {
+			return
+		}
+	}
+}
+
+// scan registers the groups of the children's descendants that left their
+// group, forgets tracked groups that are gone and waits for exited adopted
+// orphans. It returns false, having marked the tracker stopped, when there
+// is nothing to track.
+func (c *reaperClient) scan() bool {
+	procs, err := scanProcs()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.groups) == 0 && len(c.extra) == 0 {
+		c.tracking = false
+		return false
+	}
+	if err != nil || procs == nil {
+		return true
+	}
+	self := os.Getpid()
+	me := procs[self]
+	if c.extra == nil {
+		c.extra, c.seen = map[int]int{}, map[int]struct{}{}
+	}
+	// rootOf is the child group a process descends from, 0 for an orphan
+	// re-parented here with a session of its own, -1 for neither.
+	rootOf := func(pid int) int {
+		for q, depth := pid, 0; depth < 64; depth++ {
+			p, ok := procs[q]
+			if !ok {
+				return -1
+			}
+			if _, ok := c.groups[p.pgid]; ok {
+				return p.pgid
+			}
+			if r, ok := c.extra[p.pgid]; ok {
+				return r
+			}
+			if p.ppid == self {
+				if p.sid != me.sid {
+					return 0
+				}
+				return -1
+			}
+			if p.ppid <= 1 {
+				return -1
+			}
+			q = p.ppid
+		}
+		return -1
+	}
+	groupsAlive := map[int]bool{}
+	for pid, p := range procs {
+		groupsAlive[p.pgid] = true
+		if pid == self {
+			continue
+		}
+		root := rootOf(pid)
+		if root < 0 {
+			continue
+		}
+		c.seen[pid] = struct{}{}
+		if p.zombie && p.ppid == self {
+			if _, child := c.groups[pid]; !child { // children are waited for by their Process
+				var ws syscall.WaitStatus
+				_, _ = syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
+				delete(c.seen, pid)
+			}
+			continue
+		}
+		_, inGroup := c.groups[p.pgid]
+		_, inExtra := c.extra[p.pgid]
+		if inGroup || inExtra || p.pgid <= 1 || p.pgid == me.pgid {
+			continue
+		}
+		c.extra[p.pgid] = root
+		c.send('+', p.pgid)
+		slog.Info("stdio: a child's descendant left its process group; tracked, to be stopped with the child",
+			"pgid", p.pgid, "child_pgid", root)
+	}
+	for pgid := range c.extra {
+		if !groupsAlive[pgid] {
+			delete(c.extra, pgid)
+			c.send('-', pgid)
+		}
+	}
+	for pid := range c.seen {
+		if _, ok := procs[pid]; !ok {
+			delete(c.seen, pid)
+		}
+	}
+	return true
 }
 
 // unregister forgets a group whose leader has been reaped and killed.
@@ -135,6 +266,16 @@ func (c *reaperClient) unregister(pgid int) {
 	delete(c.groups, pgid)
 	if c.w != nil {
 		c.send('-', pgid)
+	}
+	// The groups that left this child's are ended with it.
+	for g, root := range c.extra {
+		if root == pgid {
+			_ = syscall.Kill(-g, syscall.SIGKILL)
+			delete(c.extra, g)
+			if c.w != nil {
+				c.send('-', g)
+			}
+		}
 	}
 }
 
@@ -191,6 +332,12 @@ func (c *reaperClient) start() error {
 	// if killed); this goroutine reaps it then.
 	go func() { _ = cmd.Wait() }()
 	for pgid := range c.groups {
+		if _, err := fmt.Fprintf(w, "+%d\n", pgid); err != nil {
+			_ = w.Close()
+			return err
+		}
+	}
+	for pgid := range c.extra {
 		if _, err := fmt.Fprintf(w, "+%d\n", pgid); err != nil {
 			_ = w.Close()
 			return err

@@ -23,7 +23,15 @@ import (
 // A client that takes only JSON (against the spec, which requires both)
 // gets the response alone: related notifications are dropped.
 func (h *Handler) answer(w http.ResponseWriter, r *http.Request, rec *audit.Record, call session.Call, jsonOK, sseOK, modern bool) {
-	ctx := r.Context()
+	// gone is closed when net/http's read of the connection sees it end:
+	// the client went away, or half-closed its socket after sending (the
+	// two look alike until a write). A modern call is cancelled then (its
+	// era: closing the stream cancels). A legacy call, which a
+	// disconnection must not cancel, is waited for and its answer written,
+	// within the timeout: a half-closed client reads it, and for one that
+	// is gone the write fails (an SSE answer's keep-alive writes notice
+	// that sooner). A subscription stream, which has no end, stops.
+	gone := r.Context().Done()
 	timeout := h.opts.Timeout
 	if call.LongLived() {
 		timeout = 0
@@ -73,9 +81,13 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, rec *audit.Reco
 					_ = ev.Event("message", "", jsonrpc.NewError(rec.RPCID, e).Encode())
 				}
 				return
-			case <-ctx.Done():
-				call.Abandon(modern) // the client went away
-				return
+			case <-gone:
+				if modern || timeout == 0 {
+					call.Abandon(modern) // the client went away
+					return
+				}
+				gone = nil
+				continue
 			case <-h.opts.Done:
 				call.Abandon(true)
 				if ev == nil {

@@ -63,6 +63,11 @@ type Options struct {
 	// KeepAlive is the interval of SSE comment keep-alives. Zero means
 	// 15 s; negative disables them.
 	KeepAlive time.Duration
+	// GetStreams caps the concurrent GET listen streams of one session;
+	// one more gets 409 Conflict (the answer the SDKs' servers give to a
+	// stream they do not take, and not 405, which would say the endpoint
+	// has no GET stream at all). Zero means 8.
+	GetStreams int
 	// Done, when closed, ends every open stream (graceful shutdown).
 	Done   <-chan struct{}
 	Logger *slog.Logger // nil discards
@@ -91,6 +96,9 @@ func NewHandler(dest Destination, opts Options) *Handler {
 	}
 	if opts.KeepAlive == 0 {
 		opts.KeepAlive = 15 * time.Second
+	}
+	if opts.GetStreams == 0 {
+		opts.GetStreams = 8
 	}
 	log := opts.Logger
 	if log == nil {
@@ -274,7 +282,9 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, rec *audit.Record
 			writeError(w, http.StatusBadRequest, msg.ID, jsonrpc.Errorf(jsonrpc.InvalidRequest, "session is already initialized"))
 			return
 		}
-		call, err := b.Call(r.Context(), msg)
+		// Not cancelled with the request: a client that half-closed its
+		// socket after sending still gets its answer (see answer).
+		call, err := b.Call(context.WithoutCancel(r.Context()), msg)
 		if err != nil {
 			h.fail(w, msg, err)
 			return
@@ -414,6 +424,12 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, rec *audit.Record)
 		return
 	}
 	rec.Session = s.ID
+	if !s.OpenStream(h.opts.GetStreams) {
+		writeError(w, http.StatusConflict, nil, jsonrpc.Errorf(jsonrpc.InvalidRequest,
+			"this session has %d GET streams open already, its bound; close one first", h.opts.GetStreams))
+		return
+	}
+	defer s.CloseStream()
 	release := s.Stream() // busy while open; closed, the orphan rule applies
 	defer release()
 	ev := startSSE(w, http.StatusOK, true) // the stream may stay quiet
