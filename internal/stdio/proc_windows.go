@@ -3,6 +3,7 @@
 package stdio
 
 import (
+	"os"
 	"sync"
 	"syscall"
 	"unsafe"
@@ -153,3 +154,6 @@ func killGroup(pid int, sig syscall.Signal) {
 	}
 	_ = syscall.TerminateProcess(e.proc, exitCodeKilled)
 }
+
+// pipeWaiting cannot tell here: -1 (see proc_linux.go).
+func pipeWaiting(*os.File) int { return -1 }

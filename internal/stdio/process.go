@@ -37,6 +37,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -126,6 +127,9 @@ type Process struct {
 	held    int       // guarded by wmu: callers waiting for room in a full batch
 	werr    error     // guarded by wmu: the write error that broke stdin
 
+	stdout  *os.File      // the read end of the child's stdout, for Unread
+	readOut atomic.Uint64 // bytes read from stdout so far
+
 	done      chan struct{} // closed when the process has exited and been reaped
 	waitErr   error         // set before done is closed
 	closeOnce sync.Once
@@ -181,9 +185,10 @@ func Start(spec Spec, onLine func([]byte), onOversize func(prefix []byte)) (*Pro
 	}
 	p := &Process{spec: spec, cmd: cmd, stdin: stdin, log: log, lines: lines, done: make(chan struct{})}
 	p.wcond.L = &p.wmu
+	p.stdout, _ = stdout.(*os.File)
 	var readers sync.WaitGroup
 	readers.Add(2)
-	go func() { defer readers.Done(); p.readStdout(stdout, onLine, onOversize) }()
+	go func() { defer readers.Done(); p.readStdout(countingReader{stdout, &p.readOut}, onLine, onOversize) }()
 	go func() { defer readers.Done(); p.readStderr(stderr) }()
 	go p.reap(&readers, stdout, stderr)
 	return p, nil
@@ -223,6 +228,36 @@ func (p *Process) reap(readers *sync.WaitGroup, stdout, stderr io.Closer) {
 	p.lines.flush() // the count of what was suppressed, before the exit is reported
 	p.waitErr = err
 	close(p.done)
+}
+
+// Unread tells how the stdout path stands: waiting is how many bytes the
+// child wrote that are still in the pipe, unread (-1 where the system
+// cannot tell, or once the child has exited), and read how many bytes the
+// reader has taken from it so far. A reader that is woken as it should be
+// never leaves bytes waiting while read stands still (see the package doc).
+func (p *Process) Unread() (waiting int, read uint64) {
+	read = p.readOut.Load()
+	select {
+	case <-p.done:
+		return -1, read
+	default:
+	}
+	if p.stdout == nil {
+		return -1, read
+	}
+	return pipeWaiting(p.stdout), read
+}
+
+// countingReader counts the bytes read through it into n.
+type countingReader struct {
+	r io.Reader
+	n *atomic.Uint64
+}
+
+func (c countingReader) Read(b []byte) (int, error) {
+	k, err := c.r.Read(b)
+	c.n.Add(uint64(k))
+	return k, err
 }
 
 // Pid returns the child's process id (also its process group id).

@@ -45,6 +45,15 @@ type Call struct {
 	// is queued (the queue orders it before Poll returns the response).
 	sent time.Time
 	took time.Duration
+	// wrote is when (Unix ns) the write of the request returned; 0 until
+	// then. stalledWrite (guarded by u.mu) is set once the watchdog has
+	// reported the request stalled before the write (see stall.go).
+	wrote        atomic.Int64
+	stalledWrite bool
+	// probe marks the watchdog's own ping; probedBy (guarded by u.mu) is
+	// the id of a probe sent while this call waited (see StageServer).
+	probe    bool
+	probedBy int64
 }
 
 // SetParked marks the call as waiting for a client's input (see parked).
@@ -105,16 +114,21 @@ func (c *Call) Abandon(cancel bool) {
 		if c.member != nil {
 			delete(c.member.calls, string(c.clientID))
 		}
-		if u.gaveUp == nil || len(u.gaveUp) >= maxGaveUp {
-			u.gaveUp = map[int64]time.Time{}
-		}
-		u.gaveUp[c.id] = time.Now()
+		u.noteGaveUp(c.id, time.Now())
 	}
 	u.mu.Unlock()
 	if live && cancel {
 		_ = u.write(jsonrpc.NewNotification("notifications/cancelled",
 			jsonrpc.Marshal(map[string]any{"requestId": c.id, "reason": "cancelled by the client or timed out"})))
 	}
+}
+
+// noteGaveUp records that the call id was given up at t; mu held.
+func (u *Upstream) noteGaveUp(id int64, t time.Time) {
+	if u.gaveUp == nil || len(u.gaveUp) >= maxGaveUp {
+		u.gaveUp = map[int64]time.Time{}
+	}
+	u.gaveUp[id] = t
 }
 
 // maxGaveUp bounds Upstream.gaveUp.

@@ -18,6 +18,11 @@ const subscriptionIDKey = "io.modelcontextprotocol/subscriptionId"
 // valid only during the call: the message is decoded in place and
 // detached (copied once, in its wire form) only where it is kept.
 func (u *Upstream) dispatch(gen int, line []byte) {
+	// The stall watchdog sees how long the reader holds the message.
+	now := time.Now().UnixNano()
+	u.lastHeard.Store(now)
+	u.dispatching.Store(now)
+	defer u.dispatching.Store(0)
 	msg, err := jsonrpc.Decode(line)
 	if err != nil {
 		u.log.Warn("invalid message from server skipped", "err", err, "line", audit.Clip(line, 256))
@@ -40,7 +45,10 @@ func (u *Upstream) response(msg *jsonrpc.Message) {
 	u.mu.Lock()
 	c := u.pending[id]
 	var gaveUp time.Time
+	var held bool
+	var heldFor time.Duration
 	if ok && c != nil {
+		held, heldFor = u.probed(c, time.Now())
 		delete(u.pending, id)
 		if c.member != nil {
 			delete(c.member.calls, string(c.clientID))
@@ -58,6 +66,9 @@ func (u *Upstream) response(msg *jsonrpc.Message) {
 		}
 		u.log.Debug("response to an unknown or finished request dropped", "id", string(msg.ID))
 		return
+	}
+	if held {
+		u.stall(stageServer, heldFor, "id", id, "method", c.method)
 	}
 	if !c.sent.IsZero() {
 		c.took = time.Since(c.sent)

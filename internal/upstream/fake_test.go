@@ -39,6 +39,9 @@ type fakeServer struct {
 	// onWrite, if set, sees every message a connection is sent, before
 	// any automatic answer.
 	onWrite func(c *fakeConn, m *jsonrpc.Message)
+	// unread, if set, makes connections Unreaders that report what it
+	// returns.
+	unread func() (waiting int, read uint64)
 }
 
 func newFakeServer() *fakeServer {
@@ -75,8 +78,16 @@ func (s *fakeServer) dial(ctx context.Context, deliver, oversize func([]byte)) (
 	if s.reinit {
 		return &reinitConn{c}, nil
 	}
+	if s.unread != nil {
+		return &unreaderConn{c}, nil
+	}
 	return c, nil
 }
+
+// unreaderConn is a fakeConn that reports its server's unread output.
+type unreaderConn struct{ *fakeConn }
+
+func (u *unreaderConn) Unread() (int, uint64) { return u.srv.unread() }
 
 // conn returns the newest connection.
 func (s *fakeServer) conn(t *testing.T) *fakeConn {

@@ -223,6 +223,7 @@ func (u *Upstream) call(ctx context.Context, m *Member, req *jsonrpc.Message) (*
 	}
 	c.sent = time.Now() // before pending holds it: the reader's response sees it
 	u.pending[c.id] = c
+	u.watchStalls()
 	u.mu.Unlock()
 	// The request is built in the call (which the reader may already hold:
 	// it reads only the fields set before pending did) and encoded straight
@@ -234,6 +235,7 @@ func (u *Upstream) call(ctx context.Context, m *Member, req *jsonrpc.Message) (*
 		u.forget(c)
 		return nil, err
 	}
+	c.wrote.Store(time.Now().UnixNano())
 	return c, nil
 }
 

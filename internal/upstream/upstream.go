@@ -124,6 +124,11 @@ type Options struct {
 	// notifications are dropped. Zero means 1024.
 	QueueLimit int
 	Logger     *slog.Logger // nil discards
+	// StallAfter is how long a message may wait at one of Switchboard's
+	// own hand-offs (written to the server, read from it, handed to its
+	// call) before the call is logged and counted as stalled (see
+	// Stages). Zero means 1 s; negative turns the watchdog off.
+	StallAfter time.Duration
 	// OnState, if set, is called (without locks held) on every state change.
 	OnState func(State)
 }
@@ -177,6 +182,19 @@ type Upstream struct {
 	// unexpectedly (see Restarts).
 	restarts atomic.Uint64
 
+	// stalled counts the stalls seen, by stage (see stall.go).
+	stalled [numStages]atomic.Uint64
+	// dispatching is when (Unix ns) the reader began handing over the
+	// message it holds; 0 between messages. deliverReported is the
+	// dispatching value last reported as stalled.
+	dispatching     atomic.Int64
+	deliverReported atomic.Int64
+	// lastWrite and lastHeard are when (Unix ns) a message was last
+	// written to the server and last read from it: the watchdog probes a
+	// server that sits on a request in silence.
+	lastWrite atomic.Int64
+	lastHeard atomic.Int64
+
 	// connecting counts connect goroutines (dialling, or waiting to redial);
 	// Close waits for them so no connection outlives it.
 	connecting sync.WaitGroup
@@ -214,6 +232,7 @@ type Upstream struct {
 	// watch reports, rather than the end of the connection it caused.
 	hsErr error
 	hsGen int
+	sw    stallWatch // the stall watchdog
 }
 
 // serverRequest is a server→client request awaiting the client's response.
@@ -240,6 +259,9 @@ func New(opts Options) *Upstream {
 	}
 	if opts.QueueLimit == 0 {
 		opts.QueueLimit = 1024
+	}
+	if opts.StallAfter == 0 {
+		opts.StallAfter = defaultStallAfter
 	}
 	log := opts.Logger
 	if log == nil {
@@ -681,6 +703,7 @@ func (u *Upstream) Close(ctx context.Context) error {
 		return nil
 	}
 	u.setState(Closed)
+	u.stopStalls()
 	if u.redial != nil && u.redial.Stop() {
 		u.connecting.Done() // the pending connect will not run
 	}
@@ -736,6 +759,7 @@ func (u *Upstream) write(m *jsonrpc.Message) error {
 	if err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrUnavailable, u.opts.Name, err)
 	}
+	u.lastWrite.Store(time.Now().UnixNano())
 	return nil
 }
 
@@ -744,12 +768,15 @@ func (u *Upstream) internalCall(ctx context.Context, method string, params json.
 	c := u.newCall(nil, nil, method)
 	c.internal = true
 	u.mu.Lock()
+	c.sent = time.Now()
 	u.pending[c.id] = c
+	u.watchStalls()
 	u.mu.Unlock()
 	if err := u.write(jsonrpc.NewRequest(jsonrpc.IntID(c.id), method, params)); err != nil {
 		u.forget(c)
 		return nil, err
 	}
+	c.wrote.Store(time.Now().UnixNano())
 	for {
 		m, err := c.q.Pop(ctx)
 		if err != nil {

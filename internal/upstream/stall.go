@@ -1,0 +1,266 @@
+package upstream
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+)
+
+// Stall detection: a call must never wait on Switchboard's own path, only
+// on its server. A watchdog (one timer per Upstream, armed while calls are
+// in flight, every StallAfter/2) looks at the three hand-offs the gateway
+// owns and logs and counts ("call stalled", Stalled, the metric
+// switchboard_calls_stalled_total{stage}) any that has held a message
+// longer than StallAfter, and probes a server that sits in silence:
+//
+//   - StageWrite: a request queued for the server and not written to it
+//     (a lost wake-up of the connection's writer, or a server that stopped
+//     reading its input);
+//   - StageRead: bytes the server wrote waiting in the connection (the
+//     stdout pipe) while the reader took none of them (a reader that was
+//     not woken);
+//   - StageDeliver: a message read from the server and not handed to its
+//     call (the reader stuck between the two);
+//   - StageServer: a server that sat on a request until it was sent
+//     something more. When a request has been written and unanswered
+//     while nothing went either way for StallAfter, a stdio server is sent
+//     a ping (the protocol's liveness check; at most one at a time, the
+//     next after twice the wait, up to 32 StallAfters). A call whose
+//     answer then arrives before the ping's was held by the server until
+//     more input came: counted, and recovered without waiting for the
+//     call's timeout. A server that is merely slow answers the ping and
+//     nothing is counted.
+//
+// A stall is counted once per call (write) or per episode (read, deliver).
+// The watchdog never blocks the data path: it reads stamps the writers and
+// the reader set (atomics), and takes mu only to look at the calls.
+const (
+	StageWrite   = "write"
+	StageRead    = "read"
+	StageDeliver = "deliver"
+	StageServer  = "server"
+)
+
+// Stages lists the stall stages, in the order Stalled reports them.
+var Stages = []string{StageWrite, StageRead, StageDeliver, StageServer}
+
+const (
+	stageWrite = iota
+	stageRead
+	stageDeliver
+	stageServer
+	numStages
+)
+
+// stalledTotal counts the stalls of every Upstream of the process, by
+// stage: what /metrics reports.
+var stalledTotal [numStages]atomic.Uint64
+
+// StalledTotal returns how many stalls the Upstreams of this process have
+// seen, by stage (see Stages), since it started.
+func StalledTotal() map[string]uint64 {
+	m := make(map[string]uint64, numStages)
+	for i, s := range Stages {
+		m[s] = stalledTotal[i].Load()
+	}
+	return m
+}
+
+// Stalled returns how many stalls u has seen at stage (one of Stages).
+func (u *Upstream) Stalled(stage string) uint64 {
+	for i, s := range Stages {
+		if s == stage {
+			return u.stalled[i].Load()
+		}
+	}
+	return 0
+}
+
+// Unreader is implemented by connections that can tell whether the
+// server's output waits unread (*stdio.Process): waiting is how many bytes
+// wait (-1 when it cannot be told), read how many were read so far.
+type Unreader interface {
+	Unread() (waiting int, read uint64)
+}
+
+// defaultStallAfter is Options.StallAfter's zero value.
+const defaultStallAfter = time.Second
+
+// stallWatch is the watchdog's state; guarded by Upstream.mu.
+type stallWatch struct {
+	timer   *time.Timer // nil until the first call
+	armed   bool        // the timer will fire
+	deliver int64       // the dispatch stamp last reported (one report per episode)
+	// The read stage: read stood at readAt with bytes waiting since
+	// waitSince; reported is set once that episode was counted.
+	readAt    uint64
+	waitSince time.Time
+	reported  bool
+	// The probe: probeID is the ping in flight (outstanding while pending
+	// holds it), sent at probeAt; probes counts the probes sent while
+	// probeFor was the oldest call waiting, which doubles the wait.
+	probeID  int64
+	probeAt  time.Time
+	probes   int
+	probeFor int64
+}
+
+// maxProbeShift caps the probe's doubling wait: StallAfter << 5.
+const maxProbeShift = 5
+
+// watchStalls arms the watchdog if it is not armed; mu held. A call that
+// enters pending calls it.
+func (u *Upstream) watchStalls() {
+	if u.opts.StallAfter < 0 || u.sw.armed || u.state == Closed {
+		return
+	}
+	u.sw.armed = true
+	if u.sw.timer == nil {
+		u.sw.timer = time.AfterFunc(u.opts.StallAfter/2, u.checkStalls)
+		return
+	}
+	u.sw.timer.Reset(u.opts.StallAfter / 2)
+}
+
+// stopStalls stops the watchdog for good (Close); mu held.
+func (u *Upstream) stopStalls() {
+	if u.sw.timer != nil {
+		u.sw.timer.Stop()
+	}
+	u.sw.armed = false
+}
+
+// stall counts and logs one stall.
+func (u *Upstream) stall(stage int, age time.Duration, args ...any) {
+	u.stalled[stage].Add(1)
+	stalledTotal[stage].Add(1)
+	u.log.Warn("call stalled", append([]any{"stage", Stages[stage],
+		"for", age.Round(time.Millisecond)}, args...)...)
+}
+
+// checkStalls is the watchdog's tick (see the top of this file). It runs
+// on the timer's goroutine and re-arms itself while calls are in flight.
+func (u *Upstream) checkStalls() {
+	after := u.opts.StallAfter
+	now := time.Now()
+	// The reader first, without mu: a reader stuck between reading a
+	// message and handing it over may be stuck on mu itself.
+	if d := u.dispatching.Load(); d != 0 {
+		if age := now.Sub(time.Unix(0, d)); age >= after && u.deliverReported.Swap(d) != d {
+			u.stall(stageDeliver, age)
+		}
+	}
+	u.mu.Lock()
+	if u.state == Closed {
+		u.sw.armed = false
+		u.mu.Unlock()
+		return
+	}
+	type overdue struct {
+		id     int64
+		method string
+		age    time.Duration
+	}
+	var late []overdue
+	for _, c := range u.pending {
+		if c.stalledWrite || c.wrote.Load() != 0 || c.sent.IsZero() {
+			continue
+		}
+		if age := now.Sub(c.sent); age >= after {
+			c.stalledWrite = true
+			late = append(late, overdue{c.id, c.method, age})
+		}
+	}
+	conn := u.conn
+	readStall := time.Duration(0)
+	if ur, ok := conn.(Unreader); ok {
+		waiting, read := ur.Unread()
+		switch {
+		case waiting <= 0 || u.dispatching.Load() != 0:
+			// Nothing waits, or the reader is busy with a message (the
+			// deliver stage's business).
+			u.sw.readAt, u.sw.waitSince, u.sw.reported = read, time.Time{}, false
+		case read != u.sw.readAt || u.sw.waitSince.IsZero():
+			u.sw.readAt, u.sw.waitSince, u.sw.reported = read, now, false
+		case !u.sw.reported && now.Sub(u.sw.waitSince) >= after:
+			u.sw.reported = true
+			readStall = now.Sub(u.sw.waitSince)
+		}
+	}
+	probe := u.probeDue(now, conn)
+	u.sw.armed = len(u.pending) > 0
+	if u.sw.armed {
+		u.sw.timer.Reset(after / 2)
+	}
+	u.mu.Unlock()
+	if probe != nil {
+		if err := u.write(probe); err != nil {
+			u.log.Debug("probe not sent", "err", err)
+		}
+	}
+	for _, o := range late {
+		u.stall(stageWrite, o.age, "id", o.id, "method", o.method)
+	}
+	if readStall > 0 {
+		u.stall(stageRead, readStall)
+	}
+}
+
+// probeDue decides whether the server is probed now, and if so registers
+// the probe and returns the ping to write; mu held. See StageServer.
+func (u *Upstream) probeDue(now time.Time, conn Conn) *jsonrpc.Message {
+	after := u.opts.StallAfter
+	if _, ok := conn.(Unreader); !ok || u.state != Ready {
+		return nil
+	}
+	if p := u.pending[u.sw.probeID]; p != nil {
+		if now.Sub(u.sw.probeAt) < 4*after {
+			return nil // one probe at a time
+		}
+		// A server that does not answer pings: forget this one.
+		delete(u.pending, p.id)
+		u.noteGaveUp(p.id, now)
+	}
+	var oldest *Call
+	for _, c := range u.pending {
+		if c.subscription || c.parked.Load() || c.wrote.Load() == 0 {
+			continue
+		}
+		if oldest == nil || c.id < oldest.id {
+			oldest = c
+		}
+	}
+	if oldest == nil {
+		return nil
+	}
+	if oldest.id != u.sw.probeFor {
+		u.sw.probeFor, u.sw.probes = oldest.id, 0
+	}
+	quiet := time.Unix(0, max(u.lastWrite.Load(), u.lastHeard.Load(), oldest.wrote.Load()))
+	if now.Sub(quiet) < after<<min(u.sw.probes, maxProbeShift) {
+		return nil
+	}
+	u.sw.probes++
+	u.nextID++
+	p := &Call{u: u, id: u.nextID, method: "ping", internal: true, probe: true}
+	p.q.Init(1)
+	u.pending[p.id] = p
+	u.sw.probeID, u.sw.probeAt = p.id, now
+	for _, c := range u.pending {
+		if c != p && !c.subscription && !c.parked.Load() && c.wrote.Load() != 0 {
+			c.probedBy = p.id
+		}
+	}
+	return jsonrpc.NewRequest(jsonrpc.IntID(p.id), "ping", nil)
+}
+
+// probed is called by the reader when call c is answered: if a probe sent
+// while c waited is still unanswered, the server held c until it was sent
+// more (StageServer). mu held.
+func (u *Upstream) probed(c *Call, now time.Time) (held bool, age time.Duration) {
+	if c.probedBy == 0 || u.pending[c.probedBy] == nil {
+		return false, 0
+	}
+	return true, now.Sub(c.sent)
+}
