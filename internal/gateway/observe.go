@@ -56,7 +56,7 @@ func (g *Gateway) metricsStatus() metrics.Status {
 	last, ok, failed := g.lastReload, g.reloadsOK, g.reloadsFailed
 	g.reloadMu.Unlock()
 	st := metrics.Status{Reloads: ok, ReloadFailures: failed, LastReloadOK: last.OK, LastReload: last.Time,
-		ConfigLoaded: cur.loadedAt, AuditWriteErrors: g.audit.WriteErrors()}
+		ConfigLoaded: cur.loadedAt, AuditWriteErrors: g.audit.WriteErrors(), Stalled: upstream.StalledTotal()}
 	for _, d := range g.destinationStatus(cur) {
 		st.Destinations = append(st.Destinations, d.Destination)
 	}

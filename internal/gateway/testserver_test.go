@@ -14,6 +14,8 @@ package gateway_test
 //	         message, and lots of stderr
 //	flood    a goroutine floods stdout with garbage lines the whole time
 //
+// The tool "held" is answered only once the server reads its next line.
+//
 // SWITCHBOARD_TEST_DIE_FILE names a file: when it exists at start-up the
 // server exits 1 at once (to exhaust restarts).
 
@@ -80,6 +82,7 @@ type testServer struct {
 	asks      map[string]chan *wireMsg // server→client requests by id
 	nextAsk   int
 	client    json.RawMessage // clientInfo of the initialize it received
+	held      []func()        // answers of "held" calls, sent when the next line is read
 }
 
 func runTestServer(mode string) int {
@@ -109,6 +112,13 @@ func runTestServer(mode string) int {
 	in := bufio.NewReaderSize(os.Stdin, 64<<10)
 	for {
 		line, err := in.ReadBytes('\n')
+		s.mu.Lock()
+		held := s.held
+		s.held = nil
+		s.mu.Unlock()
+		for _, answer := range held {
+			answer()
+		}
 		if len(strings.TrimSpace(string(line))) > 0 {
 			s.handleLine(line)
 		}
@@ -379,6 +389,12 @@ func (s *testServer) tool(ctx context.Context, m *wireMsg) {
 	switch p.Name {
 	case "echo":
 		text(a.Text)
+	case "held":
+		// Answered only once the server reads its next line: the child
+		// of issue 27, sitting on a request until more input comes.
+		s.mu.Lock()
+		s.held = append(s.held, func() { text("held") })
+		s.mu.Unlock()
 	case "pid":
 		text(fmt.Sprint(os.Getpid()))
 	case "slow":

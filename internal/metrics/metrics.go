@@ -68,6 +68,9 @@ type Status struct {
 	ConfigLoaded time.Time
 	// AuditWriteErrors counts audit lines that could not be written.
 	AuditWriteErrors uint64
+	// Stalled counts the calls held on Switchboard's own path, by stage
+	// (upstream.StalledTotal: every stage, zeros included).
+	Stalled map[string]uint64
 }
 
 // Destination is one destination's state, as /healthz reports it.
@@ -153,6 +156,7 @@ func Outcome(r *audit.Record) string {
 //	switchboard_config_last_reload_timestamp_seconds
 //	switchboard_config_loaded_timestamp_seconds
 //	switchboard_audit_write_errors_total
+//	switchboard_calls_stalled_total{stage}
 //	switchboard_build_info{version,goversion}
 //
 // plus the Go runtime's and the process's standard metrics.

@@ -13,6 +13,7 @@ type stateCollector struct {
 
 	info, state, sessions, members, children, inFlight, restarts *prometheus.Desc
 	reloads, lastOK, lastReload, loaded, auditErrors, build      *prometheus.Desc
+	stalled                                                      *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*stateCollector)(nil)
@@ -50,6 +51,9 @@ func newStateCollector(status func() Status, version string) *stateCollector {
 			"When the configuration in use was loaded, in Unix seconds.", nil, nil),
 		auditErrors: prometheus.NewDesc("switchboard_audit_write_errors_total",
 			"Audit log lines that could not be written.", nil, nil),
+		stalled: prometheus.NewDesc("switchboard_calls_stalled_total",
+			"Calls held on Switchboard's own path past the stall threshold, by stage: write (queued for a server, not written), read (its output waiting unread), deliver (read, not handed to the call), server (a stdio server that held an answer until probed).",
+			[]string{"stage"}, nil),
 		build: prometheus.NewDesc("switchboard_build_info",
 			"Switchboard's version and Go version; always 1.", []string{"version", "goversion"}, nil),
 	}
@@ -57,7 +61,7 @@ func newStateCollector(status func() Status, version string) *stateCollector {
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.info, c.state, c.sessions, c.members, c.children, c.inFlight,
-		c.restarts, c.reloads, c.lastOK, c.lastReload, c.loaded, c.auditErrors, c.build} {
+		c.restarts, c.reloads, c.lastOK, c.lastReload, c.loaded, c.auditErrors, c.stalled, c.build} {
 		ch <- d
 	}
 }
@@ -100,4 +104,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.loaded, float64(st.ConfigLoaded.UnixNano())/1e9)
 	}
 	ch <- prometheus.MustNewConstMetric(c.auditErrors, prometheus.CounterValue, float64(st.AuditWriteErrors))
+	for stage, n := range st.Stalled {
+		ch <- prometheus.MustNewConstMetric(c.stalled, prometheus.CounterValue, float64(n), stage)
+	}
 }
