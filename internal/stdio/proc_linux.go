@@ -1,7 +1,6 @@
 package stdio
 
 import (
-	"os"
 	"syscall"
 	"unsafe"
 )
@@ -12,9 +11,10 @@ func sysProcAttr() *syscall.SysProcAttr {
 
 func killGroup(pgid int, sig syscall.Signal) { _ = syscall.Kill(-pgid, sig) }
 
-// pipeWaiting returns how many bytes wait unread in the pipe f reads, or
-// -1 if that cannot be told (FIONREAD, which Linux calls TIOCINQ).
-func pipeWaiting(f *os.File) int {
+// pipeWaiting returns how many bytes wait unread in the pipe f is an end
+// of (either end), or -1 if that cannot be told (FIONREAD, which Linux
+// calls TIOCINQ).
+func pipeWaiting(f syscall.Conn) int {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return -1

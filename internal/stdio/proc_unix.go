@@ -3,7 +3,6 @@
 package stdio
 
 import (
-	"os"
 	"syscall"
 )
 
@@ -12,4 +11,4 @@ func sysProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: t
 func killGroup(pgid int, sig syscall.Signal) { _ = syscall.Kill(-pgid, sig) }
 
 // pipeWaiting cannot tell here: -1 (see proc_linux.go).
-func pipeWaiting(*os.File) int { return -1 }
+func pipeWaiting(syscall.Conn) int { return -1 }

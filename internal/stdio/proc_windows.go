@@ -3,7 +3,6 @@
 package stdio
 
 import (
-	"os"
 	"sync"
 	"syscall"
 	"unsafe"
@@ -156,4 +155,4 @@ func killGroup(pid int, sig syscall.Signal) {
 }
 
 // pipeWaiting cannot tell here: -1 (see proc_linux.go).
-func pipeWaiting(*os.File) int { return -1 }
+func pipeWaiting(syscall.Conn) int { return -1 }

@@ -24,6 +24,31 @@
 //     lines queued while a write is in progress go out together in the
 //     next write (group commit: fewer system calls for the gateway and
 //     fewer reads for the child under concurrency).
+//
+// Wake-ups, who wakes whom and under which lock (issue 27: a call must
+// never wait for a later message to push its own through):
+//
+//   - Writers (send), all under wmu. A caller appends its line to wbuf and
+//     takes the next number (queued). If no write is in progress it becomes
+//     the writer: it takes the whole batch, sets writing, releases wmu only
+//     for the system call, retakes it, records written (or werr), clears
+//     writing and broadcasts wcond, always, error or not. A caller that
+//     finds a write in progress waits on wcond until its line is written
+//     (written ≥ its number), the pipe broke (werr), or nobody is writing;
+//     in the last case its line is still queued and it writes the batch
+//     itself. So every queued line is either in the batch a writer holds
+//     or owned by a caller that is about to write it: no line waits for a
+//     wake-up nobody will send. A caller held back by a full batch (held)
+//     waits for the same broadcast. Write returns only once its line is in
+//     the pipe: a call's request is written before its caller starts
+//     waiting for the answer.
+//   - The reader: one goroutine per stream reads the pipe and blocks only
+//     in read (the runtime's poller wakes it when the child writes) and in
+//     onLine, which must not block: upstream's dispatch hands the message
+//     to its call's queue, whose signal wakes the waiter (jsonrpc.Queue).
+//     Unread shows a reader that is not woken: bytes waiting in the pipe
+//     while the count of bytes read stands still (upstream's watchdog
+//     counts it at stage read).
 package stdio
 
 import (
@@ -246,6 +271,22 @@ func (p *Process) Unread() (waiting int, read uint64) {
 		return -1, read
 	}
 	return pipeWaiting(p.stdout), read
+}
+
+// InputWaiting returns how many bytes written to the child's stdin it has
+// not read yet (-1 where the system cannot tell, or once it has exited):
+// with Unread, where a message that is neither answered nor in flight in
+// the gateway sits.
+func (p *Process) InputWaiting() int {
+	select {
+	case <-p.done:
+		return -1
+	default:
+	}
+	if c, ok := p.stdin.(syscall.Conn); ok {
+		return pipeWaiting(c)
+	}
+	return -1
 }
 
 // countingReader counts the bytes read through it into n.

@@ -47,8 +47,9 @@ func (u *Upstream) response(msg *jsonrpc.Message) {
 	var gaveUp time.Time
 	var held bool
 	var heldFor time.Duration
+	var heldLog []any
 	if ok && c != nil {
-		held, heldFor = u.probed(c, time.Now())
+		held, heldFor, heldLog = u.probed(c, time.Now())
 		delete(u.pending, id)
 		if c.member != nil {
 			delete(c.member.calls, string(c.clientID))
@@ -68,7 +69,7 @@ func (u *Upstream) response(msg *jsonrpc.Message) {
 		return
 	}
 	if held {
-		u.stall(stageServer, heldFor, "id", id, "method", c.method)
+		u.stall(stageServer, heldFor, append([]any{"id", id, "method", c.method}, heldLog...)...)
 	}
 	if !c.sent.IsZero() {
 		c.took = time.Since(c.sent)

@@ -104,7 +104,19 @@ type stallWatch struct {
 	probeAt  time.Time
 	probes   int
 	probeFor int64
+	// probeSaw is where the bytes stood when the probe was sent: the
+	// server's output waiting unread, the bytes read so far, and its
+	// input not yet read (-1: cannot tell). Logged with a server stall:
+	// output waiting means the gateway's reader sat on the answer, input
+	// waiting that the server had not read the request, neither that the
+	// server had read it and not answered.
+	probeSaw [3]int64
 }
+
+// InputWaiter is implemented by connections that can tell how much of what
+// was written to the server it has not read yet (*stdio.Process): -1 when
+// it cannot be told.
+type InputWaiter interface{ InputWaiting() int }
 
 // maxProbeShift caps the probe's doubling wait: StallAfter << 5.
 const maxProbeShift = 5
@@ -211,7 +223,8 @@ func (u *Upstream) checkStalls() {
 // the probe and returns the ping to write; mu held. See StageServer.
 func (u *Upstream) probeDue(now time.Time, conn Conn) *jsonrpc.Message {
 	after := u.opts.StallAfter
-	if _, ok := conn.(Unreader); !ok || u.state != Ready {
+	ur, ok := conn.(Unreader)
+	if !ok || u.state != Ready {
 		return nil
 	}
 	if p := u.pending[u.sw.probeID]; p != nil {
@@ -247,6 +260,12 @@ func (u *Upstream) probeDue(now time.Time, conn Conn) *jsonrpc.Message {
 	p.q.Init(1)
 	u.pending[p.id] = p
 	u.sw.probeID, u.sw.probeAt = p.id, now
+	waiting, read := ur.Unread()
+	input := -1
+	if iw, ok := conn.(InputWaiter); ok {
+		input = iw.InputWaiting()
+	}
+	u.sw.probeSaw = [3]int64{int64(waiting), int64(read), int64(input)}
 	for _, c := range u.pending {
 		if c != p && !c.subscription && !c.parked.Load() && c.wrote.Load() != 0 {
 			c.probedBy = p.id
@@ -257,10 +276,16 @@ func (u *Upstream) probeDue(now time.Time, conn Conn) *jsonrpc.Message {
 
 // probed is called by the reader when call c is answered: if a probe sent
 // while c waited is still unanswered, the server held c until it was sent
-// more (StageServer). mu held.
-func (u *Upstream) probed(c *Call, now time.Time) (held bool, age time.Duration) {
+// more (StageServer); logArgs then say where the bytes stood when the
+// probe went out. mu held.
+func (u *Upstream) probed(c *Call, now time.Time) (held bool, age time.Duration, logArgs []any) {
 	if c.probedBy == 0 || u.pending[c.probedBy] == nil {
-		return false, 0
+		return false, 0, nil
 	}
-	return true, now.Sub(c.sent)
+	if c.probedBy == u.sw.probeID {
+		saw := u.sw.probeSaw
+		logArgs = []any{"after_probe", now.Sub(u.sw.probeAt).Round(time.Microsecond),
+			"output_unread", saw[0], "output_read", saw[1], "input_unread", saw[2]}
+	}
+	return true, now.Sub(c.sent), logArgs
 }
