@@ -25,6 +25,14 @@
 // Member.Call returns a Call whose messages the front writes to the client.
 // The connection's reader goroutine calls dispatch for every message; it never
 // blocks on a client (Calls and members have their own queues).
+//
+// Stalls: a call waits only on its server. A watchdog per Upstream (a timer,
+// armed while calls are in flight) counts and logs a message held at one of
+// the gateway's own hand-offs (written, read, delivered) past
+// Options.StallAfter, and pings a stdio server that sits in silence on a
+// request, so that a server which holds an answer until more input comes is
+// answered then and not at the client's timeout (see stall.go: Stages,
+// StalledTotal).
 package upstream
 
 import (
