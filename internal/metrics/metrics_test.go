@@ -22,7 +22,8 @@ func call(dest, method, tool string, status int, errMsg string, total, up time.D
 func TestMetricsObserve(t *testing.T) {
 	m := New(Options{ToolLabels: 2, Version: "test", Status: func() Status {
 		return Status{Destinations: []Destination{{Name: "a", Type: "stdio", State: "ready", Sessions: 2, Restarts: 3}},
-			Reloads: 1, LastReloadOK: true, LastReload: time.Unix(100, 0), ConfigLoaded: time.Unix(100, 0)}
+			Reloads: 1, LastReloadOK: true, LastReload: time.Unix(100, 0), ConfigLoaded: time.Unix(100, 0),
+			Stalled: map[string]uint64{"write": 0, "server": 2}}
 	}})
 	m.Observe(call("a", "tools/call", "echo", 200, "", 3*time.Millisecond, 2*time.Millisecond))
 	m.Observe(call("a", "tools/call", "echo", 200, "", 3*time.Millisecond, 2*time.Millisecond))
@@ -87,6 +88,8 @@ func TestMetricsObserve(t *testing.T) {
 		`switchboard_destination_state{destination="a",state="failed"} 0`,
 		`switchboard_upstream_restarts_total{destination="a"} 3`,
 		`switchboard_sessions{destination="a"} 2`,
+		`switchboard_calls_stalled_total{stage="write"} 0`,
+		`switchboard_calls_stalled_total{stage="server"} 2`,
 	} {
 		if !strings.Contains(state, want) {
 			t.Errorf("missing %s in\n%s", want, state)
