@@ -16,7 +16,7 @@ func TestStalledServerProbed(t *testing.T) {
 	h := start(t, "", dest{name: "a", mode: "plain"})
 	_, before := h.scrapeMetrics()
 	stage := func(s string) string { return `switchboard_calls_stalled_total{stage="` + s + `"}` }
-	for _, s := range []string{"write", "read", "deliver", "server"} {
+	for _, s := range []string{"write", "read", "deliver", "take", "server"} {
 		if _, ok := before[stage(s)]; !ok {
 			t.Fatalf("%s is not exported", stage(s))
 		}
@@ -35,5 +35,6 @@ func TestStalledServerProbed(t *testing.T) {
 		stage("write"):   before[stage("write")],
 		stage("read"):    before[stage("read")],
 		stage("deliver"): before[stage("deliver")],
+		stage("take"):    before[stage("take")],
 	})
 }

@@ -50,6 +50,8 @@ type Call struct {
 	// reported the request stalled before the write (see stall.go).
 	wrote        atomic.Int64
 	stalledWrite bool
+	// answered is when (Unix ns) the response was handed to q; 0 before.
+	answered atomic.Int64
 	// probe marks the watchdog's own ping; probedBy (guarded by u.mu) is
 	// the id of a probe sent while this call waited (see StageServer).
 	probe    bool
@@ -93,6 +95,12 @@ func (c *Call) Ready() <-chan struct{} { return c.q.Ready() }
 func (c *Call) Abandon(cancel bool) {
 	if c.local || c.internal {
 		return
+	}
+	if a, after := c.answered.Load(), c.u.opts.StallAfter; a != 0 && after > 0 && c.q.Len() > 0 {
+		// The answer is there and the front never took it.
+		if age := time.Since(time.Unix(0, a)); age >= after {
+			c.u.stall(stageTake, age, "id", c.id, "method", c.method)
+		}
 	}
 	c.detached.Store(true)
 	c.q.Close()

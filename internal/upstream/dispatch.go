@@ -82,6 +82,7 @@ func (u *Upstream) response(msg *jsonrpc.Message) {
 		msg.ID = c.clientID
 	}
 	msg.Detach() // the client's answer, in its wire form: written as it is
+	c.answered.Store(time.Now().UnixNano())
 	c.q.PushLast(msg)
 }
 

@@ -22,6 +22,10 @@ import (
 //     not woken);
 //   - StageDeliver: a message read from the server and not handed to its
 //     call (the reader stuck between the two);
+//   - StageTake: an answer handed to its call and still not taken by the
+//     front when the call is given up (a front that missed its wake-up);
+//     seen when the call is abandoned, StallAfter or more after the answer
+//     came;
 //   - StageServer: a server that sat on a request until it was sent
 //     something more. When a request has been written and unanswered
 //     while nothing went either way for StallAfter, a stdio server is sent
@@ -39,16 +43,18 @@ const (
 	StageWrite   = "write"
 	StageRead    = "read"
 	StageDeliver = "deliver"
+	StageTake    = "take"
 	StageServer  = "server"
 )
 
 // Stages lists the stall stages, in the order Stalled reports them.
-var Stages = []string{StageWrite, StageRead, StageDeliver, StageServer}
+var Stages = []string{StageWrite, StageRead, StageDeliver, StageTake, StageServer}
 
 const (
 	stageWrite = iota
 	stageRead
 	stageDeliver
+	stageTake
 	stageServer
 	numStages
 )

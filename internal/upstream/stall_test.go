@@ -280,3 +280,33 @@ func TestStallWatchOff(t *testing.T) {
 		c.Abandon(true)
 	})
 }
+
+// TestStallTake: an answer handed to its call and never taken by the front
+// (a front that missed its wake-up) is counted at stage take when the call
+// is given up a StallAfter or more after the answer came; one given up
+// sooner is not.
+func TestStallTake(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, logged := stallHarness(t, nil)
+		a, _ := h.join("")
+		conn := h.srv.conn(t)
+		quick := h.call(a, `1`, "tools/call", "")
+		conn.send(jsonrpc.NewResult(h.lastSent("tools/call").ID, nil))
+		time.Sleep(900 * time.Millisecond)
+		quick.Abandon(true)
+		if n := h.u.Stalled(StageTake); n != 0 {
+			t.Fatalf("take stalls = %d for an answer given up after 0.9 s", n)
+		}
+		c := h.call(a, `2`, "tools/call", "")
+		conn.send(jsonrpc.NewResult(h.lastSent("tools/call").ID, nil))
+		time.Sleep(3 * time.Second) // the front never takes it, then times out
+		c.Abandon(true)
+		if n := h.u.Stalled(StageTake); n != 1 {
+			t.Fatalf("take stalls = %d, want 1", n)
+		}
+		if !strings.Contains(logged.String(), "stage=take") {
+			t.Fatalf("log %q, want stage=take", logged.String())
+		}
+		noStalls(t, h.u, StageTake)
+	})
+}
