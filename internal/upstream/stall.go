@@ -237,9 +237,10 @@ func (u *Upstream) probeDue(now time.Time, conn Conn) *jsonrpc.Message {
 		if now.Sub(u.sw.probeAt) < 4*after {
 			return nil // one probe at a time
 		}
-		// A server that does not answer pings: forget this one.
+		// A server that does not answer pings (or answers them only after
+		// the call in progress): forget this one; a late answer is dropped
+		// as unknown, at debug level.
 		delete(u.pending, p.id)
-		u.noteGaveUp(p.id, now)
 	}
 	var oldest *Call
 	for _, c := range u.pending {
