@@ -95,9 +95,8 @@ const defaultStallAfter = time.Second
 
 // stallWatch is the watchdog's state; guarded by Upstream.mu.
 type stallWatch struct {
-	timer   *time.Timer // nil until the first call
-	armed   bool        // the timer will fire
-	deliver int64       // the dispatch stamp last reported (one report per episode)
+	timer *time.Timer // nil until the first call
+	armed bool        // the timer will fire
 	// The read stage: read stood at readAt with bytes waiting since
 	// waitSince; reported is set once that episode was counted.
 	readAt    uint64
