@@ -31,10 +31,11 @@ import (
 //     while nothing went either way for StallAfter, a stdio server is sent
 //     a ping (the protocol's liveness check; at most one at a time, the
 //     next after twice the wait, up to 32 StallAfters). A call whose
-//     answer then arrives before the ping's was held by the server until
-//     more input came: counted, and recovered without waiting for the
-//     call's timeout. A server that is merely slow answers the ping and
-//     nothing is counted.
+//     answer then arrives at once (within probeWindow) and before the
+//     ping's was held by the server until more input came: counted, and
+//     recovered without waiting for the call's timeout. A server that is
+//     merely slow answers the ping first, or (answering in order) the call
+//     whenever it is done, and nothing is counted.
 //
 // A stall is counted once per call (write) or per episode (read, deliver).
 // The watchdog never blocks the data path: it reads stamps the writers and
@@ -285,13 +286,22 @@ func (u *Upstream) probeDue(now time.Time, conn Conn) *jsonrpc.Message {
 // more (StageServer); logArgs then say where the bytes stood when the
 // probe went out. mu held.
 func (u *Upstream) probed(c *Call, now time.Time) (held bool, age time.Duration, logArgs []any) {
-	if c.probedBy == 0 || u.pending[c.probedBy] == nil {
+	if c.probedBy == 0 || c.probedBy != u.sw.probeID || u.pending[c.probedBy] == nil {
 		return false, 0, nil
 	}
-	if c.probedBy == u.sw.probeID {
-		saw := u.sw.probeSaw
-		logArgs = []any{"after_probe", now.Sub(u.sw.probeAt).Round(time.Microsecond),
-			"output_unread", saw[0], "output_read", saw[1], "input_unread", saw[2]}
+	after := now.Sub(u.sw.probeAt)
+	if after > probeWindow {
+		// A server that answers in order (the ping queued behind a slow
+		// call) also answers the call first, at any time: only an answer
+		// that follows the probe at once was released by it.
+		return false, 0, nil
 	}
-	return true, now.Sub(c.sent), logArgs
+	saw := u.sw.probeSaw
+	return true, now.Sub(c.sent), []any{"after_probe", after.Round(time.Microsecond),
+		"output_unread", saw[0], "output_read", saw[1], "input_unread", saw[2]}
 }
+
+// probeWindow is how soon after the probe an answer must come to count as
+// released by it (StageServer): the held answers of issue 27 came within
+// 1–2 ms of the next input, under load.
+const probeWindow = 50 * time.Millisecond

@@ -310,3 +310,32 @@ func TestStallTake(t *testing.T) {
 		noStalls(t, h.u, StageTake)
 	})
 }
+
+// TestStallInOrderServerNotCounted: a server that answers in order (the
+// ping queued behind a slow call) answers the call first, but not at once
+// after the probe: not counted.
+func TestStallInOrderServerNotCounted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, _ := stallHarness(t, func() (int, uint64) { return 0, 0 })
+		a, _ := h.join("")
+		var pings []*jsonrpc.Message
+		h.srv.onWrite = func(c *fakeConn, m *jsonrpc.Message) {
+			if m.Method == "ping" {
+				pings = append(pings, m) // answered after the call, in order
+			}
+		}
+		c := h.call(a, `1`, "tools/call", "")
+		time.Sleep(2300 * time.Millisecond) // a probe went out at about 1 s
+		synctest.Wait()
+		if len(pings) == 0 {
+			t.Fatal("no probe")
+		}
+		conn := h.srv.conn(t)
+		conn.send(jsonrpc.NewResult(h.lastSent("tools/call").ID, nil))
+		for _, p := range pings {
+			conn.send(jsonrpc.NewResult(p.ID, nil))
+		}
+		next(t, c)
+		noStalls(t, h.u, "")
+	})
+}
