@@ -297,8 +297,16 @@ func (u *Upstream) probed(c *Call, now time.Time) (held bool, age time.Duration,
 		return false, 0, nil
 	}
 	saw := u.sw.probeSaw
+	readNow := int64(-1)
+	if ur, ok := u.conn.(Unreader); ok {
+		_, r := ur.Unread()
+		readNow = int64(r)
+	}
+	// output_read_now - output_read is what the reader took from the pipe
+	// since the probe: the answer and the ping's if it read them after the
+	// probe, less if it had taken the answer from the pipe before.
 	return true, now.Sub(c.sent), []any{"after_probe", after.Round(time.Microsecond),
-		"output_unread", saw[0], "output_read", saw[1], "input_unread", saw[2]}
+		"output_unread", saw[0], "output_read", saw[1], "output_read_now", readNow, "input_unread", saw[2]}
 }
 
 // probeWindow is how soon after the probe an answer must come to count as
