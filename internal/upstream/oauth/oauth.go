@@ -308,7 +308,11 @@ func (c *Client) installLocked(rec *Record) {
 	c.gen++
 	if rec == nil || rec.Token == nil || (rec.Token.AccessToken == "" && rec.Token.RefreshToken == "") {
 		c.src = nil
-		c.setNeedsLoginLocked("no login yet")
+		reason := "no login yet"
+		if rec != nil && rec.Refused != "" {
+			reason = rec.Refused
+		}
+		c.setNeedsLoginLocked(reason)
 		return
 	}
 	tok := *rec.Token
@@ -352,11 +356,7 @@ func (r *refresher) Token() (*oauth2.Token, error) {
 			if re.ErrorCode != "" {
 				reason += " (" + re.ErrorCode + ")"
 			}
-			c.mu.Lock()
-			if c.rec == rec {
-				c.setNeedsLoginLocked(reason)
-			}
-			c.mu.Unlock()
+			c.dropTokens(rec, reason)
 			return nil, c.needsLogin(reason)
 		}
 		// A network error, a 5xx: the next request tries again. The
@@ -381,6 +381,25 @@ func errSummary(err error) string {
 	return err.Error()
 }
 
+// dropTokens forgets the tokens of rec, if rec is still current, in the
+// store too (so that `auth status` and `check` in another process see
+// that a login is needed), and records why.
+func (c *Client) dropTokens(rec *Record, reason string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.rec != rec {
+		return
+	}
+	next := *rec
+	next.Token, next.Refused, next.Saved = nil, reason, time.Now().UTC()
+	if err := c.store.Save(c.opts.Key, &next); err != nil {
+		c.log.Warn("oauth: the token store could not be updated", "url", c.opts.URL, "err", err)
+	} else {
+		c.version = c.store.Version(c.opts.Key)
+	}
+	c.installLocked(&next)
+}
+
 // saveToken stores tok as the token of rec, if rec is still current.
 func (c *Client) saveToken(rec *Record, tok *oauth2.Token) {
 	c.mu.Lock()
@@ -400,12 +419,13 @@ func (c *Client) saveToken(rec *Record, tok *oauth2.Token) {
 	c.version = c.store.Version(c.opts.Key)
 }
 
-// current returns the token source (nil: none) and its generation.
-func (c *Client) current() (oauth2.TokenSource, uint64) {
+// current returns the token source (nil: none), its generation, and the
+// state and its reason.
+func (c *Client) current() (oauth2.TokenSource, uint64, string, string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.reloadLocked()
-	return c.src, c.gen
+	return c.src, c.gen, c.state, c.reason
 }
 
 // Transport returns a RoundTripper that sends every request through base
@@ -432,7 +452,12 @@ const maxRecoveries = 2
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	c := t.c
 	for attempt := 0; ; attempt++ {
-		src, gen := c.current()
+		src, gen, state, reason := c.current()
+		if src == nil && state == StateNeedsLogin && c.opts.Prompt == nil && c.opts.Grant == GrantAuthorizationCode {
+			// Nothing to send but a request the server will refuse.
+			closeBody(req)
+			return nil, c.needsLogin(reason)
+		}
 		var tok *oauth2.Token
 		if src != nil {
 			var err error
@@ -545,6 +570,9 @@ func (c *Client) recover(ctx context.Context, req *http.Request, resp *http.Resp
 	discard(resp)
 	c.mu.Lock()
 	if c.gen == gen {
+		if c.state == StateNeedsLogin {
+			reason = c.reason // the more precise one
+		}
 		c.setNeedsLoginLocked(reason)
 	}
 	c.mu.Unlock()

@@ -33,7 +33,11 @@ type Record struct {
 	// Scopes are the scopes asked for at login.
 	Scopes []string `json:"scopes,omitempty"`
 	// Token is the latest token: access token, refresh token, expiry.
+	// Nil once the server refused the refresh token (see Refused).
 	Token *oauth2.Token `json:"token"`
+	// Refused says why the tokens were dropped (the refresh token was
+	// refused): a person must log in again. "" while they work.
+	Refused string `json:"refused,omitempty"`
 	// Saved is when the record was written.
 	Saved time.Time `json:"saved"`
 }
