@@ -41,6 +41,8 @@ func TestMain(m *testing.M) {
 		os.Exit(code)
 	case "oauth-conformance-client":
 		os.Exit(oauthConformanceClient())
+	case "oauth-conformance-gateway":
+		os.Exit(oauthConformanceGateway())
 	case "browser":
 		os.Exit(oauthBrowser())
 	case "sleep":

@@ -11,6 +11,7 @@ package main
 // relay's loopback redirect.
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -22,6 +23,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -89,6 +91,109 @@ func oauthConformanceClient() int {
 	return 0
 }
 
+// oauthConformanceGateway is the client command of the conformance
+// scenarios run against a gateway: it writes a config with the scenario
+// server as a streamable_http destination with an oauth block, logs in
+// with `switchboard auth login` (authorization code grants), starts
+// `switchboard serve`, and calls through it as an MCP client.
+func oauthConformanceGateway() int {
+	url := os.Args[len(os.Args)-1]
+	scenario := os.Getenv("MCP_CONFORMANCE_SCENARIO")
+	var cctx map[string]any
+	_ = json.Unmarshal([]byte(os.Getenv("MCP_CONFORMANCE_CONTEXT")), &cctx)
+	dir, err := os.MkdirTemp("", "switchboard-oauth-gw-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	block := "    oauth:\n      token_dir: " + q(dir+"/tokens") + "\n      client_metadata_url: https://conformance-test.local/client-metadata.json\n"
+	if id, ok := cctx["client_id"].(string); ok {
+		block += "      client_id: " + q(id) + "\n"
+	}
+	if secret, ok := cctx["client_secret"].(string); ok {
+		block += "      client_secret: " + q(secret) + "\n"
+	}
+	cc := strings.HasPrefix(scenario, "auth/client-credentials")
+	if cc {
+		block += "      grant: client_credentials\n"
+	}
+	cfg := dir + "/switchboard.yaml"
+	if err := os.WriteFile(cfg, []byte("listen: 127.0.0.1:0\ndestinations:\n  remote:\n    type: streamable_http\n    url: "+q(url)+
+		"\n    protocol: legacy\n"+block), 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	bin := os.Getenv(envSwitchboardBin)
+	self, _ := os.Executable()
+	if !cc {
+		login := exec.Command(bin, "auth", "login", "remote", "--config", cfg)
+		login.Env = append(os.Environ(), envMainServer+"=browser", "BROWSER="+self)
+		login.Stdout, login.Stderr = os.Stderr, os.Stderr
+		if err := login.Run(); err != nil {
+			fmt.Fprintf(os.Stderr, "auth login: %v\n", err)
+			return 1
+		}
+	}
+	serve := exec.Command(bin, "serve", "--config", cfg, "--log", "--no-reload")
+	serve.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	r, err := serve.StderrPipe()
+	if err == nil {
+		err = serve.Start()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() {
+		_ = serve.Process.Signal(syscall.SIGTERM)
+		_ = serve.Wait()
+	}()
+	addr := make(chan string, 1)
+	go func() { // ends when serve exits (its stderr closes)
+		sc := bufio.NewScanner(r)
+		re := regexp.MustCompile(`switchboard listening"? addr=(\S+)`)
+		for sc.Scan() {
+			fmt.Fprintln(os.Stderr, sc.Text())
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				addr <- m[1]
+			}
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+	defer cancel()
+	var base string
+	select {
+	case a := <-addr:
+		base = "http://" + a
+	case <-ctx.Done():
+		fmt.Fprintln(os.Stderr, "the gateway did not start")
+		return 1
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "conformance-via-gateway", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/remote/mcp"}, nil)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "connect: %v\n", err)
+		return 1
+	}
+	defer cs.Close()
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "tools/list: %v\n", err)
+		return 1
+	}
+	for _, tool := range tools.Tools {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool.Name, Arguments: map[string]any{}})
+		if err != nil || res.IsError {
+			fmt.Fprintf(os.Stderr, "tools/call %s: %v\n", tool.Name, err)
+			return 1
+		}
+		break
+	}
+	return 0
+}
+
 // oauthBrowser is $BROWSER in the conformance runs: it follows the
 // authorization URL (os.Args[1]) through its redirect.
 func oauthBrowser() int {
@@ -131,11 +236,23 @@ var oauthScenarios = []string{
 
 var conformanceLineRE = regexp.MustCompile(`(?m)^\S+ (auth/\S+): (\d+) passed, (\d+) failed`)
 
-// TestRelayOAuthConformance runs every client auth/* scenario of
-// conformance 0.2.0-alpha.12 (the suites auth, draft for the 2026-07-28
-// ones, backcompat and extensions; the draft suite's other scenarios are
-// not about auth and are ignored) with the relay as the OAuth client.
-func TestRelayOAuthConformance(t *testing.T) {
+// oauthGatewayNotApplicable are the scenarios that also do not apply to
+// a gateway destination: they authorize again in the middle of a session
+// (a step-up to more scope, a move to another authorization server),
+// which needs a person; the gateway never starts a login by itself, it
+// turns needs_login and says to run `switchboard auth login`.
+var oauthGatewayNotApplicable = map[string]string{
+	"auth/scope-step-up":                  "a step-up login in the middle of a session: the gateway turns needs_login instead",
+	"auth/authorization-server-migration": "a login to a new authorization server in the middle of a session: the gateway turns needs_login instead",
+}
+
+// TestOAuthConformance runs every client auth/* scenario of conformance
+// 0.2.0-alpha.12 (the suites auth, draft for the 2026-07-28 ones,
+// backcompat and extensions; the draft suite's other scenarios are not
+// about auth and are ignored) with the relay as the OAuth client
+// (relay --login), and with a gateway's streamable_http destination with
+// an oauth block (auth login, then serve).
+func TestOAuthConformance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the real conformance suite; skipped with -short")
 	}
@@ -148,47 +265,65 @@ func TestRelayOAuthConformance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	results := map[string][2]int{}
-	var out strings.Builder
-	for _, suite := range []string{"auth", "draft", "backcompat", "extensions"} {
-		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-		full := append([]string{"unshare", "-n", "sh", "-c", `ip link set lo up && exec "$@"`, "sh"}, argv...)
-		full = append(full, "client", "--command", self, "--suite", suite, "--timeout", "30000")
-		began := time.Now()
-		stdout, stderr, _ := peers.Run(ctx, t, "", full, envMainServer+"=oauth-conformance-client", envSwitchboardBin+"="+bin)
-		cancel()
-		t.Logf("conformance client --suite %s through the relay: %v", suite, time.Since(began).Round(time.Millisecond))
-		out.WriteString(stdout + stderr)
-		for _, m := range conformanceLineRE.FindAllStringSubmatch(stdout+stderr, -1) {
-			p, _ := strconv.Atoi(m[2])
-			f, _ := strconv.Atoi(m[3])
-			results[m[1]] = [2]int{p, f}
-		}
-	}
-	for _, n := range oauthScenarios {
-		r, ok := results[n]
-		switch {
-		case !ok:
-			t.Errorf("%-45s did not run", n)
-		case r[1] > 0 || r[0] == 0:
-			t.Errorf("%-45s %2d passed %2d failed", n, r[0], r[1])
-		default:
-			t.Logf("%-45s %2d passed", n, r[0])
-		}
-	}
-	var names []string
-	for n := range results {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		if why, ok := oauthNotApplicable[n]; ok {
-			t.Logf("%-45s %2d passed %2d failed  (does not apply: %s)", n, results[n][0], results[n][1], why)
-		} else if !slices.Contains(oauthScenarios, n) {
-			t.Errorf("%s: a scenario this test does not know; add it to oauthScenarios or oauthNotApplicable", n)
-		}
-	}
-	if t.Failed() {
-		t.Logf("output:\n%s", out.String())
+	for _, client := range []struct{ name, mode string }{
+		{"relay", "oauth-conformance-client"},
+		{"gateway", "oauth-conformance-gateway"},
+	} {
+		t.Run(client.name, func(t *testing.T) {
+			t.Parallel()
+			results := map[string][2]int{}
+			var out strings.Builder
+			for _, suite := range []string{"auth", "draft", "backcompat", "extensions"} {
+				ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+				full := append([]string{"unshare", "-n", "sh", "-c", `ip link set lo up && exec "$@"`, "sh"}, argv...)
+				full = append(full, "client", "--command", self, "--suite", suite, "--timeout", "30000")
+				began := time.Now()
+				stdout, stderr, _ := peers.Run(ctx, t, "", full, envMainServer+"="+client.mode, envSwitchboardBin+"="+bin)
+				cancel()
+				t.Logf("conformance client --suite %s through the %s: %v", suite, client.name, time.Since(began).Round(time.Millisecond))
+				out.WriteString(stdout + stderr)
+				for _, m := range conformanceLineRE.FindAllStringSubmatch(stdout+stderr, -1) {
+					p, _ := strconv.Atoi(m[2])
+					f, _ := strconv.Atoi(m[3])
+					results[m[1]] = [2]int{p, f}
+				}
+			}
+			notApplicable := func(n string) (string, bool) {
+				if why, ok := oauthNotApplicable[n]; ok {
+					return why, true
+				}
+				why, ok := oauthGatewayNotApplicable[n]
+				return why, ok && client.name == "gateway"
+			}
+			for _, n := range oauthScenarios {
+				r, ok := results[n]
+				if _, na := notApplicable(n); na {
+					continue
+				}
+				switch {
+				case !ok:
+					t.Errorf("%-45s did not run", n)
+				case r[1] > 0 || r[0] == 0:
+					t.Errorf("%-45s %2d passed %2d failed", n, r[0], r[1])
+				default:
+					t.Logf("%-45s %2d passed", n, r[0])
+				}
+			}
+			var names []string
+			for n := range results {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			for _, n := range names {
+				if why, ok := notApplicable(n); ok {
+					t.Logf("%-45s %2d passed %2d failed  (does not apply: %s)", n, results[n][0], results[n][1], why)
+				} else if !slices.Contains(oauthScenarios, n) {
+					t.Errorf("%s: a scenario this test does not know; add it to oauthScenarios or oauthNotApplicable", n)
+				}
+			}
+			if t.Failed() {
+				t.Logf("output:\n%s", out.String())
+			}
+		})
 	}
 }

@@ -19,8 +19,9 @@ import (
 // Login runs the authorization code flow now (`switchboard auth login`):
 // it sends the server an unauthenticated request to learn, from its
 // refusal, where to authorize; prompt shows the authorization URL; the
-// tokens are stored. A server that answers without asking for
-// authorization is an error (there is nothing to log in to).
+// tokens are stored. A server that lets the request through is asked
+// for its metadata at the well-known URLs (RFC 9728); one that publishes
+// none is an error.
 func (c *Client) Login(ctx context.Context, prompt Prompt) error {
 	if c.opts.Grant != GrantAuthorizationCode {
 		return errors.New("oauth: a client_credentials destination needs no login")
@@ -49,10 +50,13 @@ func (c *Client) Login(ctx context.Context, prompt Prompt) error {
 	}
 	if !refused(resp) {
 		discard(resp)
-		if resp.StatusCode/100 == 2 {
-			return fmt.Errorf("oauth: %s answered without asking for authorization: nothing to log in to", c.opts.URL)
+		if resp.StatusCode/100 != 2 {
+			return fmt.Errorf("oauth: %s answered %s, not 401: cannot discover its authorization server", c.opts.URL, resp.Status)
 		}
-		return fmt.Errorf("oauth: %s answered %s, not 401: cannot discover its authorization server", c.opts.URL, resp.Status)
+		// Some servers let the handshake through and protect the rest:
+		// discover from the well-known metadata URLs instead of a
+		// challenge.
+		resp = &http.Response{StatusCode: http.StatusUnauthorized, Header: http.Header{}, Body: http.NoBody, Request: req}
 	}
 	c.authMu.Lock()
 	defer c.authMu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -266,5 +267,22 @@ func TestLoginNothingToLogInTo(t *testing.T) {
 	err = c.Login(ctx, browse)
 	if err == nil || !strings.Contains(err.Error(), "not 401") {
 		t.Fatalf("Login against an unprotected URL: %v", err)
+	}
+	// A server that answers 200 and publishes no metadata.
+	open := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	defer open.Close()
+	c, err = oauth.New(oauth.Options{URL: open.URL + "/mcp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Login(ctx, browse); err == nil {
+		t.Fatal("Login to a server with no authorization metadata succeeded")
 	}
 }
