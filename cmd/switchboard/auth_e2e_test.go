@@ -134,7 +134,7 @@ func TestGatewayOAuthE2E(t *testing.T) {
 	dir := t.TempDir()
 	tokens := filepath.Join(dir, "tokens")
 	cfg := filepath.Join(dir, "switchboard.yaml")
-	if err := os.WriteFile(cfg, []byte("listen: 127.0.0.1:0\ndestinations:\n  remote:\n    type: streamable_http\n    url: "+as.MCPURL+
+	if err := os.WriteFile(cfg, []byte("listen: 127.0.0.1:0\naudit: {log_bodies: true}\ndestinations:\n  remote:\n    type: streamable_http\n    url: "+as.MCPURL+
 		"\n    protocol: legacy\n    oauth:\n      token_dir: "+tokens+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -242,6 +242,21 @@ func TestGatewayOAuthE2E(t *testing.T) {
 	}
 	if st, msg := destState(t, base, "remote"); st != "needs_login" || !strings.Contains(msg, "refresh token was refused") {
 		t.Fatalf("/healthz after the revocation: %q %q; want needs_login", st, msg)
+	}
+	for _, path := range []string{"/metrics", "/ui/status.json", "/healthz"} {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %s", path, resp.Status)
+		}
+		logs.Write(b) // searched for tokens below
+		if path == "/metrics" && !strings.Contains(string(b), `switchboard_destination_state{destination="remote",state="needs_login"} 1`) {
+			t.Errorf("/metrics does not show remote needs_login")
+		}
 	}
 	if code, out := runSB("auth", "status", "remote", "--config", cfg); code != 0 || !strings.Contains(out, "remote: needs_login") {
 		t.Fatalf("auth status after the revocation: exit %d\n%s", code, out)

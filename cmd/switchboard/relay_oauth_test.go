@@ -8,7 +8,11 @@ package main
 // the 401, discovers, registers and logs in; its "browser" ($BROWSER) is
 // this test binary again, in the "browser" mode, which follows the
 // authorization URL (the scenario's server approves at once) to the
-// relay's loopback redirect.
+// relay's loopback redirect. In the "oauth-conformance-gateway" mode the
+// command instead writes a config with the scenario's server as a
+// streamable_http destination with oauth, runs `switchboard auth login`
+// (same browser) and `switchboard serve`, and is an MCP client of the
+// gateway.
 
 import (
 	"bufio"
