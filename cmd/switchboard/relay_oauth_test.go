@@ -34,6 +34,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/switchboard-mcp/switchboard/internal/peers"
+	"github.com/switchboard-mcp/switchboard/internal/upstream/oauth/oauthtest"
 )
 
 const envSwitchboardBin = "SWITCHBOARD_TEST_BIN"
@@ -329,5 +330,46 @@ func TestOAuthConformance(t *testing.T) {
 				t.Logf("output:\n%s", out.String())
 			}
 		})
+	}
+}
+
+func TestRelayOAuthUsageErrors(t *testing.T) {
+	t.Setenv("SWITCHBOARD_RELAY_OAUTH_UNSET", "")
+	os.Unsetenv("SWITCHBOARD_RELAY_OAUTH_UNSET")
+	u := "http://127.0.0.1:9/mcp"
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"oauth without url", []string{"--agentcore-arn", "arn:aws:bedrock-agentcore:us-west-2:123456789012:runtime/x", "--oauth"}, "the --oauth flags need --url"},
+		{"bad grant", []string{"--url", u, "--oauth-grant", "password"}, "unknown grant"},
+		{"client credentials without a client", []string{"--url", u, "--oauth-grant", "client_credentials"}, "needs a client id and secret"},
+		{"unset secret", []string{"--url", u, "--oauth-client-id", "x", "--oauth-client-secret", "${SWITCHBOARD_RELAY_OAUTH_UNSET}"}, "${SWITCHBOARD_RELAY_OAUTH_UNSET} is not set"},
+		{"redirect not loopback", []string{"--url", u, "--login", "--oauth-redirect-url", "https://example.com/cb"}, "loopback"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr strings.Builder
+			code := runRelay(append(tc.args, "--oauth-state-dir", t.TempDir()), strings.NewReader(""), &stdout, &stderr)
+			if code != 2 || !strings.Contains(stderr.String(), tc.want) {
+				t.Errorf("exit %d, stderr %q; want exit 2 and %q", code, stderr.String(), tc.want)
+			}
+		})
+	}
+}
+
+// TestRelayOAuthNeedsLogin: without --login and without stored tokens, the
+// relay does not send the server anything it would refuse, and its error
+// says to log in with --login.
+func TestRelayOAuthNeedsLogin(t *testing.T) {
+	as := oauthtest.Start(t)
+	in := strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n")
+	var stdout, stderr strings.Builder
+	code := runRelay([]string{"--url", as.MCPURL, "--oauth", "--oauth-state-dir", t.TempDir(), "--transport", "http"}, in, &stdout, &stderr)
+	if code != 0 || !strings.Contains(stdout.String(), `"error"`) || !strings.Contains(stdout.String(), "switchboard relay --url "+as.MCPURL+" --login") {
+		t.Errorf("exit %d; want the client's initialize answered with an error naming the login command:\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	if n := as.Rejected.Load(); n != 0 {
+		t.Errorf("the server refused %d requests: the relay sent them without a token", n)
 	}
 }

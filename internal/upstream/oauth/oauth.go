@@ -36,6 +36,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -181,6 +182,12 @@ func New(opts Options) (*Client, error) {
 		}
 	default:
 		return nil, fmt.Errorf("oauth: unknown grant %q: want authorization_code or client_credentials", opts.Grant)
+	}
+	if opts.RedirectURL != "" {
+		u, err := url.Parse(opts.RedirectURL)
+		if err != nil || u.Scheme != "http" || !IsLoopback(u.Hostname()) {
+			return nil, errors.New("oauth: the redirect URL must be http on a loopback address, such as http://127.0.0.1:8976/callback")
+		}
 	}
 	if opts.Key == "" {
 		opts.Key = "default"
