@@ -60,6 +60,8 @@ OAuth 2.1 for --url (any of these implies --oauth; the relay's own tokens, never
   --oauth-grant GRANT         authorization_code (default) or client_credentials (needs the client id and secret)
   --oauth-client-id ID        a pre-registered client (default: a client-ID metadata document, else dynamic registration)
   --oauth-client-secret S     its secret; ${VAR} is expanded from the environment
+  --oauth-client-key FILE     client_credentials: authenticate with a JWT signed by this PEM key (private_key_jwt),
+                              not a secret
   --oauth-client-metadata-url URL  this client's metadata document (https), used where the server supports them
   --oauth-redirect-url URL    the loopback redirect (default http://127.0.0.1:<free port>/callback)
   --oauth-state-dir DIR       where tokens are kept, mode 0600 (default $SWITCHBOARD_STATE_DIR/oauth, else

@@ -21,6 +21,7 @@ type oauthFlags struct {
 	grant        *string
 	clientID     *string
 	clientSecret *string
+	clientKey    *string
 	metadataURL  *string
 	redirectURL  *string
 	stateDir     *string
@@ -33,6 +34,7 @@ func addOAuthFlags(fs *flag.FlagSet) oauthFlags {
 		grant:        fs.String("oauth-grant", "", ""),
 		clientID:     fs.String("oauth-client-id", "", ""),
 		clientSecret: fs.String("oauth-client-secret", "", ""),
+		clientKey:    fs.String("oauth-client-key", "", ""),
 		metadataURL:  fs.String("oauth-client-metadata-url", "", ""),
 		redirectURL:  fs.String("oauth-redirect-url", "", ""),
 		stateDir:     fs.String("oauth-state-dir", "", ""),
@@ -43,7 +45,7 @@ func addOAuthFlags(fs *flag.FlagSet) oauthFlags {
 // enabled reports whether OAuth is asked for: --oauth, --login or any
 // --oauth-* flag given.
 func (f oauthFlags) enabled(set map[string]bool) bool {
-	for _, name := range []string{"oauth", "oauth-grant", "oauth-client-id", "oauth-client-secret",
+	for _, name := range []string{"oauth", "oauth-grant", "oauth-client-id", "oauth-client-secret", "oauth-client-key",
 		"oauth-client-metadata-url", "oauth-redirect-url", "oauth-state-dir", "login"} {
 		if set[name] {
 			return true
@@ -66,8 +68,14 @@ func relayOAuthClient(url string, f oauthFlags, stderr io.Writer, log *slog.Logg
 			return nil, err
 		}
 	}
+	var key []byte
+	if *f.clientKey != "" {
+		if key, err = os.ReadFile(*f.clientKey); err != nil {
+			return nil, fmt.Errorf("--oauth-client-key: %v", err)
+		}
+	}
 	sum := sha256.Sum256([]byte(url))
-	opts := oauth.Options{URL: url, Grant: *f.grant, ClientID: *f.clientID, ClientSecret: secret,
+	opts := oauth.Options{URL: url, Grant: *f.grant, ClientID: *f.clientID, ClientSecret: secret, ClientKey: key,
 		ClientMetadataURL: *f.metadataURL, RedirectURL: *f.redirectURL,
 		Store: oauth.FileStore{Dir: dir}, Key: "relay-" + hex.EncodeToString(sum[:8]),
 		LoginHint: "switchboard relay --url " + url + " --login", Logger: log}

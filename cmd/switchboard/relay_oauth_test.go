@@ -68,11 +68,18 @@ func oauthConformanceClient() int {
 	if strings.HasPrefix(scenario, "auth/client-credentials") {
 		args = append(args, "--oauth-grant", "client_credentials")
 	}
+	if pemKey, ok := cctx["private_key_pem"].(string); ok {
+		if err := os.WriteFile(dir+"/client.pem", []byte(pemKey), 0o600); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		args = append(args, "--oauth-client-key", dir+"/client.pem")
+	}
 	self, _ := os.Executable()
 	cmd := exec.Command(os.Getenv(envSwitchboardBin), args...)
 	cmd.Env = append(os.Environ(), envMainServer+"=browser", "BROWSER="+self)
 	cmd.Stderr = os.Stderr
-	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 55*time.Second)
 	defer cancel()
 	c := mcp.NewClient(&mcp.Implementation{Name: "conformance-via-relay", Version: "1"}, nil)
 	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
@@ -124,6 +131,13 @@ func oauthConformanceGateway() int {
 	if cc {
 		block += "      grant: client_credentials\n"
 	}
+	if pemKey, ok := cctx["private_key_pem"].(string); ok {
+		if err := os.WriteFile(dir+"/client.pem", []byte(pemKey), 0o600); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		block += "      client_key_file: " + q(dir+"/client.pem") + "\n"
+	}
 	cfg := dir + "/switchboard.yaml"
 	if err := os.WriteFile(cfg, []byte("listen: 127.0.0.1:0\ndestinations:\n  remote:\n    type: streamable_http\n    url: "+q(url)+
 		"\n    protocol: legacy\n"+block), 0o600); err != nil {
@@ -166,7 +180,7 @@ func oauthConformanceGateway() int {
 			}
 		}
 	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 55*time.Second)
 	defer cancel()
 	var base string
 	select {
@@ -216,7 +230,6 @@ func oauthBrowser() int {
 // client-credentials client with a client secret, and why. Their results
 // are logged, not checked.
 var oauthNotApplicable = map[string]string{
-	"auth/client-credentials-jwt":           "client credentials with private_key_jwt client authentication (a signed assertion): not implemented, client secrets only",
 	"auth/enterprise-managed-authorization": "enterprise-managed authorization (ID-JAG token exchange, SEP-990): another grant",
 	"auth/dpop":                             "DPoP sender-constrained tokens (SEP-1932): not implemented",
 	"auth/dpop-nonce":                       "DPoP with server nonces (SEP-1932): not implemented",
@@ -236,7 +249,7 @@ var oauthScenarios = []string{
 	"auth/authorization-server-migration", "auth/metadata-issuer-mismatch",
 	"auth/iss-supported", "auth/iss-not-advertised", "auth/iss-supported-missing", "auth/iss-wrong-issuer",
 	"auth/iss-unexpected", "auth/iss-normalized",
-	"auth/client-credentials-basic",
+	"auth/client-credentials-basic", "auth/client-credentials-jwt",
 }
 
 var conformanceLineRE = regexp.MustCompile(`(?m)^\S+ (auth/\S+): (\d+) passed, (\d+) failed`)
@@ -281,7 +294,7 @@ func TestOAuthConformance(t *testing.T) {
 			for _, suite := range []string{"auth", "draft", "backcompat", "extensions"} {
 				ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 				full := append([]string{"unshare", "-n", "sh", "-c", `ip link set lo up && exec "$@"`, "sh"}, argv...)
-				full = append(full, "client", "--command", self, "--suite", suite, "--timeout", "30000")
+				full = append(full, "client", "--command", self, "--suite", suite, "--timeout", "60000")
 				began := time.Now()
 				stdout, stderr, _ := peers.Run(ctx, t, "", full, envMainServer+"="+client.mode, envSwitchboardBin+"="+bin)
 				cancel()
@@ -344,7 +357,7 @@ func TestRelayOAuthUsageErrors(t *testing.T) {
 	}{
 		{"oauth without url", []string{"--agentcore-arn", "arn:aws:bedrock-agentcore:us-west-2:123456789012:runtime/x", "--oauth"}, "the --oauth flags need --url"},
 		{"bad grant", []string{"--url", u, "--oauth-grant", "password"}, "unknown grant"},
-		{"client credentials without a client", []string{"--url", u, "--oauth-grant", "client_credentials"}, "needs a client id and secret"},
+		{"client credentials without a client", []string{"--url", u, "--oauth-grant", "client_credentials"}, "needs a client id and a secret or a key"},
 		{"unset secret", []string{"--url", u, "--oauth-client-id", "x", "--oauth-client-secret", "${SWITCHBOARD_RELAY_OAUTH_UNSET}"}, "${SWITCHBOARD_RELAY_OAUTH_UNSET} is not set"},
 		{"redirect not loopback", []string{"--url", u, "--login", "--oauth-redirect-url", "https://example.com/cb"}, "loopback"},
 	} {

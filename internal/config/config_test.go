@@ -92,6 +92,7 @@ var expectedErrors = []struct {
 	{"upstream_oauth_with_aws.bad.yaml", `destinations.remote: oauth and aws both authorize with the Authorization header: give one`},
 	{"upstream_oauth_authorization_header.bad.yaml", `destinations.remote: oauth sets the Authorization header: remove it from headers`},
 	{"upstream_oauth_forward_authorization.bad.yaml", `destinations.remote: oauth sets the Authorization header: the client's is never passed on`},
+	{"upstream_oauth_key_grant.bad.yaml", `:6: destinations.remote: oauth.client_key_file is for grant client_credentials`},
 	{"upstream_oauth_unknown_key.bad.yaml", `:6: destinations.remote.oauth: unknown key "scope"`},
 	{"aws_on_stdio.bad.yaml", `:5: destinations.files: aws is not valid for type stdio`},
 	{"aws_role_arn.bad.yaml", `:6: destinations.billing: aws.assume_role_arn "arn:aws:iam::123456789012:user/alice" is not an IAM role ARN: want arn:aws:iam::ACCOUNT:role/NAME`},

@@ -551,6 +551,7 @@ func (d *decoder) finish(c *Config, dir string) {
 		}
 		if dst.OAuth != nil {
 			abs(&dst.OAuth.TokenDir)
+			abs(&dst.OAuth.ClientKeyFile)
 		}
 		for i, h := range dst.ForwardHeaders {
 			dst.ForwardHeaders[i] = textproto.CanonicalMIMEHeaderKey(h)

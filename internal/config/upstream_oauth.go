@@ -38,6 +38,13 @@ type UpstreamOAuth struct {
 	// GrantClientCredentials. Never logged.
 	ClientSecret string
 
+	// ClientKeyFile is a PEM private key file (EC, RSA or Ed25519) with
+	// which a GrantClientCredentials client authenticates instead of a
+	// secret (`client_key_file`): private_key_jwt (RFC 7523), a new signed
+	// assertion per token request. Relative paths are resolved against the
+	// configuration file's directory. Default "": ClientSecret.
+	ClientKeyFile string
+
 	// ClientMetadataURL is the https URL (with a path) of this client's
 	// metadata document (`client_metadata_url`), its client_id where the
 	// authorization server supports them. Default "": none.
@@ -69,6 +76,8 @@ func (d *decoder) upstreamOAuth(n *yaml.Node, path string, secret scope) *Upstre
 			d.setString(&o.ClientID, v, path, secret)
 		case "client_secret":
 			d.setString(&o.ClientSecret, v, path, secret)
+		case "client_key_file":
+			d.setString(&o.ClientKeyFile, v, path, secret)
 		case "client_metadata_url":
 			d.setString(&o.ClientMetadataURL, v, path, secret)
 		case "redirect_url":
@@ -91,11 +100,16 @@ func (d *decoder) validateUpstreamOAuth(dst *Destination, p string) {
 	switch o.Grant {
 	case "", GrantAuthorizationCode:
 	case GrantClientCredentials:
-		if o.ClientID == "" || o.ClientSecret == "" {
-			d.errorAt(op+".grant", p, "oauth: grant client_credentials needs client_id and client_secret")
+		if o.ClientID == "" || o.ClientSecret == "" && o.ClientKeyFile == "" {
+			d.errorAt(op+".grant", p, "oauth: grant client_credentials needs client_id and client_secret (or client_key_file)")
 		}
 	default:
 		d.errorAt(op+".grant", p, "oauth.grant: want authorization_code or client_credentials")
+	}
+	if o.ClientKeyFile != "" && o.Grant != GrantClientCredentials {
+		d.errorAt(op+".client_key_file", p, "oauth.client_key_file is for grant client_credentials")
+	} else if o.ClientKeyFile != "" && o.ClientSecret != "" {
+		d.errorAt(op+".client_key_file", p, "oauth: give client_secret or client_key_file, not both")
 	}
 	if o.ClientSecret != "" && o.ClientID == "" {
 		d.errorAt(op+".client_secret", p, "oauth.client_secret needs oauth.client_id")

@@ -3,8 +3,10 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 
 	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/sse"
@@ -52,7 +54,14 @@ func NewOAuthClient(cfg *config.Destination, log *slog.Logger) (*oauth.Client, e
 			return nil, err
 		}
 	}
-	return oauth.New(oauth.Options{URL: cfg.URL, Grant: o.Grant, ClientID: o.ClientID, ClientSecret: o.ClientSecret,
+	var key []byte
+	if o.ClientKeyFile != "" {
+		var err error
+		if key, err = os.ReadFile(o.ClientKeyFile); err != nil {
+			return nil, fmt.Errorf("oauth.client_key_file: %v", err)
+		}
+	}
+	return oauth.New(oauth.Options{URL: cfg.URL, Grant: o.Grant, ClientID: o.ClientID, ClientSecret: o.ClientSecret, ClientKey: key,
 		ClientMetadataURL: o.ClientMetadataURL, RedirectURL: o.RedirectURL,
 		Store: oauth.FileStore{Dir: dir}, Key: cfg.Name, SSE: cfg.Type == config.TypeSSE,
 		LoginHint: "switchboard auth login " + cfg.Name, Logger: log})

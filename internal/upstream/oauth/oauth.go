@@ -43,6 +43,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-jose/go-jose/v4"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/auth/extauth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
@@ -92,6 +93,12 @@ type Options struct {
 	// server supports them, else dynamic client registration. Required for
 	// GrantClientCredentials.
 	ClientID, ClientSecret string
+
+	// ClientKey is a PEM private key (EC, RSA or Ed25519) with which a
+	// GrantClientCredentials client authenticates instead of a secret:
+	// private_key_jwt (RFC 7523), a new signed assertion per token request.
+	// Default nil: ClientSecret.
+	ClientKey []byte
 
 	// ClientMetadataURL is the https URL of this client's metadata
 	// document (its client_id where the authorization server supports
@@ -161,7 +168,8 @@ type Client struct {
 	// were refused recover once.
 	authMu sync.Mutex
 	code   *auth.AuthorizationCodeHandler    // guarded by authMu; made by the first login
-	cc     *extauth.ClientCredentialsHandler // guarded by authMu; nil unless GrantClientCredentials
+	cc     *extauth.ClientCredentialsHandler // guarded by authMu; nil unless GrantClientCredentials with a secret
+	signer jose.Signer                       // the private_key_jwt assertions' (ClientKey); nil without
 	redir  *loopback                         // guarded by authMu; the login's redirect listener
 	prompt Prompt                            // guarded by authMu: the running login's
 
@@ -177,8 +185,8 @@ func New(opts Options) (*Client, error) {
 	case "", GrantAuthorizationCode:
 		opts.Grant = GrantAuthorizationCode
 	case GrantClientCredentials:
-		if opts.ClientID == "" || opts.ClientSecret == "" {
-			return nil, errors.New("oauth: the client_credentials grant needs a client id and secret")
+		if opts.ClientID == "" || (opts.ClientSecret == "") == (opts.ClientKey == nil) {
+			return nil, errors.New("oauth: the client_credentials grant needs a client id and a secret or a key")
 		}
 	default:
 		return nil, fmt.Errorf("oauth: unknown grant %q: want authorization_code or client_credentials", opts.Grant)
@@ -208,7 +216,13 @@ func New(opts Options) (*Client, error) {
 	if c.http == nil {
 		c.http = &http.Client{Timeout: 30 * time.Second}
 	}
-	if opts.Grant == GrantClientCredentials {
+	if opts.Grant == GrantClientCredentials && opts.ClientKey != nil {
+		signer, err := newAssertionSigner(opts.ClientKey)
+		if err != nil {
+			return nil, fmt.Errorf("oauth: %w", err)
+		}
+		c.signer = signer
+	} else if opts.Grant == GrantClientCredentials {
 		cc, err := extauth.NewClientCredentialsHandler(&extauth.ClientCredentialsHandlerConfig{
 			Credentials: &oauthex.ClientCredentials{ClientID: opts.ClientID,
 				ClientSecretAuth: &oauthex.ClientSecretAuth{ClientSecret: opts.ClientSecret}},
@@ -546,10 +560,18 @@ func (c *Client) recover(ctx context.Context, req *http.Request, resp *http.Resp
 		return nil
 	}
 	if c.opts.Grant == GrantClientCredentials {
-		if err := c.cc.Authorize(ctx, req, resp); err != nil {
-			return fmt.Errorf("oauth: client credentials for %s: %v", c.opts.URL, err)
+		var ts oauth2.TokenSource
+		if c.signer != nil {
+			var err error
+			if ts, err = c.assertionAuthorize(ctx, req, resp); err != nil {
+				return fmt.Errorf("oauth: client credentials for %s: %v", c.opts.URL, err)
+			}
+		} else {
+			if err := c.cc.Authorize(ctx, req, resp); err != nil {
+				return fmt.Errorf("oauth: client credentials for %s: %v", c.opts.URL, err)
+			}
+			ts, _ = c.cc.TokenSource(ctx)
 		}
-		ts, _ := c.cc.TokenSource(ctx)
 		c.mu.Lock()
 		c.src, c.state, c.reason = ts, StateReady, ""
 		c.gen++
