@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -28,6 +29,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/switchboard-mcp/switchboard/internal/peers"
 	"github.com/switchboard-mcp/switchboard/internal/upstream/oauth/oauthtest"
 )
 
@@ -223,6 +225,17 @@ func TestGatewayOAuthE2E(t *testing.T) {
 	if got := as.Refreshes.Load(); got != 0 {
 		t.Fatalf("%d refreshes before the token expired", got)
 	}
+	// A client with no OAuth of its own (the inspector's CLI, Node)
+	// reaches the protected server through the gateway.
+	t.Run("inspector-cli", func(t *testing.T) {
+		cli, idir := peers.InspectorCLI(t)
+		out, errOut, err := peers.Run(ctx, t, idir, append(slices.Clip(cli), base+"/remote/mcp", "--transport", "http",
+			"--method", "tools/call", "--tool-name", "echo", "--tool-arg", "text=from-inspector"))
+		logs.Write([]byte(out + errOut))
+		if err != nil || !strings.Contains(out, "from-inspector") {
+			t.Fatalf("inspector-cli tools/call echo through the gateway: %v\n%s\n%s", err, out, errOut)
+		}
+	})
 	as.ExpireAccessTokens()
 	if err := callAll(); err != nil {
 		t.Fatalf("calls after the token expired: %v", err)
