@@ -5,6 +5,7 @@
 //	switchboard check --config FILE
 //	switchboard relay --url URL [--transport auto|http|sse] [--header 'Name: value']... [--log FILE] [--debug]
 //	switchboard agentcore [--contract mcp|http|both] [--mcp-listen ADDR] [--http-listen ADDR] [-- argv...]
+//	switchboard auth login|status|logout [DEST] [--config FILE]
 //	switchboard health [--url URL]
 //	switchboard version
 package main
@@ -44,10 +45,15 @@ const usage = `usage:
         [--transport auto|http|sse] [--header 'Name: value']... [--log FILE] [--debug] [--reconnect D]
         [--sigv4] [--aws-service NAME] [--aws-region REGION] [--aws-profile NAME]
         [--assume-role-arn ARN] [--role-session-name NAME] [--qualifier NAME] [--session-mode MODE]
+        [--oauth] [--login] [--oauth-grant GRANT] [--oauth-client-id ID] [--oauth-client-secret S]
+        [--oauth-client-key FILE] [--oauth-client-metadata-url URL] [--oauth-redirect-url URL] [--oauth-state-dir DIR]
   switchboard agentcore [-- argv...]                inside an AgentCore Runtime container: serve a stdio
                                                     server (argv or MCP_SERVER_CMD) on /mcp and /invocations
         [--contract mcp|http|both] [--mcp-listen ADDR] [--http-listen ADDR] [--cwd DIR]
         [--pass-env NAME]... [--log-level LEVEL] [--log-format text|json] [--timeout D]
+  switchboard auth login DEST [--config FILE] [--no-browser]
+                                                    log in to an oauth destination's server, store its tokens
+  switchboard auth status [DEST...] | logout DEST   [--config FILE] its login's state / forget its tokens
   switchboard health [--url URL] [--timeout D]      exit 0 if the gateway answers /health (container health checks)
   switchboard version                               print the version, commit, build date and Go version
   switchboard COMMAND -h                            what each flag of COMMAND means
@@ -108,6 +114,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runAgentCore(args[1:], stderr)
 	case "health":
 		return health(args[1:], stdout, stderr)
+	case "auth":
+		return runAuth(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "switchboard", buildInfo())
 		return 0
@@ -293,6 +301,7 @@ func check(args []string, stdout, stderr io.Writer) int {
 	for _, w := range policy.Warnings(cfg, members) {
 		fmt.Fprintf(stderr, "%s: warning: %s\n", *cfgPath, w)
 	}
+	oauthNotes(cfg, stdout)
 	if *explain {
 		fmt.Fprintln(stdout)
 		policy.Explain(stdout, cfg, members)

@@ -39,6 +39,12 @@ func TestMain(m *testing.M) {
 			_ = os.RemoveAll(filepath.Dir(built.path))
 		}
 		os.Exit(code)
+	case "oauth-conformance-client":
+		os.Exit(oauthConformanceClient())
+	case "oauth-conformance-gateway":
+		os.Exit(oauthConformanceGateway())
+	case "browser":
+		os.Exit(oauthBrowser())
 	case "sleep":
 		// A grandchild that does nothing but wait to be killed with its
 		// process group; it gives up by itself in the end.

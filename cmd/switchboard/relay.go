@@ -15,6 +15,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/audit"
 	"github.com/switchboard-mcp/switchboard/internal/relay"
+	"github.com/switchboard-mcp/switchboard/internal/sse"
 )
 
 func init() { relayCmd = runRelay }
@@ -51,6 +52,20 @@ AgentCore (--agentcore-arn ARN, env AGENTCORE_AGENT_ARN or AGENT_ARN; always sig
   Endpoint: AWS_ENDPOINT_URL_BEDROCK_AGENTCORE, else AWS_ENDPOINT_URL, else bedrock-agentcore.REGION.amazonaws.com.
 
 Credentials come from the AWS SDK's standard chain (environment, profiles, SSO, web identity, ECS, IMDS).
+
+OAuth 2.1 for --url (any of these implies --oauth; the relay's own tokens, never the stdio client's):
+  --oauth                     authorize with the server's OAuth (discovery from its 401, PKCE, resource indicators)
+  --login                     when no usable token is stored, log in: print the authorization URL on stderr, open
+                              $BROWSER (or xdg-open / open), receive the redirect on a loopback port
+  --oauth-grant GRANT         authorization_code (default) or client_credentials (needs the client id and secret)
+  --oauth-client-id ID        a pre-registered client (default: a client-ID metadata document, else dynamic registration)
+  --oauth-client-secret S     its secret; ${VAR} is expanded from the environment
+  --oauth-client-key FILE     client_credentials: authenticate with a JWT signed by this PEM key (private_key_jwt),
+                              not a secret
+  --oauth-client-metadata-url URL  this client's metadata document (https), used where the server supports them
+  --oauth-redirect-url URL    the loopback redirect (default http://127.0.0.1:<free port>/callback)
+  --oauth-state-dir DIR       where tokens are kept, mode 0600 (default $SWITCHBOARD_STATE_DIR/oauth, else
+                              $XDG_STATE_HOME/switchboard/oauth, else ~/.local/state/switchboard/oauth)
 `
 
 // headerFlags collects repeated --header values.
@@ -68,6 +83,7 @@ func runRelay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	debug := fs.Bool("debug", false, "")
 	reconnect := fs.Duration("reconnect", 5*time.Second, "")
 	ac := addAWSFlags(fs)
+	of := addOAuthFlags(fs)
 	var headers headerFlags
 	fs.Var(&headers, "header", "")
 	fs.Usage = func() { fmt.Fprint(stderr, relayUsage) }
@@ -90,6 +106,11 @@ func runRelay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if err := ac.check(set); err != nil {
 		fmt.Fprintf(stderr, "switchboard relay: %v\n", err)
+		return 2
+	}
+	useOAuth := of.enabled(set)
+	if useOAuth && *url == "" {
+		fmt.Fprintln(stderr, "switchboard relay: the --oauth flags need --url")
 		return 2
 	}
 	var logW io.Writer = stderr
@@ -120,6 +141,16 @@ func runRelay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		hdr.Add(name, value)
 		secrets = append(secrets, value)
 	}
+	if useOAuth {
+		secret, err := expandEnv(*of.clientSecret)
+		if err != nil {
+			fmt.Fprintf(stderr, "switchboard relay: --oauth-client-secret: %v\n", err)
+			return 2
+		}
+		if secret != "" {
+			secrets = append(secrets, secret)
+		}
+	}
 	red := audit.NewRedactor(secrets)
 	log := slog.New(audit.RedactingHandler(slog.NewTextHandler(logW, &slog.HandlerOptions{Level: level}), red))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -137,6 +168,18 @@ func runRelay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if err != nil {
 			fmt.Fprintf(stderr, "switchboard relay: %v\n", err)
 			return 2
+		}
+		if useOAuth {
+			oc, err := relayOAuthClient(*url, of, stderr, log)
+			if err != nil {
+				fmt.Fprintf(stderr, "switchboard relay: %v\n", err)
+				return 2
+			}
+			defer oc.Close()
+			if client == nil {
+				client = sse.NewHTTPClient()
+			}
+			client.Transport = oc.Transport(client.Transport)
 		}
 		opts.HTTPClient = client
 	}

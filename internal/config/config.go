@@ -386,6 +386,13 @@ type Destination struct {
 	// a non-nil AWS of zero values: sign, inferring everything.
 	AWS *AWS
 
+	// OAuth makes Switchboard an OAuth 2.1 client of the server
+	// (`oauth`), streamable_http and sse only: see UpstreamOAuth. Nil (the
+	// key left out): no OAuth. The key written with no value (`oauth:`) is
+	// a non-nil UpstreamOAuth of zero values: the authorization code grant
+	// with every default.
+	OAuth *UpstreamOAuth
+
 	// Timeout overrides Config.Timeout for this destination (`timeout`).
 	// Default 0: use Config.Timeout.
 	Timeout time.Duration
@@ -597,6 +604,9 @@ func (c *Config) SecretValues() []string {
 	for _, d := range c.Destinations {
 		for _, v := range d.Secrets {
 			add(v)
+		}
+		if d.OAuth != nil {
+			add(d.OAuth.ClientSecret)
 		}
 	}
 	for _, v := range c.substituted {

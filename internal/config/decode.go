@@ -325,6 +325,8 @@ func (d *decoder) destination(name string, n *yaml.Node, path string) *Destinati
 			d.setString(&dst.SessionMode, v, path, scope{})
 		case "aws":
 			dst.AWS = d.aws(v, path)
+		case "oauth":
+			dst.OAuth = d.upstreamOAuth(v, path, secret)
 		default:
 			d.unknown(path, key)
 		}
@@ -548,6 +550,10 @@ func (d *decoder) finish(c *Config, dir string) {
 				dst.Isolation = IsolationShared
 			}
 			abs(&dst.Cwd)
+		}
+		if dst.OAuth != nil {
+			abs(&dst.OAuth.TokenDir)
+			abs(&dst.OAuth.ClientKeyFile)
 		}
 		for i, h := range dst.ForwardHeaders {
 			dst.ForwardHeaders[i] = textproto.CanonicalMIMEHeaderKey(h)

@@ -198,6 +198,9 @@ func (d *decoder) validateDestination(dst *Destination, p string) {
 	if dst.AWS != nil && dst.Type != TypeStdio && dst.Type != "" {
 		d.validateAWS(dst, p)
 	}
+	if dst.OAuth != nil && (dst.Type == TypeStreamableHTTP || dst.Type == TypeSSE) {
+		d.validateUpstreamOAuth(dst, p)
+	}
 }
 
 var (
@@ -273,6 +276,7 @@ func (d *decoder) validateAgentCore(dst *Destination, p string) {
 		{"isolation", dst.Isolation != ""},
 		{"headers", dst.Headers != nil},
 		{"forward_headers", dst.ForwardHeaders != nil},
+		{"oauth", dst.OAuth != nil},
 	})
 }
 
@@ -297,6 +301,7 @@ func (d *decoder) validateStdio(dst *Destination, p string) {
 		{"headers", dst.Headers != nil},
 		{"forward_headers", dst.ForwardHeaders != nil},
 		{"aws", dst.AWS != nil},
+		{"oauth", dst.OAuth != nil},
 	})
 }
 

@@ -45,6 +45,7 @@ type destination struct {
 	log    *slog.Logger       // the destination's operational log
 	eras   *eraState          // protocol-era detection and translation (era.go)
 	aws    *awsClient         // the signing client of an HTTP type with an aws block; else nil
+	oauth  *oauthTarget       // the OAuth client of an HTTP type with an oauth block; else nil
 	shared *upstream.Upstream // nil unless stdio with isolation shared
 	modern *upstream.Upstream // nil for legacy sse destinations
 	// childIdle is the idle timeout, in nanoseconds, of a session that
@@ -114,6 +115,7 @@ func newDestination(cfg *config.Destination, global *config.Config, log *slog.Lo
 			dial = dialSSE
 		}
 		d.aws = newAWSClient(cfg, dlog)
+		d.oauth = newOAuthTarget(cfg, dlog)
 		d.dialer = func(forward http.Header) upstream.Dialer {
 			hdr := upstreamHeader(cfg, forward)
 			if h := global.Auth.IdentityHeader; h != "" && forward.Get(h) != "" {
@@ -127,7 +129,13 @@ func newDestination(cfg *config.Destination, global *config.Config, log *slog.Lo
 					// once cannot help; the next session tries again.
 					return nil, upstream.Permanent(err)
 				}
-				return dial(ctx, cfg.URL, hdr, client, maxMsg, dlog, d.traced, deliver, oversize)
+				if d.oauth != nil {
+					if client, err = d.oauth.get(); err != nil {
+						return nil, err
+					}
+				}
+				c, err := dial(ctx, cfg.URL, hdr, client, maxMsg, dlog, d.traced, deliver, oversize)
+				return c, d.oauth.permanent(err)
 			}
 		}
 	case config.TypeAgentCore:
@@ -386,6 +394,7 @@ func (d *destination) Close(ctx context.Context) {
 	wg.Wait()
 	d.releasing.Wait() // an up.Close that lost the race to release's returned at once
 	d.aws.close()
+	d.oauth.close()
 }
 
 // retry starts the destination's failed upstreams again now (a reload);
@@ -478,6 +487,9 @@ func (d *destination) State(ctx context.Context) (string, string) {
 				return upstream.Failed.String(), err.Error()
 			}
 		case config.TypeStreamableHTTP, config.TypeSSE:
+			if st, why := d.oauth.state(ctx); st != "" {
+				return st, why
+			}
 			if err := d.probe(ctx); err != nil {
 				return "unreachable", err.Error()
 			}

@@ -512,7 +512,7 @@ func (g *Gateway) healthz(w http.ResponseWriter, r *http.Request) {
 	}
 	wg.Wait()
 	for _, d := range out.Destinations {
-		if d.State == "failed" || d.State == "unreachable" {
+		if d.State == "failed" || d.State == "unreachable" || d.State == "needs_login" {
 			out.Status = "degraded"
 		}
 	}

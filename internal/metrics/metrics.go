@@ -90,7 +90,7 @@ type Destination struct {
 
 // States are the values of Destination.State; switchboard_destination_state
 // has one series per state, 1 for the current one.
-var States = []string{"idle", "starting", "ready", "restarting", "failed", "closed", "unreachable"}
+var States = []string{"idle", "starting", "ready", "restarting", "failed", "closed", "unreachable", "needs_login"}
 
 // Outcomes of an MCP request (the outcome label).
 const (

@@ -29,7 +29,7 @@ func newStateCollector(status func() Status, version string) *stateCollector {
 		info: prometheus.NewDesc("switchboard_destination_info",
 			"A configured destination and its type; always 1.", []string{"destination", "type"}, nil),
 		state: prometheus.NewDesc("switchboard_destination_state",
-			"1 for the destination's current state (idle, starting, ready, restarting, failed, closed, unreachable), 0 for the others.",
+			"1 for the destination's current state (idle, starting, ready, restarting, failed, closed, unreachable, needs_login), 0 for the others.",
 			[]string{"destination", "state"}, nil),
 		sessions: prometheus.NewDesc("switchboard_sessions",
 			"Client sessions of the destination's own endpoints.", d, nil),

@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/audit"
+	"github.com/switchboard-mcp/switchboard/internal/config"
+	"github.com/switchboard-mcp/switchboard/internal/gateway"
+	"github.com/switchboard-mcp/switchboard/internal/upstream/oauth"
+)
+
+const authUsage = `usage:
+  switchboard auth login DEST [--config FILE] [--no-browser]   log in to a destination's OAuth server, store its tokens
+  switchboard auth status [DEST...] [--config FILE]            each oauth destination's login: ok or needs_login, expiry
+  switchboard auth logout DEST [--config FILE]                 forget a destination's tokens
+
+options:
+  --config FILE   the gateway's config (default DESTINATIONS_CONFIG)
+  --no-browser    login: only print the authorization URL (default: also open $BROWSER, xdg-open or open)
+
+login sends the destination an unauthenticated request, discovers its authorization server from the 401,
+registers (or uses the configured client), prints the authorization URL and waits for the browser's redirect
+on a loopback port (oauth.redirect_url). The tokens go to oauth.token_dir/DEST.json (mode 0600), which a
+running gateway reads again at once: no restart. On a headless server, log in on a machine with a browser and
+copy DEST.json to the server's token_dir.
+`
+
+// runAuth is `switchboard auth`.
+func runAuth(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stderr, authUsage)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	sub, args := args[0], args[1:]
+	fs := flag.NewFlagSet("auth", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", "", "")
+	noBrowser := fs.Bool("no-browser", false, "")
+	fs.Usage = func() { fmt.Fprint(stderr, authUsage) }
+	// Flags may come before or after the destination names.
+	var names []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return 2
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		names = append(names, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	switch sub {
+	case "login", "logout":
+		if len(names) != 1 {
+			fmt.Fprintf(stderr, "switchboard auth %s: name one destination\n", sub)
+			return 2
+		}
+	case "status":
+	default:
+		fmt.Fprintf(stderr, "switchboard auth: unknown command %q: want login, status or logout\n%s", sub, authUsage)
+		return 2
+	}
+	if *cfgPath == "" {
+		*cfgPath = os.Getenv("DESTINATIONS_CONFIG")
+	}
+	if *cfgPath == "" {
+		fmt.Fprintln(stderr, "switchboard auth: --config is required (or set DESTINATIONS_CONFIG)")
+		return 2
+	}
+	cfg, err := config.Load(*cfgPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "switchboard auth: %v\n", err)
+		return 1
+	}
+	var dests []*config.Destination
+	if len(names) == 0 {
+		for _, n := range cfg.Names {
+			if d := cfg.Destinations[n]; d.OAuth != nil {
+				dests = append(dests, d)
+			}
+		}
+	}
+	for _, n := range names {
+		d := cfg.Destinations[n]
+		if d == nil {
+			fmt.Fprintf(stderr, "switchboard auth: no destination %q in %s\n", n, *cfgPath)
+			return 2
+		}
+		if d.OAuth == nil {
+			fmt.Fprintf(stderr, "switchboard auth: destination %q has no oauth block\n", n)
+			return 2
+		}
+		dests = append(dests, d)
+	}
+	log := slog.New(audit.RedactingHandler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}),
+		audit.NewRedactor(cfg.SecretValues())))
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	code := 0
+	for _, d := range dests {
+		oc, err := gateway.NewOAuthClient(d, log)
+		if err != nil {
+			fmt.Fprintf(stderr, "switchboard auth: %s: %v\n", d.Name, err)
+			code = 1
+			continue
+		}
+		switch sub {
+		case "login":
+			prompt := browserPrompt(stderr, log)
+			if *noBrowser {
+				prompt = func(_ context.Context, u string) error {
+					fmt.Fprintf(stderr, "switchboard: to authorize, open this URL in a browser:\n\n    %s\n\n", u)
+					return nil
+				}
+			}
+			fmt.Fprintf(stderr, "switchboard: logging in to %s (%s)\n", d.Name, d.URL)
+			if err := oc.Login(ctx, prompt); err != nil {
+				fmt.Fprintf(stderr, "switchboard auth login: %s: %v\n", d.Name, err)
+				code = 1
+				break
+			}
+			fmt.Fprintf(stdout, "%s: logged in; %s\n", d.Name, describe(oc.Status()))
+		case "logout":
+			if err := oc.Logout(); err != nil {
+				fmt.Fprintf(stderr, "switchboard auth logout: %s: %v\n", d.Name, err)
+				code = 1
+				break
+			}
+			fmt.Fprintf(stdout, "%s: logged out\n", d.Name)
+		case "status":
+			fmt.Fprintf(stdout, "%s: %s\n", d.Name, describe(oc.Status()))
+		}
+		oc.Close()
+	}
+	return code
+}
+
+// describe is a Status in words, without any token.
+func describe(st oauth.Status) string {
+	var b strings.Builder
+	switch {
+	case st.State == oauth.StateNeedsLogin:
+		fmt.Fprintf(&b, "needs_login (%s)", st.Reason)
+		return b.String()
+	case st.State == oauth.StateReady:
+		b.WriteString("ok")
+	default:
+		b.WriteString("no login needed yet (client credentials)")
+		return b.String()
+	}
+	if !st.Expiry.IsZero() {
+		left := time.Until(st.Expiry).Round(time.Second)
+		if left > 0 {
+			fmt.Fprintf(&b, ", access token expires %s (in %v)", st.Expiry.UTC().Format(time.RFC3339), left)
+		} else {
+			fmt.Fprintf(&b, ", access token expired %s", st.Expiry.UTC().Format(time.RFC3339))
+		}
+	}
+	if st.Refreshable {
+		b.WriteString(", refresh token held")
+	}
+	if st.ClientID != "" {
+		fmt.Fprintf(&b, ", client %s", st.ClientID)
+	}
+	if len(st.Scopes) > 0 {
+		fmt.Fprintf(&b, ", scopes %s", strings.Join(st.Scopes, " "))
+	}
+	return b.String()
+}
+
+// oauthNotes prints, for `check`, the login state of each destination
+// that uses the authorization code grant.
+func oauthNotes(cfg *config.Config, w io.Writer) {
+	log := slog.New(slog.DiscardHandler)
+	for _, n := range cfg.Names {
+		d := cfg.Destinations[n]
+		if d.OAuth == nil || d.OAuth.Grant == config.GrantClientCredentials {
+			continue
+		}
+		oc, err := gateway.NewOAuthClient(d, log)
+		if err != nil {
+			fmt.Fprintf(w, "  %s: oauth: %v\n", n, err)
+			continue
+		}
+		st := oc.Status()
+		if st.State == oauth.StateNeedsLogin {
+			fmt.Fprintf(w, "  %s: oauth needs_login (%s): run switchboard auth login %s\n", n, st.Reason, n)
+		} else {
+			fmt.Fprintf(w, "  %s: oauth %s\n", n, describe(st))
+		}
+	}
+}

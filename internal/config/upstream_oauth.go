@@ -1,0 +1,150 @@
+package config
+
+import (
+	"net"
+	"net/url"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Grants of an upstream oauth block.
+const (
+	GrantAuthorizationCode = "authorization_code"
+	GrantClientCredentials = "client_credentials"
+)
+
+// UpstreamOAuth makes Switchboard an OAuth 2.1 client of a streamable_http
+// or sse destination (`oauth` in a destination): the gateway holds its own
+// tokens for the server (one identity per destination, shared by every
+// session), found by discovery from the server's 401. The inbound client's
+// token is never passed on. Every field may use ${VAR}, from the
+// destination's secrets first.
+type UpstreamOAuth struct {
+	// Grant is GrantAuthorizationCode (`grant`, the default ""): a person
+	// logs in once with `switchboard auth login NAME`; or
+	// GrantClientCredentials: machine to machine, with ClientID and
+	// ClientSecret, no login.
+	Grant string
+
+	// ClientID is a pre-registered client (`client_id`). Default "": a
+	// client-ID metadata document when ClientMetadataURL is set and the
+	// server supports them, else dynamic client registration (RFC 7591)
+	// at login. Required for GrantClientCredentials.
+	ClientID string
+
+	// ClientSecret is ClientID's secret (`client_secret`); best given as
+	// ${VAR}. Default "": a public client. Required for
+	// GrantClientCredentials. Never logged.
+	ClientSecret string
+
+	// ClientKeyFile is a PEM private key file (EC, RSA or Ed25519) with
+	// which a GrantClientCredentials client authenticates instead of a
+	// secret (`client_key_file`): private_key_jwt (RFC 7523), a new signed
+	// assertion per token request. Relative paths are resolved against the
+	// configuration file's directory. Default "": ClientSecret.
+	ClientKeyFile string
+
+	// ClientMetadataURL is the https URL (with a path) of this client's
+	// metadata document (`client_metadata_url`), its client_id where the
+	// authorization server supports them. Default "": none.
+	ClientMetadataURL string
+
+	// RedirectURL is the login's redirect (`redirect_url`): an http URL
+	// on a loopback address, such as http://127.0.0.1:8976/callback (what
+	// a pre-registered client was registered with). Default "":
+	// http://127.0.0.1:<a free port>/callback.
+	RedirectURL string
+
+	// TokenDir is the directory of the token files (`token_dir`), one
+	// NAME.json of mode 0600 per destination. Default "":
+	// $SWITCHBOARD_STATE_DIR/oauth, else $XDG_STATE_HOME/switchboard/oauth,
+	// else ~/.local/state/switchboard/oauth. Relative paths are resolved
+	// against the configuration file's directory.
+	TokenDir string
+}
+
+// upstreamOAuth decodes a destination's oauth block. A null value is an
+// empty block: writing the key asks for OAuth with every default.
+func (d *decoder) upstreamOAuth(n *yaml.Node, path string, secret scope) *UpstreamOAuth {
+	o := &UpstreamOAuth{}
+	if !d.each(n, path, func(key string, v *yaml.Node, path string) {
+		switch key {
+		case "grant":
+			d.setString(&o.Grant, v, path, secret)
+		case "client_id":
+			d.setString(&o.ClientID, v, path, secret)
+		case "client_secret":
+			d.setString(&o.ClientSecret, v, path, secret)
+		case "client_key_file":
+			d.setString(&o.ClientKeyFile, v, path, secret)
+		case "client_metadata_url":
+			d.setString(&o.ClientMetadataURL, v, path, secret)
+		case "redirect_url":
+			d.setString(&o.RedirectURL, v, path, secret)
+		case "token_dir":
+			d.setString(&o.TokenDir, v, path, secret)
+		default:
+			d.unknown(path, key)
+		}
+	}) {
+		return nil
+	}
+	return o
+}
+
+// validateUpstreamOAuth checks the oauth block of an HTTP destination.
+// Messages never quote a value: any may hold a substituted secret.
+func (d *decoder) validateUpstreamOAuth(dst *Destination, p string) {
+	o, op := dst.OAuth, p+".oauth"
+	switch o.Grant {
+	case "", GrantAuthorizationCode:
+	case GrantClientCredentials:
+		if o.ClientID == "" || o.ClientSecret == "" && o.ClientKeyFile == "" {
+			d.errorAt(op+".grant", p, "oauth: grant client_credentials needs client_id and client_secret (or client_key_file)")
+		}
+	default:
+		d.errorAt(op+".grant", p, "oauth.grant: want authorization_code or client_credentials")
+	}
+	if o.ClientKeyFile != "" && o.Grant != GrantClientCredentials {
+		d.errorAt(op+".client_key_file", p, "oauth.client_key_file is for grant client_credentials")
+	} else if o.ClientKeyFile != "" && o.ClientSecret != "" {
+		d.errorAt(op+".client_key_file", p, "oauth: give client_secret or client_key_file, not both")
+	}
+	if o.ClientSecret != "" && o.ClientID == "" {
+		d.errorAt(op+".client_secret", p, "oauth.client_secret needs oauth.client_id")
+	}
+	if o.ClientMetadataURL != "" {
+		u, err := url.Parse(o.ClientMetadataURL)
+		if err != nil || u.Scheme != "https" || u.Host == "" || strings.Trim(u.Path, "/") == "" {
+			d.errorAt(op+".client_metadata_url", p, "oauth.client_metadata_url: want an https URL with a path, such as https://example.com/switchboard.json")
+		}
+	}
+	if o.RedirectURL != "" {
+		u, err := url.Parse(o.RedirectURL)
+		if err != nil || u.Scheme != "http" || !loopbackHost(u.Hostname()) {
+			d.errorAt(op+".redirect_url", p, "oauth.redirect_url: want http on a loopback address, such as http://127.0.0.1:8976/callback")
+		}
+	}
+	if dst.AWS != nil {
+		d.errorAt(op, p, "oauth and aws both authorize with the Authorization header: give one")
+	}
+	for k := range dst.Headers {
+		if strings.EqualFold(k, "Authorization") {
+			d.errorAt(op, p, "oauth sets the Authorization header: remove it from headers")
+		}
+	}
+	for _, k := range dst.ForwardHeaders {
+		if strings.EqualFold(k, "Authorization") {
+			d.errorAt(op, p, "oauth sets the Authorization header: the client's is never passed on with it; remove it from forward_headers")
+		}
+	}
+}
+
+func loopbackHost(h string) bool {
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,296 @@
+package oauth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"html"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"golang.org/x/oauth2"
+)
+
+// Login runs the authorization code flow now (`switchboard auth login`):
+// it sends the server an unauthenticated request to learn, from its
+// refusal, where to authorize; prompt shows the authorization URL; the
+// tokens are stored. A server that lets the request through is asked
+// for its metadata at the well-known URLs (RFC 9728); one that publishes
+// none is an error.
+func (c *Client) Login(ctx context.Context, prompt Prompt) error {
+	if c.opts.Grant != GrantAuthorizationCode {
+		return errors.New("oauth: a client_credentials destination needs no login")
+	}
+	var req *http.Request
+	var err error
+	if c.opts.SSE {
+		req, err = http.NewRequestWithContext(ctx, http.MethodGet, c.opts.URL, nil)
+		if err == nil {
+			req.Header.Set("Accept", "text/event-stream")
+		}
+	} else {
+		const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"switchboard-login","version":"1"}}}`
+		req, err = http.NewRequestWithContext(ctx, http.MethodPost, c.opts.URL, strings.NewReader(initialize))
+		if err == nil {
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+		}
+	}
+	if err != nil {
+		return err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("oauth: %s: %v", c.opts.URL, err)
+	}
+	if !refused(resp) {
+		discard(resp)
+		if resp.StatusCode/100 != 2 {
+			return fmt.Errorf("oauth: %s answered %s, not 401: cannot discover its authorization server", c.opts.URL, resp.Status)
+		}
+		// Some servers let the handshake through and protect the rest:
+		// discover from the well-known metadata URLs instead of a
+		// challenge.
+		resp = &http.Response{StatusCode: http.StatusUnauthorized, Header: http.Header{}, Body: http.NoBody, Request: req}
+	}
+	c.authMu.Lock()
+	defer c.authMu.Unlock()
+	return c.loginLocked(ctx, req, resp, prompt)
+}
+
+// loginLocked runs the authorization code flow for the refused request
+// req (resp is its answer, consumed here), showing the person the
+// authorization URL with prompt. authMu is held.
+func (c *Client) loginLocked(ctx context.Context, req *http.Request, resp *http.Response, prompt Prompt) error {
+	if c.code == nil {
+		if err := c.newCodeHandler(); err != nil {
+			discard(resp)
+			return err
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.opts.LoginTimeout)
+	defer cancel()
+	c.log.Info("oauth: authorizing", "url", c.opts.URL)
+	c.prompt = prompt
+	defer func() { c.prompt = nil }()
+	if err := c.code.Authorize(ctx, req, resp); err != nil {
+		c.mu.Lock()
+		c.setNeedsLoginLocked("the login failed")
+		c.mu.Unlock()
+		return fmt.Errorf("oauth: login to %s: %v", c.opts.URL, err)
+	}
+	return nil
+}
+
+// newCodeHandler makes the go-sdk's authorization code handler, its
+// redirect listener bound first so that its port is known. authMu is held.
+func (c *Client) newCodeHandler() error {
+	lb, err := listenLoopback(c.opts.RedirectURL)
+	if err != nil {
+		return err
+	}
+	cfg := &auth.AuthorizationCodeHandlerConfig{
+		RedirectURL:              lb.url,
+		AuthorizationCodeFetcher: c.fetchCode,
+		DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{
+			Metadata: &oauthex.ClientRegistrationMetadata{
+				RedirectURIs:  []string{lb.url},
+				ClientName:    "Switchboard",
+				GrantTypes:    []string{"authorization_code", "refresh_token"},
+				ResponseTypes: []string{"code"},
+			},
+		},
+		RequestRefreshToken: true,
+		Client:              c.http,
+		NewTokenSource:      c.adopt,
+	}
+	if c.opts.ClientMetadataURL != "" {
+		cfg.ClientIDMetadataDocumentConfig = &auth.ClientIDMetadataDocumentConfig{URL: c.opts.ClientMetadataURL}
+	}
+	if c.opts.ClientID != "" {
+		pre := &oauthex.ClientCredentials{ClientID: c.opts.ClientID}
+		if c.opts.ClientSecret != "" {
+			pre.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: c.opts.ClientSecret}
+		}
+		cfg.PreregisteredClient = pre
+	}
+	h, err := auth.NewAuthorizationCodeHandler(cfg)
+	if err != nil {
+		lb.close()
+		return fmt.Errorf("oauth: %v", err)
+	}
+	c.code, c.redir = h, lb
+	return nil
+}
+
+// adopt is the handler's NewTokenSource hook: called with the client and
+// the token of a successful code exchange, it stores them and makes them
+// current. The handler keeps the token source it returns, but requests
+// use the Client's.
+func (c *Client) adopt(_ context.Context, cfg *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
+	t := *tok
+	rec := &Record{Resource: c.opts.URL, ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret,
+		AuthURL: cfg.Endpoint.AuthURL, TokenURL: cfg.Endpoint.TokenURL, AuthStyle: cfg.Endpoint.AuthStyle,
+		Scopes: cfg.Scopes, Token: &t, Saved: time.Now().UTC()}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.store.Save(c.opts.Key, rec); err != nil {
+		return nil, fmt.Errorf("storing the tokens: %v", err)
+	}
+	c.loaded, c.version = true, c.store.Version(c.opts.Key)
+	c.installLocked(rec)
+	c.log.Info("oauth: logged in", "url", c.opts.URL, "expiry", tok.Expiry, "refreshable", tok.RefreshToken != "")
+	return oauth2.StaticTokenSource(&t), nil
+}
+
+// fetchCode is the handler's AuthorizationCodeFetcher: it serves the
+// redirect URL on the loopback listener, prompts with the authorization
+// URL, and waits for the browser to come back.
+func (c *Client) fetchCode(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+	if err := checkAuthURL(args.URL); err != nil {
+		return nil, err
+	}
+	prompt := c.prompt
+	if prompt == nil {
+		return nil, c.needsLogin("no login possible here")
+	}
+	lb := c.redir
+	if lb.ln == nil {
+		if err := lb.reopen(); err != nil {
+			return nil, err
+		}
+	}
+	got := make(chan callback, 1)
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != lb.path {
+			http.NotFound(w, r)
+			return
+		}
+		q := r.URL.Query()
+		cb := callback{res: &auth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		if e := q.Get("error"); e != "" {
+			cb.err = fmt.Errorf("the authorization server refused: %s %s", e, q.Get("error_description"))
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprintf(w, "<p>Switchboard: authorization failed: %s</p>", html.EscapeString(e))
+		} else {
+			fmt.Fprint(w, "<p>Switchboard: authorized. You can close this window.</p>")
+		}
+		select {
+		case got <- cb:
+		default: // a second visit: the first one counts
+		}
+	})}
+	served := make(chan struct{})
+	ln := lb.ln
+	lb.ln = nil // Serve owns it now; Close closes it
+	go func() {
+		defer close(served)
+		_ = srv.Serve(ln)
+	}()
+	defer func() {
+		srv.Close()
+		<-served
+	}()
+	if err := prompt(ctx, args.URL); err != nil {
+		return nil, err
+	}
+	select {
+	case cb := <-got:
+		return cb.res, cb.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("no redirect came back to %s: %v", lb.url, ctx.Err())
+	}
+}
+
+type callback struct {
+	res *auth.AuthorizationResult
+	err error
+}
+
+// checkAuthURL accepts only an https authorization URL, or http to a
+// loopback host: never javascript: or a file.
+func checkAuthURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return fmt.Errorf("oauth: bad authorization URL: %v", err)
+	}
+	if u.Scheme == "https" || u.Scheme == "http" && IsLoopback(u.Hostname()) {
+		return nil
+	}
+	return fmt.Errorf("oauth: refusing the authorization URL %s://%s: want https (or http to a loopback host)", u.Scheme, u.Host)
+}
+
+// IsLoopback reports a loopback host name or address.
+func IsLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// loopback is the redirect listener of the logins of a Client.
+type loopback struct {
+	url  string       // the redirect URL, its port resolved
+	addr string       // host:port
+	path string       // the path redirects come to
+	ln   net.Listener // nil between logins
+}
+
+// listenLoopback binds the redirect URL (default
+// http://127.0.0.1:0/callback, port 0 a free one).
+func listenLoopback(redirect string) (*loopback, error) {
+	if redirect == "" {
+		redirect = "http://127.0.0.1:0/callback"
+	}
+	u, err := url.Parse(redirect)
+	if err != nil || u.Scheme != "http" || !IsLoopback(u.Hostname()) {
+		return nil, fmt.Errorf("oauth: redirect URL %q: want http://127.0.0.1:PORT/PATH (a loopback address)", redirect)
+	}
+	port := u.Port()
+	if port == "" {
+		port = "80"
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(u.Hostname(), port))
+	if err != nil {
+		return nil, fmt.Errorf("oauth: the login's redirect listener: %v", err)
+	}
+	path := u.Path
+	if path == "" {
+		path = "/"
+	}
+	_, p, _ := net.SplitHostPort(ln.Addr().String())
+	u.Host = net.JoinHostPort(u.Hostname(), p)
+	return &loopback{url: u.String(), addr: u.Host, path: path, ln: ln}, nil
+}
+
+func (l *loopback) reopen() error {
+	ln, err := net.Listen("tcp", l.addr)
+	if err != nil {
+		return fmt.Errorf("oauth: the login's redirect listener: %v", err)
+	}
+	l.ln = ln
+	return nil
+}
+
+func (l *loopback) close() {
+	if l.ln != nil {
+		l.ln.Close()
+		l.ln = nil
+	}
+}
+
+// Close releases the Client's redirect listener, if a login left one.
+func (c *Client) Close() {
+	c.authMu.Lock()
+	defer c.authMu.Unlock()
+	if c.redir != nil {
+		c.redir.close()
+	}
+}
