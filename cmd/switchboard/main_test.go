@@ -34,10 +34,20 @@ const envMainServer = "SWITCHBOARD_MAIN_TEST_SERVER"
 func TestMain(m *testing.M) {
 	switch mode := os.Getenv(envMainServer); mode {
 	case "":
+		// The binaries these tests run write their audit log to the
+		// default file in the state directory: a temporary one, not the
+		// home directory's.
+		state, err := os.MkdirTemp("", "switchboard-state-")
+		if err != nil {
+			panic(err)
+		}
+		os.Setenv("XDG_STATE_HOME", state)
+		os.Unsetenv("STATE_DIRECTORY")
 		code := m.Run()
 		if built.path != "" {
 			_ = os.RemoveAll(filepath.Dir(built.path))
 		}
+		_ = os.RemoveAll(state)
 		os.Exit(code)
 	case "sleep":
 		// A grandchild that does nothing but wait to be killed with its

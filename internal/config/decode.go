@@ -539,7 +539,9 @@ func (d *decoder) finish(c *Config, dir string) {
 			*p = filepath.Join(dir, *p)
 		}
 	}
-	abs(&c.Audit.Path)
+	if p := c.Audit.Path; p != AuditStderr && p != AuditOff && p != "-" {
+		abs(&c.Audit.Path)
+	}
 	abs(&c.Log.File)
 	d.finishAuth(c, dir)
 	for _, dst := range c.Destinations {

@@ -258,7 +258,9 @@ func (c *catalog) list(ctx context.Context, k kind, meta json.RawMessage, fresh 
 		if errs[j] != nil {
 			complete = false
 			logf := c.r.log.Warn
-			if c.quiet {
+			if c.quiet || ctx.Err() != nil {
+				// The client left (or its time ran out): the listing was
+				// cut short, nothing is wrong with the server.
 				logf = c.r.log.Debug
 			}
 			logf("listing failed; the server is left out of this answer", "view", c.view.Name,
