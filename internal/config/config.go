@@ -193,6 +193,12 @@ type Config struct {
 	// /health in the shape of the project whose file it was.
 	Format string
 
+	// Warnings are problems that do not make the configuration invalid but
+	// will likely fail at run time, as "file:line: warning: path: message" (a stdio
+	// command that is missing or not executable here). switchboard check
+	// prints them; nil when there are none.
+	Warnings []string
+
 	// substituted holds values substituted for ${VAR} references in url,
 	// headers and env values; see SecretValues.
 	substituted []string

@@ -63,6 +63,7 @@ func (l loader) parse(data []byte, filename string) (*Config, error) {
 		ns.Servers = slices.DeleteFunc(ns.Servers, func(s string) bool { return d.disabled[s] })
 	}
 	c.substituted = d.subst
+	d.warn(c)
 	return c, nil
 }
 
