@@ -845,3 +845,43 @@ func TestKeysOfAreAccepted(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditPath: audit.path keeps stderr and off as they are, makes a file
+// absolute against the config's directory, and is "" (the default file in
+// the state directory) when not set.
+func TestAuditPath(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                              "",
+		"audit: {path: stderr}\n":       AuditStderr,
+		"audit: {path: \"off\"}\n":      AuditOff,
+		"audit: {path: logs/a.jsonl}\n": filepath.Join("/etc/sb", "logs", "a.jsonl"),
+		"audit: {path: /var/a.jsonl}\n": "/var/a.jsonl",
+	} {
+		c, err := Parse([]byte(in+"destinations:\n  x: {type: stdio, command: [cat]}\n"), "/etc/sb/switchboard.yaml")
+		if err != nil {
+			t.Fatalf("%q: %v", in, err)
+		}
+		if c.Audit.Path != want {
+			t.Errorf("%q: audit.path %q, want %q", in, c.Audit.Path, want)
+		}
+	}
+}
+
+// TestDefaultAuditPath: $STATE_DIRECTORY (systemd), else
+// $XDG_STATE_HOME/switchboard, else ~/.local/state/switchboard.
+func TestDefaultAuditPath(t *testing.T) {
+	t.Setenv("HOME", "/home/u")
+	t.Setenv("STATE_DIRECTORY", "/var/lib/switchboard:/var/lib/other")
+	t.Setenv("XDG_STATE_HOME", "/xdg")
+	if got := DefaultAuditPath(); got != "/var/lib/switchboard/audit.jsonl" {
+		t.Errorf("with STATE_DIRECTORY: %q", got)
+	}
+	t.Setenv("STATE_DIRECTORY", "")
+	if got := DefaultAuditPath(); got != "/xdg/switchboard/audit.jsonl" {
+		t.Errorf("with XDG_STATE_HOME: %q", got)
+	}
+	t.Setenv("XDG_STATE_HOME", "relative") // not absolute: ignored, as the spec says
+	if got := DefaultAuditPath(); got != "/home/u/.local/state/switchboard/audit.jsonl" {
+		t.Errorf("with HOME only: %q", got)
+	}
+}

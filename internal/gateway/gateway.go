@@ -282,20 +282,20 @@ func (g *Gateway) auditOutput(cfg *config.Config, w io.Writer) (io.Writer, error
 		g.auditDest = p
 		return f, nil
 	}
-	p := config.DefaultAuditPath()
-	if p != "" {
-		if f, err := g.openOutput(p); err == nil {
-			g.auditDest = p
-			return f, nil
-		} else {
-			g.log.Warn("audit log: cannot create the default file; writing the audit log to stderr (set audit.path to a file, stderr or off)",
-				"path", p, "err", err)
-		}
-	} else {
-		g.log.Warn("audit log: no state directory for the default file; writing the audit log to stderr (set audit.path to a file, stderr or off)")
-	}
 	g.auditDest = "stderr"
-	return os.Stderr, nil
+	p := config.DefaultAuditPath()
+	if p == "" {
+		g.log.Warn("audit log: no state directory for the default file; writing the audit log to stderr (set audit.path to a file, stderr or off)")
+		return os.Stderr, nil
+	}
+	f, err := g.openOutput(p)
+	if err != nil {
+		g.log.Warn("audit log: cannot create the default file; writing the audit log to stderr (set audit.path to a file, stderr or off)",
+			"path", p, "err", err)
+		return os.Stderr, nil
+	}
+	g.auditDest = p
+	return f, nil
 }
 
 func (g *Gateway) openOutput(path string) (io.Writer, error) {
