@@ -339,7 +339,7 @@ func TestFullConfig(t *testing.T) {
 		Names:       []string{"github", "legacy", "context7", "files", "runtime", "billing", "signed"},
 		substituted: []string{"api-token-value", "ghp_secret_from_file", "legacy-env-key"},
 		// Not an error: the program is on the machine that serves.
-		Warnings: []string{`testdata/full.good.yaml:128: warning: destinations.files: command "/opt/tools/mcp server" does not exist`},
+		Warnings: []string{`testdata/full.good.yaml:139: warning: destinations.files: command "/opt/tools/mcp server" does not exist`},
 	}
 	assertEqual(t, c, want)
 }
