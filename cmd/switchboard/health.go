@@ -17,7 +17,7 @@ func health(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	url := fs.String("url", "http://127.0.0.1:8080/health", "the liveness endpoint to ask")
 	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for the answer")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(args); err != nil || noArgs(fs, stderr) != nil {
 		return 2
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)

@@ -117,6 +117,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "auth":
 		return runAuth(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
+		fs := flag.NewFlagSet("version", flag.ContinueOnError)
+		fs.SetOutput(stderr)
+		if err := fs.Parse(args[1:]); err != nil || noArgs(fs, stderr) != nil {
+			return 2
+		}
 		fmt.Fprintln(stdout, "switchboard", buildInfo())
 		return 0
 	case "help", "-h", "--help":
@@ -125,6 +130,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "switchboard: unknown command %q\n%s", args[0], usage)
 	return 2
+}
+
+// noArgs reports (and returns an error for) arguments left after a
+// subcommand's flags: the flag package stops at the first one, so a flag
+// written after it ("serve x --bogus") would otherwise go unnoticed.
+func noArgs(fs *flag.FlagSet, stderr io.Writer) error {
+	if fs.NArg() == 0 {
+		return nil
+	}
+	err := fmt.Errorf("switchboard %s: unexpected argument %q", fs.Name(), fs.Arg(0))
+	fmt.Fprintln(stderr, err)
+	return err
 }
 
 func serve(args []string, stderr io.Writer) int {
@@ -154,7 +171,7 @@ func serve(args []string, stderr io.Writer) int {
 	host := fs.String("host", "", "listen host, replacing the host of listen (MCProxy alias)")
 	logConsole := fs.Bool("log", false, "log to stderr even if the config names a log file (MCProxy alias)")
 	logFormatFlag := fs.String("log-format", "", "text or json (default LOG_FORMAT, else text)")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(args); err != nil || noArgs(fs, stderr) != nil {
 		return 2
 	}
 	format, err := logFormat(*logFormatFlag)
@@ -273,6 +290,10 @@ func check(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	if fs.NArg() > 1 || (fs.NArg() == 1 && *cfgPath != "") {
+		fmt.Fprintf(stderr, "switchboard check: unexpected argument %q\n", fs.Arg(fs.NArg()-1))
+		return 2
+	}
 	if *cfgPath == "" && fs.NArg() == 1 {
 		*cfgPath = fs.Arg(0)
 	}
@@ -297,6 +318,9 @@ func check(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stdout, "%s: ok (%d destinations)\n", *cfgPath, len(cfg.Destinations))
+	for _, w := range cfg.Warnings { // file:line: warning: …
+		fmt.Fprintln(stderr, w)
+	}
 	members := router.Members(cfg)
 	for _, w := range policy.Warnings(cfg, members) {
 		fmt.Fprintf(stderr, "%s: warning: %s\n", *cfgPath, w)

@@ -34,10 +34,20 @@ const envMainServer = "SWITCHBOARD_MAIN_TEST_SERVER"
 func TestMain(m *testing.M) {
 	switch mode := os.Getenv(envMainServer); mode {
 	case "":
+		// The binaries these tests run write their audit log to the
+		// default file in the state directory: a temporary one, not the
+		// home directory's.
+		state, err := os.MkdirTemp("", "switchboard-state-")
+		if err != nil {
+			panic(err)
+		}
+		os.Setenv("XDG_STATE_HOME", state)
+		os.Unsetenv("STATE_DIRECTORY")
 		code := m.Run()
 		if built.path != "" {
 			_ = os.RemoveAll(filepath.Dir(built.path))
 		}
+		_ = os.RemoveAll(state)
 		os.Exit(code)
 	case "oauth-conformance-client":
 		os.Exit(oauthConformanceClient())
@@ -134,11 +144,11 @@ restart:
 destinations:
   files:
     type: stdio
-    command: [my-mcp-server, --root, /srv]
+    command: [cat, --root, /srv]
     isolation: session
   notes:
     type: stdio
-    command: notes-server --stdio
+    command: sh --stdio
     env:
       NOTES_DIR: /tmp/notes
 `
@@ -204,6 +214,54 @@ func TestCheckUsageErrors(t *testing.T) {
 	}
 	if code, _, errOut := runCmd("serve"); code != 2 || !strings.Contains(errOut, "--config is required") {
 		t.Fatalf("serve without a config: exit %d, %q", code, errOut)
+	}
+}
+
+// TestCheckWarnings: a command that cannot be started here is a warning
+// on stderr, not an error: exit 0, "ok" on stdout.
+func TestCheckWarnings(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "server.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := writeFile(t, "switchboard.yaml", "destinations:\n  gone:\n    type: stdio\n    command: [/nonexistent/server]\n"+
+		"  plain:\n    type: stdio\n    command: ["+script+"]\n  fine:\n    type: stdio\n    command: [cat]\n")
+	code, out, errOut := runCmd("check", p)
+	if code != 0 || out != p+": ok (3 destinations)\n" {
+		t.Fatalf("exit %d, stdout %q; want 0 and ok", code, out)
+	}
+	want := p + ":4: warning: destinations.gone: command \"/nonexistent/server\" does not exist\n" +
+		p + ":7: warning: destinations.plain: command \"" + script + "\" is not executable (chmod +x " + script + ")\n"
+	if errOut != want {
+		t.Errorf("stderr:\n%s\nwant:\n%s", errOut, want)
+	}
+}
+
+// TestUnknownFlagExits2: every subcommand refuses a flag it does not have,
+// and an argument it does not take (which would hide a flag after it),
+// with exit status 2 and a message.
+func TestUnknownFlagExits2(t *testing.T) {
+	p := writeFile(t, "switchboard.yaml", goodConfig)
+	for _, args := range [][]string{
+		{"serve", "--config", p, "--bogus"},
+		{"serve", "--config", p, "extra", "--bogus"},
+		{"check", "--config", p, "--bogus"},
+		{"check", p, "--bogus"},
+		{"check", p, "other.yaml"},
+		{"relay", "--url", "http://127.0.0.1:1/mcp", "--bogus"},
+		{"relay", "--url", "http://127.0.0.1:1/mcp", "extra"},
+		{"agentcore", "--bogus"},
+		{"health", "--bogus"},
+		{"health", "extra"},
+		{"version", "--json"},
+		{"version", "extra"},
+		{"--version", "--json"},
+	} {
+		code, out, errOut := runCmd(args...)
+		if code != 2 || out != "" || !(strings.Contains(errOut, "flag provided but not defined: -") || strings.Contains(errOut, "unexpected argument")) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2, nothing on stdout and the reason", args, code, out, errOut)
+		}
 	}
 }
 

@@ -87,7 +87,7 @@ func runRelay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var headers headerFlags
 	fs.Var(&headers, "header", "")
 	fs.Usage = func() { fmt.Fprint(stderr, relayUsage) }
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(args); err != nil || noArgs(fs, stderr) != nil {
 		return 2
 	}
 	set := map[string]bool{}

@@ -129,7 +129,7 @@ func signedClient(ctx context.Context, rawURL string, f awsFlags, set map[string
 	}
 	log.Debug("relay: signing with SigV4", "service", signer.Service(), "region", signer.Region())
 	client := sse.NewHTTPClient()
-	client.Transport = signer.Transport(client.Transport)
+	client.Transport = sigv4.ErrorStatus(signer.Transport(client.Transport))
 	return client, nil
 }
 

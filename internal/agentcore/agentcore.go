@@ -208,6 +208,9 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	if opts.Signer != nil {
 		signed = opts.Signer.Transport(base)
 	}
+	// A refusal's reason (its AWS error type and message, or the message
+	// alone) goes into the status line the client's error quotes.
+	signed = sigv4.ErrorStatus(signed)
 	rt.client = &http.Client{Transport: signed, CheckRedirect: func(*http.Request, []*http.Request) error {
 		return http.ErrUseLastResponse
 	}}

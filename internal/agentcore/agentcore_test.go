@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"sync"
@@ -399,5 +400,44 @@ func TestResolveErrors(t *testing.T) {
 	rt, err := agentcore.Resolve(ctx, agentcore.Options{ARN: testARN, Endpoint: "https://vpce-1.bedrock-agentcore.us-west-2.vpce.amazonaws.com"})
 	if err != nil || !strings.HasPrefix(rt.URL(), "https://vpce-1.bedrock-agentcore.us-west-2.vpce.amazonaws.com/runtimes/arn%3Aaws%3A") {
 		t.Errorf("private endpoint: %v %v", rt, err)
+	}
+}
+
+// TestRefusalMessage: a 403 whose JSON body has a message and no AWS error
+// type (as AgentCore answers some refusals) reaches the caller with that
+// message, not a bare "403 Forbidden".
+func TestRefusalMessage(t *testing.T) {
+	peers.NewAWSEnv(t)
+	const msg = "Access denied to runtime echo_agent-AbC123 for this caller"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = io.WriteString(w, `{"message":"`+msg+`"}`)
+	}))
+	defer srv.Close()
+	rt, err := agentcore.Resolve(context.Background(), agentcore.Options{ARN: testARN, Endpoint: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	got := make(chan string, 4)
+	c, err := rt.Dialer(nil)(ctx, func(b []byte) { got <- string(b) }, func([]byte) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	if err := c.Write([]byte(init)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case m := <-got:
+		if !strings.Contains(m, `"error"`) || !strings.Contains(m, "403 Forbidden ("+msg+")") {
+			t.Errorf("answer %s; want an error with the 403 and its message", m)
+		}
+	case <-ctx.Done():
+		t.Fatal("no answer to initialize")
 	}
 }

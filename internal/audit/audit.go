@@ -5,8 +5,8 @@
 //
 // A line looks like this (wrapped here; bodies only with Options.LogBodies):
 //
-//	{"time":"2025-01-02T03:04:05.123456789Z","destination":"github",
-//	 "session":"0b6c…","source_ip":"127.0.0.1","http_method":"POST","path":"/github/mcp",
+//	{"time":"2025-01-02T03:04:05.123456789Z","destination":"github","view":"mcp",
+//	 "session":"0b6c…","source_ip":"127.0.0.1","http_method":"POST","path":"/mcp",
 //	 "mcp_method":"tools/call","rpc_id":7,"status":200,"latency_ms":12.345,
 //	 "request_body":"{…}","response_body":"{…}"}
 package audit
@@ -37,8 +37,17 @@ type Record struct {
 	// Time is when the request arrived. Zero means the time Log is called.
 	// It is written in UTC.
 	Time time.Time
-	// Destination is the configured destination name the request was for.
+	// Destination is the configured destination that served the request:
+	// the one its path names, or, through an aggregated endpoint (View),
+	// the member a call was routed to. "" when no single destination served
+	// it (an aggregated endpoint's initialize, its merged lists, a request
+	// refused before routing).
 	Destination string
+	// View is the aggregated endpoint the request came through, by its
+	// session-table name: "mcp" for the default view, "mcp/{name}" for a
+	// namespace or group. "" (written as no "view") for a destination's own
+	// endpoint.
+	View string
 	// Client is the authenticated caller's name (internal/auth); "" omits
 	// "client" (authentication off, or an anonymous request). Never a
 	// credential.
@@ -155,6 +164,7 @@ func (l *Logger) WriteErrors() uint64 {
 type line struct {
 	Time         time.Time       `json:"time"` // written in UTC, RFC 3339 with nanoseconds
 	Destination  string          `json:"destination"`
+	View         string          `json:"view,omitempty"`
 	Client       string          `json:"client,omitempty"`
 	Session      string          `json:"session"`
 	SourceIP     string          `json:"source_ip"`
@@ -186,6 +196,7 @@ func (l *Logger) Log(r *Record) {
 	ln := line{
 		Time:        t,
 		Destination: rd.String(r.Destination),
+		View:        rd.String(r.View),
 		Client:      rd.String(r.Client),
 		Session:     rd.String(r.Session),
 		SourceIP:    rd.String(r.SourceIP),
@@ -218,6 +229,10 @@ func (ln *line) appendTo(b []byte) []byte {
 	b = append(b, '"')
 	b = append(b, `,"destination":`...)
 	b = appendJSONString(b, ln.Destination)
+	if ln.View != "" {
+		b = append(b, `,"view":`...)
+		b = appendJSONString(b, ln.View)
+	}
 	if ln.Client != "" {
 		b = append(b, `,"client":`...)
 		b = appendJSONString(b, ln.Client)

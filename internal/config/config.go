@@ -3,6 +3,7 @@ package config
 import (
 	"cmp"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -192,6 +193,12 @@ type Config struct {
 	// /health in the shape of the project whose file it was.
 	Format string
 
+	// Warnings are problems that do not make the configuration invalid but
+	// will likely fail at run time, as "file:line: warning: path: message" (a stdio
+	// command that is missing or not executable here). switchboard check
+	// prints them; nil when there are none.
+	Warnings []string
+
 	// substituted holds values substituted for ${VAR} references in url,
 	// headers and env values; see SecretValues.
 	substituted []string
@@ -221,14 +228,42 @@ type Restart struct {
 
 // Audit configures the audit log of MCP traffic.
 type Audit struct {
-	// Path is the audit log file (`path`), relative to the configuration
-	// file's directory. Default "": standard error.
+	// Path is where the audit log goes (`path`): a file, relative to the
+	// configuration file's directory; AuditStderr ("stderr": standard
+	// error, beside the operational log); or AuditOff ("off": none).
+	// Default "" (not set): the file audit.jsonl in the state directory
+	// (see DefaultAuditPath), so that the JSON lines never interleave with
+	// the text log.
 	Path string
 
 	// LogBodies records request and response bodies (`log_bodies`).
 	// Default false; the environment variable AUDIT_LOG_BODIES=1 or true
 	// turns it on.
 	LogBodies bool
+}
+
+// Values of Audit.Path with a meaning of their own.
+const (
+	AuditStderr = "stderr" // the audit log on standard error
+	AuditOff    = "off"    // no audit log
+)
+
+// DefaultAuditPath is the audit log file when audit.path is not set:
+// audit.jsonl in the state directory, which is $STATE_DIRECTORY (set by
+// systemd's StateDirectory=; its first entry), else
+// $XDG_STATE_HOME/switchboard, else ~/.local/state/switchboard. "" when
+// none of them can be found (no home directory).
+func DefaultAuditPath() string {
+	if d, _, _ := strings.Cut(os.Getenv("STATE_DIRECTORY"), ":"); d != "" {
+		return filepath.Join(d, "audit.jsonl")
+	}
+	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "switchboard", "audit.jsonl")
+	}
+	if home, err := os.UserHomeDir(); err == nil && home != "" {
+		return filepath.Join(home, ".local", "state", "switchboard", "audit.jsonl")
+	}
+	return ""
 }
 
 // Log configures Switchboard's own log.

@@ -34,8 +34,8 @@ var expectedErrors = []struct {
 	filename string
 	errMsg   string
 }{
-	{"unknown_key.bad.yaml", `testdata/unknown_key.bad.yaml:4: destinations.github: unknown key "urll"`},
-	{"unknown_top_key.bad.yaml", `testdata/unknown_top_key.bad.yaml:1: unknown key "listn"`},
+	{"unknown_key.bad.yaml", `testdata/unknown_key.bad.yaml:4: destinations.github: unknown key "urll" (did you mean url?)`},
+	{"unknown_top_key.bad.yaml", `testdata/unknown_top_key.bad.yaml:1: unknown key "listn" (did you mean listen?)`},
 	{"wrong_type_int.bad.yaml", `:1: max_sessions: expected an integer, got a string`},
 	{"wrong_type_mapping.bad.yaml", `:1: destinations: expected a mapping, got a list`},
 	{"wrong_type_list.bad.yaml", `:5: destinations.github.forward_headers: expected a list, got a string`},
@@ -52,6 +52,8 @@ var expectedErrors = []struct {
 	{"syntax.bad.yaml", `testdata/syntax.bad.yaml:2: did not find expected node content`},
 	{"multi_doc.bad.yaml", `:2: multiple YAML documents`},
 	{"unset_var.bad.yaml", `:6: destinations.github.headers.Authorization: ${SWITCHBOARD_UNSET_TOKEN} is not set`},
+	{"isolation_typo.bad.yaml", `:5: destinations.files: unknown key "isolaton" (did you mean isolation?)`},
+	{"unset_var_once.bad.yaml", `:6: destinations.ops.headers.Authorization: ${SWITCHBOARD_UNSET_OPS_TOKEN} is not set (also used at line 11)`},
 	{"bad_reference.bad.yaml", `invalid reference ${input:token}`},
 	{"unterminated_reference.bad.yaml", `:4: destinations.github.url: unterminated "${"`},
 	{"command_quotes.bad.yaml", `:4: destinations.files.command: quotes are not supported in a command written as one string (no shell parses it); write it as command: [node, "my server.js"]`},
@@ -347,6 +349,8 @@ func TestFullConfig(t *testing.T) {
 		},
 		Names:       []string{"github", "legacy", "context7", "files", "runtime", "billing", "signed"},
 		substituted: []string{"api-token-value", "ghp_secret_from_file", "legacy-env-key"},
+		// Not an error: the program is on the machine that serves.
+		Warnings: []string{`testdata/full.good.yaml:139: warning: destinations.files: command "/opt/tools/mcp server" does not exist`},
 	}
 	assertEqual(t, c, want)
 }
@@ -655,10 +659,10 @@ namespaces:
 	}
 	want := []string{
 		`sb.yaml:1: timeout: invalid duration 30: missing unit (write it like "30s")`,
-		`sb.yaml:2: unknown key "listn"`,
+		`sb.yaml:2: unknown key "listn" (did you mean listen?)`,
 		`sb.yaml:4: destinations.a: command is required for type stdio`,
 		`sb.yaml:6: destinations.b: url is required for type sse`,
-		`sb.yaml:8: destinations.b: unknown key "urll"`,
+		`sb.yaml:8: destinations.b: unknown key "urll" (did you mean url?)`,
 		`sb.yaml:11: namespaces.n: unknown destination "c" in servers`,
 	}
 	if got := strings.Split(err.Error(), "\n"); !slices.Equal(got, want) {
@@ -747,5 +751,148 @@ func TestReadmeAWSExample(t *testing.T) {
 	}
 	if a := c.Destinations["docs"].AWS; a == nil || a.Profile != "my-sso-profile" {
 		t.Errorf("docs.aws = %+v", a)
+	}
+}
+
+// TestUnsetVariableOnce: an unset variable is one error, naming every line
+// that uses it, and the value it leaves behind gets no second error ("url
+// must start with http://" for "/sse").
+func TestUnsetVariableOnce(t *testing.T) {
+	t.Parallel()
+	_, err := testLoader(testEnv).load("testdata/unset_var_once.bad.yaml")
+	var errs Errors
+	if !errors.As(err, &errs) {
+		t.Fatalf("error %v (%T), want Errors", err, err)
+	}
+	want := []string{
+		"testdata/unset_var_once.bad.yaml:4: destinations.ops.url: ${SWITCHBOARD_UNSET_OPS_URL} is not set",
+		"testdata/unset_var_once.bad.yaml:6: destinations.ops.headers.Authorization: ${SWITCHBOARD_UNSET_OPS_TOKEN} is not set (also used at line 11)",
+	}
+	var got []string
+	for _, e := range errs {
+		got = append(got, e.Error())
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestCommandWarnings: a stdio command that cannot be started here is a
+// warning (the configuration is valid: the program may exist where it is
+// served), one per testdata/*.warn.yaml.
+func TestCommandWarnings(t *testing.T) {
+	t.Parallel()
+	want := map[string]string{
+		"command_missing.warn.yaml":        `testdata/command_missing.warn.yaml:4: warning: destinations.ops: command "/nonexistent/server" does not exist`,
+		"command_not_in_path.warn.yaml":    `testdata/command_not_in_path.warn.yaml:4: warning: destinations.ops: command "switchboard-test-no-such-program" is not found in PATH; install it, or write its full path`,
+		"command_not_executable.warn.yaml": `testdata/command_not_executable.warn.yaml:4: warning: destinations.ops: command "./not-executable.sh" is not executable (chmod +x ./not-executable.sh)`,
+		"command_directory.warn.yaml":      `testdata/command_directory.warn.yaml:4: warning: destinations.ops: command "./clientsecrets" is a directory, not a program`,
+	}
+	files, err := filepath.Glob("testdata/*.warn.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if _, ok := want[filepath.Base(f)]; !ok {
+			t.Errorf("%s has no row in want", f)
+		}
+	}
+	for name, w := range want {
+		c, err := testLoader(testEnv).load(filepath.Join("testdata", name))
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if !slices.Equal(c.Warnings, []string{w}) {
+			t.Errorf("%s: warnings %q, want %q", name, c.Warnings, w)
+		}
+	}
+	// A program that is there: no warning.
+	c, err := Parse([]byte("destinations:\n  ok:\n    type: stdio\n    command: [sh, -c, exit]\n"), "ok.yaml")
+	if err != nil || c.Warnings != nil {
+		t.Errorf("sh: %v, warnings %q", err, c.Warnings)
+	}
+}
+
+// TestKeysOfAreAccepted: every key the "did you mean" table lists is one
+// the decoder takes (a key it does not know would be suggested wrongly).
+func TestKeysOfAreAccepted(t *testing.T) {
+	t.Parallel()
+	// A document nesting parent's path, with key under it.
+	doc := func(parent, key string) string {
+		var b strings.Builder
+		indent := ""
+		if parent != "" {
+			for _, seg := range strings.Split(parent, ".") {
+				if seg == "*" {
+					seg = "x"
+				}
+				b.WriteString(indent + seg + ":\n")
+				indent += "  "
+			}
+		}
+		b.WriteString(indent + key + ": null\n")
+		return b.String()
+	}
+	for parent, keys := range keysOf {
+		for _, k := range keys {
+			_, err := Parse([]byte(doc(parent, k)), "keys.yaml")
+			if err != nil && strings.Contains(err.Error(), "unknown key") {
+				t.Errorf("%s.%s: %v", parent, k, err)
+			}
+		}
+	}
+	for _, c := range []struct{ parent, key, want string }{
+		{"destinations.files", "isolaton", "isolation"},
+		{"destinations.files", "comand", "command"},
+		{"", "listn", "listen"},
+		{"namespaces.dev.sandbox", "memroy", "memory"},
+		{"destinations.files", "frobnicate", ""},
+		{"destinations.files", "ur", "url"},
+		{"mcpServers.x", "comand", ""}, // no table: no guess
+	} {
+		if got := suggestKey(c.parent, c.key); got != c.want {
+			t.Errorf("suggestKey(%q, %q) = %q, want %q", c.parent, c.key, got, c.want)
+		}
+	}
+}
+
+// TestAuditPath: audit.path keeps stderr and off as they are, makes a file
+// absolute against the config's directory, and is "" (the default file in
+// the state directory) when not set.
+func TestAuditPath(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                              "",
+		"audit: {path: stderr}\n":       AuditStderr,
+		"audit: {path: \"off\"}\n":      AuditOff,
+		"audit: {path: logs/a.jsonl}\n": filepath.Join("/etc/sb", "logs", "a.jsonl"),
+		"audit: {path: /var/a.jsonl}\n": "/var/a.jsonl",
+	} {
+		c, err := Parse([]byte(in+"destinations:\n  x: {type: stdio, command: [cat]}\n"), "/etc/sb/switchboard.yaml")
+		if err != nil {
+			t.Fatalf("%q: %v", in, err)
+		}
+		if c.Audit.Path != want {
+			t.Errorf("%q: audit.path %q, want %q", in, c.Audit.Path, want)
+		}
+	}
+}
+
+// TestDefaultAuditPath: $STATE_DIRECTORY (systemd), else
+// $XDG_STATE_HOME/switchboard, else ~/.local/state/switchboard.
+func TestDefaultAuditPath(t *testing.T) {
+	t.Setenv("HOME", "/home/u")
+	t.Setenv("STATE_DIRECTORY", "/var/lib/switchboard:/var/lib/other")
+	t.Setenv("XDG_STATE_HOME", "/xdg")
+	if got := DefaultAuditPath(); got != "/var/lib/switchboard/audit.jsonl" {
+		t.Errorf("with STATE_DIRECTORY: %q", got)
+	}
+	t.Setenv("STATE_DIRECTORY", "")
+	if got := DefaultAuditPath(); got != "/xdg/switchboard/audit.jsonl" {
+		t.Errorf("with XDG_STATE_HOME: %q", got)
+	}
+	t.Setenv("XDG_STATE_HOME", "relative") // not absolute: ignored, as the spec says
+	if got := DefaultAuditPath(); got != "/home/u/.local/state/switchboard/audit.jsonl" {
+		t.Errorf("with HOME only: %q", got)
 	}
 }

@@ -63,6 +63,7 @@ func (l loader) parse(data []byte, filename string) (*Config, error) {
 		ns.Servers = slices.DeleteFunc(ns.Servers, func(s string) bool { return d.disabled[s] })
 	}
 	c.substituted = d.subst
+	d.warn(c)
 	return c, nil
 }
 
@@ -541,7 +542,9 @@ func (d *decoder) finish(c *Config, dir string) {
 			*p = filepath.Join(dir, *p)
 		}
 	}
-	abs(&c.Audit.Path)
+	if p := c.Audit.Path; p != AuditStderr && p != AuditOff && p != "-" {
+		abs(&c.Audit.Path)
+	}
 	abs(&c.Log.File)
 	d.finishAuth(c, dir)
 	for _, dst := range c.Destinations {

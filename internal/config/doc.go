@@ -37,7 +37,7 @@
 // first, and Load and Parse return them together as [Errors], sorted by file
 // and line. Each message reads "file:line: path: detail", for example
 //
-//	switchboard.yaml:12: destinations.github: unknown key "urll"
+//	switchboard.yaml:12: destinations.github: unknown key "urll" (did you mean url?)
 //
 // No error message contains a secret: a value from the secrets file, or a
 // value substituted into url, headers or env (see Interpolation).

@@ -35,6 +35,6 @@ destinations:
 	fmt.Println(err)
 	// Output:
 	// switchboard.yaml:3: destinations.github: url is required for type streamable_http
-	// switchboard.yaml:5: destinations.github: unknown key "urll"
+	// switchboard.yaml:5: destinations.github: unknown key "urll" (did you mean url?)
 	// switchboard.yaml:8: destinations.tools.command: quotes are not supported in a command written as one string (no shell parses it); write it as command: [node, "my server.js", --verbose]
 }

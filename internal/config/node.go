@@ -26,6 +26,15 @@ type decoder struct {
 	imported  bool                        // the file is a client configuration
 	secretsAt map[string]int              // secrets file: destination name -> line
 	failed    map[string]bool             // paths whose value could not be decoded
+	unset     map[string]*unsetRef        // "${NAME}" -> its first "is not set" error
+}
+
+// unsetRef is the error of an unset variable's first use; later uses add
+// their lines to it.
+type unsetRef struct {
+	err   *posError
+	msg   string   // the message without the other lines
+	lines []string // the lines of the later uses
 }
 
 func newDecoder(file string, lookupEnv func(string) (string, bool), errs *[]*posError) *decoder {
@@ -39,6 +48,7 @@ func newDecoder(file string, lookupEnv func(string) (string, bool), errs *[]*pos
 		disabled:  map[string]bool{},
 		secretsAt: map[string]int{},
 		failed:    map[string]bool{},
+		unset:     map[string]*unsetRef{},
 	}
 }
 
@@ -55,7 +65,14 @@ func (d *decoder) errorf(n *yaml.Node, path, format string, args ...any) {
 
 // errorAt reports a problem under msgPath at the line recorded for linePath,
 // or for its nearest recorded parent.
+//
+// A value already reported (an unset variable, a bad reference, a value of
+// the wrong type: see errorf) gets no second error from validation: the
+// first one says what to fix, a second would describe the placeholder.
 func (d *decoder) errorAt(linePath, msgPath, format string, args ...any) {
+	if d.failed[linePath] {
+		return
+	}
 	d.errorLine(d.line(linePath), msgPath, format, args...)
 }
 
@@ -244,9 +261,14 @@ func (d *decoder) items(n *yaml.Node, path string, fn func(i int, v *yaml.Node, 
 	return true
 }
 
-// unknown reports the key at kpath as not part of the schema.
+// unknown reports the key at kpath as not part of the schema, with the
+// nearest known key when one is near enough to be a typo.
 func (d *decoder) unknown(kpath, key string) {
 	parent := strings.TrimSuffix(strings.TrimSuffix(kpath, key), ".")
+	if s := suggestKey(parent, key); s != "" {
+		d.errorLine(d.pos[kpath], parent, "unknown key %q (did you mean %s?)", key, s)
+		return
+	}
 	d.errorLine(d.pos[kpath], parent, "unknown key %q", key)
 }
 
@@ -271,7 +293,20 @@ func (d *decoder) interp(n *yaml.Node, path, s string, sc scope) string {
 		return d.lookupEnv(name)
 	})
 	for _, e := range errs {
+		ref, unset := strings.CutSuffix(e, " is not set")
+		if first := d.unset[ref]; unset && first != nil {
+			// The same variable again: one error, naming every line.
+			d.failed[path] = true
+			if n != nil {
+				first.lines = append(first.lines, strconv.Itoa(n.Line))
+				first.err.msg = first.msg + " (also used at line " + strings.Join(first.lines, ", ") + ")"
+			}
+			continue
+		}
 		d.errorf(n, path, "%s", e)
+		if unset {
+			d.unset[ref] = &unsetRef{err: (*d.errs)[len(*d.errs)-1], msg: e}
+		}
 	}
 	if sc.record {
 		d.subst = append(d.subst, subst...)

@@ -80,7 +80,12 @@ func (g *Gateway) buildViews(cfg *config.Config, dests map[string]*destination) 
 	for name, v := range vs {
 		rt := g.routers[name]
 		if rt == nil {
-			rt = router.New(v, router.Options{Version: buildinfo.Version(), Timeout: cfg.Timeout, Logger: g.log, Audit: g.audit.Log})
+			key := viewKey(name)
+			auditScript := func(rec *audit.Record) { // a code-mode script's call, through this view
+				rec.View = key
+				g.audit.Log(rec)
+			}
+			rt = router.New(v, router.Options{Version: buildinfo.Version(), Timeout: cfg.Timeout, Logger: g.log, Audit: auditScript})
 			g.routers[name] = rt
 		} else {
 			rt.Update(v)
@@ -89,7 +94,7 @@ func (g *Gateway) buildViews(cfg *config.Config, dests map[string]*destination) 
 		out.routers[name] = rt
 		front := g.guarded(cfg, rt, policy.ViewEndpoint(name))
 		out.mcp[name] = streamable.NewHandler(front, streamable.Options{
-			Name: key, Sessions: g.sessions, Timeout: cfg.Timeout, MaxBody: cfg.MaxBodyBytes,
+			Name: key, View: true, Sessions: g.sessions, Timeout: cfg.Timeout, MaxBody: cfg.MaxBodyBytes,
 			KeepAlive: keepAlive(cfg), GetStreams: cfg.Connections.GetStreams, Done: g.done, Logger: g.log, ParamHeaders: rt.ParamHeaders,
 		})
 		msgPath := "/message"
@@ -97,7 +102,7 @@ func (g *Gateway) buildViews(cfg *config.Config, dests map[string]*destination) 
 			msgPath += "/" + name
 		}
 		h := sse.NewServer(front, sse.ServerOptions{
-			Name: key, Sessions: g.sessions, Timeout: cfg.Timeout, MaxBody: cfg.MaxBodyBytes,
+			Name: key, View: true, Sessions: g.sessions, Timeout: cfg.Timeout, MaxBody: cfg.MaxBodyBytes,
 			KeepAlive: keepAlive(cfg), Done: g.done, Logger: g.log, MessagePath: msgPath,
 		})
 		out.stream[name] = http.HandlerFunc(h.ServeStream)

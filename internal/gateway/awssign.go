@@ -1,15 +1,9 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"encoding/xml"
-	"io"
 	"log/slog"
-	"mime"
 	"net/http"
-	"strings"
 	"sync"
 
 	"github.com/switchboard-mcp/switchboard/internal/config"
@@ -59,7 +53,7 @@ func (a *awsClient) get(ctx context.Context) (*http.Client, error) {
 	}
 	c := sse.NewHTTPClient()
 	a.base = c.Transport
-	c.Transport = awsErrors{s.Transport(c.Transport)}
+	c.Transport = sigv4.ErrorStatus(s.Transport(c.Transport)) // a refusal's reason in the status line
 	a.client = c
 	return c, nil
 }
@@ -88,88 +82,4 @@ func (a *awsClient) close() {
 	if t, ok := base.(interface{ CloseIdleConnections() }); ok {
 		t.CloseIdleConnections()
 	}
-}
-
-// awsErrors puts an AWS error answer's type and message into the status
-// line of a 4xx response ("403 Forbidden (InvalidSignatureException: The
-// request signature we calculated does not match …)"), which the upstream
-// transports quote in the errors clients and the log see: AWS answers in
-// JSON or XML bodies that they do not show. The body is left as it was.
-type awsErrors struct{ next http.RoundTripper }
-
-func (t awsErrors) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := t.next.RoundTrip(req)
-	if err != nil || resp.StatusCode < 400 || resp.StatusCode > 499 {
-		return resp, err
-	}
-	if e := awsErrorOf(resp); e != "" {
-		resp.Status += " (" + e + ")"
-	}
-	return resp, nil
-}
-
-// awsErrorOf returns "Type: message" of an AWS error answer, one line of at
-// most 200 bytes, or "" when resp is none: the type from X-Amzn-Errortype or
-// the body (JSON __type, code or Code; XML <Code>), the message from the
-// body (JSON message or Message; XML <Message>). The head of the body it
-// reads is put back.
-func awsErrorOf(resp *http.Response) string {
-	typ := resp.Header.Get("X-Amzn-Errortype")
-	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	var msg string
-	if resp.Body != nil && (strings.Contains(mt, "json") || strings.Contains(mt, "xml")) {
-		head, _ := io.ReadAll(io.LimitReader(resp.Body, 16<<10))
-		resp.Body = struct {
-			io.Reader
-			io.Closer
-		}{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
-		var bodyType string
-		if strings.Contains(mt, "json") {
-			var e struct {
-				Type    string `json:"__type"`
-				Code    string `json:"code"`
-				CodeCap string `json:"Code"`
-				Msg     string `json:"message"`
-				MsgCap  string `json:"Message"`
-			}
-			if json.Unmarshal(head, &e) == nil {
-				bodyType, msg = firstOf(e.Type, e.Code, e.CodeCap), firstOf(e.Msg, e.MsgCap)
-			}
-		} else {
-			var e struct { // <ErrorResponse><Error>… (query protocol) or <Error>… (REST XML)
-				Code     string `xml:"Error>Code"`
-				Message  string `xml:"Error>Message"`
-				Code2    string `xml:"Code"`
-				Message2 string `xml:"Message"`
-			}
-			if xml.Unmarshal(head, &e) == nil {
-				bodyType, msg = firstOf(e.Code, e.Code2), firstOf(e.Message, e.Message2)
-			}
-		}
-		typ = firstOf(typ, bodyType)
-	}
-	// "ExpiredTokenException:http://…", "com.amazon.coral.service#ExpiredTokenException"
-	typ, _, _ = strings.Cut(typ, ":")
-	if i := strings.LastIndexByte(typ, '#'); i >= 0 {
-		typ = typ[i+1:]
-	}
-	typ = strings.TrimSpace(typ)
-	switch {
-	case typ == "" && msg == "":
-		return ""
-	case typ == "":
-		return sse.OneLine(msg)
-	case msg == "":
-		return sse.OneLine(typ)
-	}
-	return sse.OneLine(typ + ": " + msg)
-}
-
-func firstOf(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }

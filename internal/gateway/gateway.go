@@ -53,6 +53,9 @@ type Gateway struct {
 	sessions *session.Table
 	done     chan struct{} // closed when shutdown begins: streams end
 	closers  []io.Closer
+	// auditDest is where the audit log goes ("off", "stderr", a file, or
+	// "(writer)" for Options.AuditWriter), for the start-up log.
+	auditDest string
 	// metrics are observed from every audit record (observe.go); they
 	// exist whether or not the config enables /metrics, so a reload can
 	// turn it on.
@@ -118,7 +121,8 @@ type Options struct {
 	// config's level (secret values redacted either way).
 	Logger *slog.Logger
 	// AuditWriter receives the audit log; nil means the config's audit.path
-	// (stderr when that is empty).
+	// (see config.Audit: a file, stderr, off, or by default a file in the
+	// state directory).
 	AuditWriter io.Writer
 	// ConfigPath is the file to reload from; "" disables reloading.
 	ConfigPath string
@@ -172,15 +176,13 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		log = slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: parseLevel(cfg.Log.Level)}))
 	}
 	g.log = slog.New(audit.RedactingHandler(log.Handler(), red))
-	aw := opts.AuditWriter
-	if aw == nil {
-		w, err := g.openOutput(cfg.Audit.Path)
-		if err != nil {
-			return nil, fmt.Errorf("gateway: audit log: %w", err)
-		}
-		aw = w
+	aw, err := g.auditOutput(cfg, opts.AuditWriter)
+	if err != nil {
+		return nil, err
 	}
-	g.audit = audit.New(aw, audit.Options{LogBodies: cfg.Audit.LogBodies, Redact: red})
+	if aw != nil {
+		g.audit = audit.New(aw, audit.Options{LogBodies: cfg.Audit.LogBodies, Redact: red})
+	}
 	g.metrics = metrics.New(metrics.Options{ToolLabels: cfg.Metrics.ToolLabels, Status: g.metricsStatus, Version: buildinfo.Version()})
 	tr, err := newTracer(cfg)
 	if err != nil {
@@ -256,6 +258,46 @@ func parseLevel(s string) slog.Level {
 
 // openOutput opens a log file for appending ("" is stderr). Files are closed
 // when the gateway stops.
+// auditOutput opens where the audit log goes (config.Audit.Path): w when
+// not nil, stderr, a file, or nil for "off". The default file
+// (config.DefaultAuditPath) falls back to stderr, with a warning, when it
+// cannot be created; a configured file that cannot be is an error.
+// g.auditDest says where it went, for the start-up log.
+func (g *Gateway) auditOutput(cfg *config.Config, w io.Writer) (io.Writer, error) {
+	switch p := cfg.Audit.Path; {
+	case w != nil:
+		g.auditDest = "(writer)"
+		return w, nil
+	case p == config.AuditOff:
+		g.auditDest = "off"
+		return nil, nil
+	case p == config.AuditStderr || p == "-":
+		g.auditDest = "stderr"
+		return os.Stderr, nil
+	case p != "":
+		f, err := g.openOutput(p)
+		if err != nil {
+			return nil, fmt.Errorf("gateway: audit log: %w", err)
+		}
+		g.auditDest = p
+		return f, nil
+	}
+	g.auditDest = "stderr"
+	p := config.DefaultAuditPath()
+	if p == "" {
+		g.log.Warn("audit log: no state directory for the default file; writing the audit log to stderr (set audit.path to a file, stderr or off)")
+		return os.Stderr, nil
+	}
+	f, err := g.openOutput(p)
+	if err != nil {
+		g.log.Warn("audit log: cannot create the default file; writing the audit log to stderr (set audit.path to a file, stderr or off)",
+			"path", p, "err", err)
+		return os.Stderr, nil
+	}
+	g.auditDest = p
+	return f, nil
+}
+
 func (g *Gateway) openOutput(path string) (io.Writer, error) {
 	if path == "" || path == "-" {
 		return os.Stderr, nil
@@ -433,6 +475,7 @@ type statusWriter struct {
 	m          *metrics.Metrics
 	stream     bool   // the answer is an event stream, counted open in m
 	streamDest string // its destination label
+	streamView string // its view label
 }
 
 // Record gives the fronts' error writer the request's audit record.
@@ -604,14 +647,11 @@ func (g *Gateway) serveAll(ctx context.Context, lns []listener) error {
 			l.ln = tls.NewListener(l.ln, l.tls)
 		}
 		srvs[i] = srv
-		attrs := []any{"addr", l.ln.Addr().String(), "destinations", len(g.state().dests)}
-		if l.name != "" {
-			attrs = append(attrs, "serving", l.name)
-		}
-		g.log.Info("switchboard listening", attrs...)
+		g.logListening(l)
 		wg.Go(func() { errc <- srvs[i].Serve(l.ln) })
 	}
 
+	g.logFeatures()
 	var serveErr error
 	select {
 	case <-ctx.Done():

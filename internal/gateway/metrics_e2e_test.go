@@ -2,7 +2,9 @@ package gateway_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -132,41 +134,44 @@ func TestMetricsScrape(t *testing.T) {
 	}
 
 	a := func(name, labels string) string { return name + `{destination="a"` + labels + "}" }
+	// The series of a destination's own endpoint have view "" (label
+	// after method, names sorted).
+	av := func(name, labels string) string { return name + `{destination="a"` + labels + `,view=""}` }
 	want := map[string]float64{
-		a("switchboard_mcp_requests_total", `,method="initialize",outcome="ok"`):                2,
-		a("switchboard_mcp_requests_total", `,method="notifications/initialized",outcome="ok"`): 2,
-		a("switchboard_mcp_requests_total", `,method="tools/call",outcome="ok"`):                n,
-		a("switchboard_mcp_requests_total", `,method="tools/call",outcome="error"`):             1,
-		a("switchboard_mcp_requests_total", `,method="other",outcome="error"`):                  1,
-		a("switchboard_mcp_tool_calls_total", `,outcome="ok",tool="echo"`):                      n,
-		a("switchboard_mcp_tool_calls_total", `,outcome="error",tool="other"`):                  1, // "nope" never succeeded: not admitted
-		a("switchboard_mcp_request_duration_seconds_count", `,method="tools/call"`):             n + 1,
-		a("switchboard_mcp_request_duration_seconds_bucket", `,method="tools/call",le="+Inf"`):  n + 1,
-		a("switchboard_mcp_upstream_duration_seconds_count", `,method="tools/call"`):            n + 1,
-		a("switchboard_mcp_request_duration_seconds_count", `,method="other"`):                  1,
-		a("switchboard_mcp_upstream_duration_seconds_count", `,method="other"`):                 1,
+		av("switchboard_mcp_requests_total", `,method="initialize",outcome="ok"`):                                2,
+		av("switchboard_mcp_requests_total", `,method="notifications/initialized",outcome="ok"`):                 2,
+		av("switchboard_mcp_requests_total", `,method="tools/call",outcome="ok"`):                                n,
+		av("switchboard_mcp_requests_total", `,method="tools/call",outcome="error"`):                             1,
+		av("switchboard_mcp_requests_total", `,method="other",outcome="error"`):                                  1,
+		a("switchboard_mcp_tool_calls_total", `,outcome="ok",tool="echo"`):                                       n,
+		a("switchboard_mcp_tool_calls_total", `,outcome="error",tool="other"`):                                   1, // "nope" never succeeded: not admitted
+		av("switchboard_mcp_request_duration_seconds_count", `,method="tools/call"`):                             n + 1,
+		`switchboard_mcp_request_duration_seconds_bucket{destination="a",method="tools/call",view="",le="+Inf"}`: n + 1,
+		a("switchboard_mcp_upstream_duration_seconds_count", `,method="tools/call"`):                             n + 1,
+		av("switchboard_mcp_request_duration_seconds_count", `,method="other"`):                                  1,
+		a("switchboard_mcp_upstream_duration_seconds_count", `,method="other"`):                                  1,
 		// initialize is answered from the cached handshake: no upstream time.
-		a("switchboard_mcp_request_duration_seconds_count", `,method="initialize"`):   2,
-		a("switchboard_mcp_gateway_added_duration_seconds_count", ""):                 n + 2,
-		`switchboard_http_requests_total{code="202",destination="a",method="POST"}`:   2,
-		`switchboard_http_requests_total{code="200",destination="a",method="POST"}`:   2 + n + 1 + 1,
-		`switchboard_http_requests_total{code="204",destination="a",method="DELETE"}`: 1,
-		a("switchboard_destination_state", `,state="ready"`):                          1,
-		a("switchboard_destination_state", `,state="failed"`):                         0,
-		a("switchboard_sessions", ""):                                                 1, // the raw session; the go-sdk one was deleted
-		a("switchboard_mcp_calls_in_flight", ""):                                      0,
-		a("switchboard_upstream_restarts_total", ""):                                  0,
-		a("switchboard_open_streams", ""):                                             0,
-		`switchboard_destination_info{destination="b",type="stdio"}`:                  1,
-		`switchboard_config_reloads_total{result="ok"}`:                               0,
-		`switchboard_config_last_reload_successful`:                                   1,
+		av("switchboard_mcp_request_duration_seconds_count", `,method="initialize"`):          2,
+		a("switchboard_mcp_gateway_added_duration_seconds_count", ""):                         n + 2,
+		`switchboard_http_requests_total{code="202",destination="a",method="POST",view=""}`:   2,
+		`switchboard_http_requests_total{code="200",destination="a",method="POST",view=""}`:   2 + n + 1 + 1,
+		`switchboard_http_requests_total{code="204",destination="a",method="DELETE",view=""}`: 1,
+		a("switchboard_destination_state", `,state="ready"`):                                  1,
+		a("switchboard_destination_state", `,state="failed"`):                                 0,
+		a("switchboard_sessions", ""):                                                         1, // the raw session; the go-sdk one was deleted
+		a("switchboard_mcp_calls_in_flight", ""):                                              0,
+		a("switchboard_upstream_restarts_total", ""):                                          0,
+		av("switchboard_open_streams", ""):                                                    0,
+		`switchboard_destination_info{destination="b",type="stdio"}`:                          1,
+		`switchboard_config_reloads_total{result="ok"}`:                                       0,
+		`switchboard_config_last_reload_successful`:                                           1,
 	}
 	text, got := h.waitMetrics(want)
 	lintMetrics(t, text)
 
 	// Upstream time is a share of the total, per call.
 	for _, m := range []string{"tools/call", "other"} {
-		total := got[a("switchboard_mcp_request_duration_seconds_sum", `,method="`+m+`"`)]
+		total := got[av("switchboard_mcp_request_duration_seconds_sum", `,method="`+m+`"`)]
 		up := got[a("switchboard_mcp_upstream_duration_seconds_sum", `,method="`+m+`"`)]
 		if !(up > 0 && up <= total) {
 			t.Errorf("%s: upstream time %v, total %v: want 0 < upstream ≤ total", m, up, total)
@@ -204,9 +209,9 @@ func TestMetricsScrape(t *testing.T) {
 	if st.status != 200 {
 		t.Fatalf("GET stream: %d", st.status)
 	}
-	h.waitMetrics(map[string]float64{a("switchboard_open_streams", ""): 1, "switchboard_http_requests_in_flight": 1})
+	h.waitMetrics(map[string]float64{av("switchboard_open_streams", ""): 1, "switchboard_http_requests_in_flight": 1})
 	st.close()
-	h.waitMetrics(map[string]float64{a("switchboard_open_streams", ""): 0, "switchboard_http_requests_in_flight": 0})
+	h.waitMetrics(map[string]float64{av("switchboard_open_streams", ""): 0, "switchboard_http_requests_in_flight": 0})
 
 	// A killed child is a restart, and the state shows it.
 	pids := procsWithEnv("SWITCHBOARD_TEST_DEST=a")
@@ -268,5 +273,98 @@ func TestMetricsReloadAndOff(t *testing.T) {
 	// A Host that is not allowed is refused, as on every route.
 	if r := h.do("GET", "/metrics", nil, "Host", "evil.example"); r.status != 403 {
 		t.Fatalf("GET /metrics with a foreign Host: %s; want 403", r)
+	}
+}
+
+// TestMetricsByMember: 500 calls through the aggregated /mcp over two
+// members are counted under the member that served each, with the view as
+// its own label, on /metrics (promlint clean), /ui/status.json and in the
+// audit line; what /mcp answers itself (initialize, tools/list) has no
+// destination. The status page also charts them and groups a repeated
+// error.
+func TestMetricsByMember(t *testing.T) {
+	h := start(t, "", dest{name: "a", mode: "plain"}, dest{name: "b", mode: "plain"})
+	s, r0 := h.initAt("/mcp")
+	if s == nil {
+		t.Fatalf("initialize /mcp: %s", r0)
+	}
+	if r := h.do("POST", "/mcp", rpc(1, "tools/list", nil), "Mcp-Session-Id", s.id); r.status != 200 {
+		t.Fatalf("tools/list: %s", r)
+	}
+	const perMember = 250
+	for i := range 2 * perMember {
+		tool := "a__echo"
+		if i%2 == 1 {
+			tool = "b__echo"
+		}
+		s.echo(tool, fmt.Sprint("hi ", i))
+	}
+	for range 3 { // one error, three times
+		r := h.do("POST", "/mcp", rpc(9, "tools/call", toolParams("a__no-such-tool", map[string]any{}, nil)), "Mcp-Session-Id", s.id)
+		if r.status != 200 || r.last(t).Error == nil {
+			t.Fatalf("unknown tool: %s", r)
+		}
+	}
+
+	m := func(dest, labels string) string {
+		return `switchboard_mcp_requests_total{destination="` + dest + `",method=` + labels + `,view="mcp"}`
+	}
+	text, got := h.waitMetrics(map[string]float64{
+		m("a", `"tools/call",outcome="ok"`):   perMember,
+		m("b", `"tools/call",outcome="ok"`):   perMember,
+		m("", `"tools/list",outcome="ok"`):    1,
+		m("", `"initialize",outcome="ok"`):    1,
+		m("", `"tools/call",outcome="error"`): 3, // the view answered: no member has that tool
+		`switchboard_mcp_request_duration_seconds_count{destination="a",method="tools/call",view="mcp"}`: perMember,
+		`switchboard_mcp_upstream_duration_seconds_count{destination="b",method="tools/call"}`:           perMember,
+	})
+	lintMetrics(t, text)
+	for k := range got {
+		if strings.Contains(k, `destination="mcp"`) {
+			t.Errorf("a series still names the view as the destination: %s", k)
+		}
+	}
+
+	var st struct {
+		Destinations []struct {
+			Name    string
+			Calls   uint64
+			History []struct {
+				CallsPerS float64 `json:"calls_per_s"`
+			}
+		}
+		Errors []struct {
+			View, Message string
+			Count         int
+		}
+	}
+	r := h.do("GET", "/ui/status.json", nil)
+	if err := json.Unmarshal(r.body, &st); err != nil || len(st.Destinations) != 2 {
+		t.Fatalf("/ui/status.json: %v %s", err, r)
+	}
+	for _, d := range st.Destinations {
+		charted := 0.0
+		for _, p := range d.History {
+			charted += p.CallsPerS * 10
+		}
+		if d.Calls != perMember || math.Round(charted) != perMember {
+			t.Errorf("/ui/status.json: %s has %d calls, %v charted; want %d", d.Name, d.Calls, charted, perMember)
+		}
+	}
+	if len(st.Errors) != 1 || st.Errors[0].Count != 3 || st.Errors[0].View != "mcp" {
+		t.Errorf("/ui/status.json errors %+v; want one group of 3 through mcp", st.Errors)
+	}
+
+	byDest := map[string]int{}
+	for _, l := range h.audit.parsed(t) {
+		if l.MCPMethod == "tools/call" && l.Error == "" {
+			if l.View != "mcp" {
+				t.Errorf("audit line through /mcp with view %q: %+v", l.View, l)
+			}
+			byDest[l.Destination]++
+		}
+	}
+	if byDest["a"] != perMember || byDest["b"] != perMember || len(byDest) != 2 {
+		t.Errorf("audit lines of successful calls by destination: %v; want %d each for a and b", byDest, perMember)
 	}
 }

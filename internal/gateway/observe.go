@@ -3,9 +3,12 @@ package gateway
 import (
 	"context"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/switchboard-mcp/switchboard/internal/config"
 
 	"github.com/switchboard-mcp/switchboard/internal/audit"
 	"github.com/switchboard-mcp/switchboard/internal/metrics"
@@ -147,14 +150,99 @@ func (w *statusWriter) noteStream() {
 		return
 	}
 	if ct := w.ResponseWriter.Header()["Content-Type"]; len(ct) > 0 && strings.HasPrefix(ct[0], "text/event-stream") {
-		w.stream, w.streamDest = true, w.rec.Destination
-		w.m.StreamOpened(w.streamDest)
+		w.stream, w.streamDest, w.streamView = true, w.rec.Destination, w.rec.View
+		w.m.StreamOpened(w.streamDest, w.streamView)
 	}
 }
 
 // endStream uncounts what noteStream counted; the request has ended.
 func (w *statusWriter) endStream() {
 	if w.stream {
-		w.m.StreamClosed(w.streamDest)
+		w.m.StreamClosed(w.streamDest, w.streamView)
 	}
+}
+
+// logListening logs, when a listener starts, the URLs it serves: the
+// aggregated endpoint and each namespace's and group's, each destination's,
+// and the status page, metrics and health when the config has them on.
+func (g *Gateway) logListening(l listener) {
+	cur := g.state()
+	attrs := []any{"addr", l.ln.Addr().String(), "destinations", len(cur.dests)}
+	if l.name != "" {
+		g.log.Info("switchboard listening", append(attrs, "serving", l.name)...)
+		return
+	}
+	base := "http://" + l.ln.Addr().String()
+	if l.tls != nil {
+		base = "https://" + l.ln.Addr().String()
+	}
+	var views []string
+	if cur.views != nil {
+		for n := range cur.views.routers {
+			if n != "" {
+				views = append(views, base+"/"+viewKey(n))
+			}
+		}
+	}
+	slices.Sort(views)
+	dests := make([]string, 0, len(cur.dests))
+	for n := range cur.dests {
+		dests = append(dests, base+"/"+n+"/mcp")
+	}
+	slices.Sort(dests)
+	attrs = append(attrs, "mcp", base+"/mcp")
+	if len(views) > 0 {
+		attrs = append(attrs, "views", views)
+	}
+	attrs = append(attrs, "destination_urls", dests)
+	if cur.cfg.UI.Enabled {
+		attrs = append(attrs, "ui", base+"/ui")
+	}
+	if cur.cfg.Metrics.Enabled {
+		attrs = append(attrs, "metrics", base+"/metrics")
+	}
+	attrs = append(attrs, "health", base+"/healthz")
+	g.log.Info("switchboard listening", attrs...)
+}
+
+// logFeatures logs, once the listeners are up, which of authentication,
+// tracing, code mode and config reload are on, and where the audit log
+// goes.
+func (g *Gateway) logFeatures() {
+	cfg := g.state().cfg
+	auth := "off"
+	switch {
+	case cfg.Auth.Required:
+		auth = "required"
+	case len(cfg.Clients) > 0 || cfg.Auth.OAuth != nil:
+		auth = "optional"
+	}
+	if cfg.Auth.OAuth != nil {
+		auth += " (oauth)"
+	}
+	tracing := "off"
+	if cfg.Tracing.Enabled {
+		tracing = "on"
+	}
+	var code []string
+	for name, ns := range cfg.Namespaces {
+		if ns.CodeMode != "" && ns.CodeMode != config.CodeModeOff {
+			code = append(code, name+"="+ns.CodeMode)
+		}
+	}
+	slices.Sort(code)
+	codeMode := "off"
+	if len(code) > 0 {
+		codeMode = strings.Join(code, ",")
+	}
+	reload := "off"
+	switch {
+	case g.opts.ConfigPath == "":
+	case g.opts.NoReload:
+		reload = "on SIGHUP"
+	default:
+		reload = "on (file watched, and SIGHUP)"
+	}
+	g.log.Info("switchboard features", "auth", auth, "tracing", tracing, "code_mode", codeMode, "reload", reload,
+		"audit", g.auditDest)
 }

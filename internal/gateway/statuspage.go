@@ -63,6 +63,12 @@ func (g *Gateway) uiViews(cur *state) []statusui.View {
 		uv := statusui.View{Name: n, Path: "/" + viewKey(n), Prefix: v.Prefix, Servers: []string{}, Tools: []statusui.Tool{}}
 		for _, s := range v.Servers {
 			uv.Servers = append(uv.Servers, s.Name())
+			if p, ok := v.Shape.Prefixes[s.Name()]; ok {
+				if uv.ServerPrefixes == nil {
+					uv.ServerPrefixes = map[string]string{}
+				}
+				uv.ServerPrefixes[s.Name()] = p
+			}
 		}
 		if listed, ok := g.statusPage.Tools(viewKey(n)); ok {
 			uv.Source = "listed"

@@ -111,14 +111,17 @@ func browser(t *testing.T) (context.Context, func() []chromedp.ConsoleMessage) {
 
 // TestStatusUIChromium loads /ui in headless Chromium: it renders with no
 // console error (scripts, styles, CSP and the data all load), shows every
-// destination, the last error, the last reload and the tools of each
-// aggregated view, and reflects a killed upstream (the stdio child killed by
-// PID) within 3 s. A screenshot is saved in the artifacts.
+// destination with its chart of calls/s and p99 (calls through /mcp/dev
+// counted for the member that served them), the last errors with identical
+// ones grouped, the last reload and the tools of each aggregated view with
+// the prefixes its members set, and reflects a killed upstream (the stdio
+// child killed by PID) within 3 s. A screenshot is saved in the artifacts.
 func TestStatusUIChromium(t *testing.T) {
 	skipInteropShort(t)
 	const tagEnv = "SWITCHBOARD_TEST_DEST"
 	h := startAgg(t, "restart: {delays: [5s]}\n",
-		"namespaces:\n  dev: {servers: [a, b], tool_prefix: conflict, tools: {deny: [\"crash\", \"big\"]}}\n",
+		"namespaces:\n  dev: {servers: [a, b], tool_prefix: conflict, tools: {deny: [\"crash\", \"big\"]}}\n"+
+			"  own: {servers: [a], isolated: true, prefix: {a: x}}\n",
 		dest{name: "a", mode: "plain", env: map[string]string{tagEnv: "a"}},
 		dest{name: "b", mode: "plain", env: map[string]string{tagEnv: "b"}})
 	sa, sb := h.initialize("a", "{}"), h.initialize("b", "{}")
@@ -130,8 +133,10 @@ func TestStatusUIChromium(t *testing.T) {
 	for i := range 5 {
 		sa.tool("echo", map[string]any{"text": fmt.Sprint("hi ", i)})
 	}
-	if r := sa.call("tools/call", toolParams("no-such-tool", map[string]any{}, nil)); r.status != 200 || r.last(t).Error == nil {
-		t.Fatalf("unknown tool: %s", r)
+	for range 3 { // one error three times: one row, ×3
+		if r := sa.call("tools/call", toolParams("no-such-tool", map[string]any{}, nil)); r.status != 200 || r.last(t).Error == nil {
+			t.Fatalf("unknown tool: %s", r)
+		}
 	}
 
 	ctx, console := browser(t)
@@ -150,8 +155,27 @@ func TestStatusUIChromium(t *testing.T) {
 	}
 	run("both ready, live", waitFor, poll(rowState("a")+` === "ready" && `+rowState("b")+` === "ready" && `+
 		`document.getElementById("live").dataset.state === "live"`))
-	run("calls counted", waitFor, poll(`document.querySelector('tr[data-destination="a"] td:nth-child(10)')?.textContent === "8"`))
-	run("the last error shown", waitFor, poll(`[...document.querySelectorAll("#errors td")].some(td => td.textContent.includes("unknown tool no-such-tool"))`))
+	run("calls counted", waitFor, poll(`document.querySelector('tr[data-destination="a"] td:nth-child(10)')?.textContent === "10"`))
+	run("the last error shown once, grouped", waitFor, poll(`(() => {
+		const rows = [...document.querySelectorAll("#errors tbody tr")].filter(tr => tr.textContent.includes("unknown tool no-such-tool"));
+		return rows.length === 1 && rows[0].dataset.count === "3" && rows[0].textContent.includes("×3");
+	})()`))
+	// b's calls go through the aggregated /mcp/dev: counted and charted as b's.
+	dev, r1 := h.initAt("/mcp/dev")
+	if dev == nil {
+		t.Fatalf("initialize /mcp/dev: %s", r1)
+	}
+	for i := range 4 {
+		dev.echo("b__echo", fmt.Sprint("via dev ", i))
+	}
+	run("b's calls through /mcp/dev counted for b", waitFor, poll(`document.querySelector('tr[data-destination="b"] td:nth-child(10)')?.textContent === "6"`)) // + its own initialize and tools/list
+	run("b's chart drawn", waitFor, poll(`(() => {
+		const line = document.querySelector('svg[data-chart="b"] polyline.rate');
+		if (!line || line.points.numberOfItems !== 30) return false;
+		const ys = Array.from({length: 30}, (_, i) => line.points.getItem(i).y);
+		return Math.min(...ys) < Math.max(...ys) && document.querySelector('svg[data-chart="b"] polyline.p99') !== null;
+	})()`))
+	run("a member's own prefix shown", waitFor, poll(`document.querySelector('[data-view="/mcp/own"] .muted')?.textContent.includes("tool_prefix: always; a: x")`))
 	run("the merged tools of dev", waitFor, poll(`[...document.querySelectorAll('[data-view="/mcp/dev"] .tool')].map(e => e.textContent).includes("a__echo")`))
 	devTools := evaluate[[]string](t, ctx, `[...document.querySelectorAll('[data-view="/mcp/dev"] .tool')].map(e => e.textContent)`)
 	if slices.Contains(devTools, "a__crash") || slices.Contains(devTools, "b__big") {

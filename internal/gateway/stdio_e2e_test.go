@@ -159,6 +159,7 @@ func (s *lineSink) Write(p []byte) (int, error) {
 type auditLine struct {
 	Time         string          `json:"time"`
 	Destination  string          `json:"destination"`
+	View         string          `json:"view"`
 	Session      string          `json:"session"`
 	SourceIP     string          `json:"source_ip"`
 	HTTPMethod   string          `json:"http_method"`
@@ -1861,8 +1862,8 @@ func TestStdioGarbageStdoutAndStderr(t *testing.T) {
 		}
 		h.logs.wait(t, slog.LevelWarn, "non-JSON-RPC line on stdout skipped", "GARBAGE banner")
 		h.logs.wait(t, slog.LevelWarn, "invalid message from server skipped", "GARBAGE-not-json")
-		h.logs.wait(t, slog.LevelWarn, "stderr", "STDERR-NOISE line 0")
-		h.logs.wait(t, slog.LevelWarn, "stderr", "destination=d")
+		h.logs.wait(t, slog.LevelInfo, "stderr", "STDERR-NOISE line 0")
+		h.logs.wait(t, slog.LevelInfo, "stderr", "destination=d")
 		// 300 lines at once are over the log budget: the rest are counted.
 		h.logs.wait(t, slog.LevelWarn, "child output lines suppressed (over the log budget)", "destination=d")
 	})

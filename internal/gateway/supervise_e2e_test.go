@@ -254,7 +254,7 @@ func TestSuperviseServerIgnoringPing(t *testing.T) {
 			t.Fatal(err)
 		}
 		expectRPCError(t, r, 504, 0)
-		h.logs.waitCount(t, slog.LevelWarn, "stderr", i)
+		h.logs.waitCount(t, slog.LevelInfo, "stderr", i)
 		ld.progress(2)
 	}
 	if el := time.Since(t0); el < 4*time.Second {

@@ -41,7 +41,18 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(envServerMode); mode != "" {
 		os.Exit(runTestServer(mode))
 	}
-	os.Exit(m.Run())
+	// A gateway built without an AuditWriter writes its audit log to the
+	// default file in the state directory: a temporary one, not the home
+	// directory's.
+	state, err := os.MkdirTemp("", "switchboard-state-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_STATE_HOME", state)
+	os.Unsetenv("STATE_DIRECTORY")
+	code := m.Run()
+	_ = os.RemoveAll(state)
+	os.Exit(code)
 }
 
 // wireMsg is a JSON-RPC message as the test server (and the tests) see it.

@@ -5,8 +5,8 @@
 //
 //   - Traffic is observed once per HTTP request, from the request's audit
 //     record when the gateway logs it ([Metrics.Observe]): requests by
-//     destination, HTTP method and status; MCP requests by destination,
-//     method and outcome; latency histograms (total, the upstream server's
+//     destination, view, HTTP method and status; MCP requests by
+//     destination, view, method and outcome; latency histograms (total, the upstream server's
 //     share, and the time Switchboard added); bytes in and out; optionally
 //     tools/call by tool name. Observing allocates nothing.
 //   - State is read when Prometheus scrapes, from the structures /healthz
@@ -14,8 +14,15 @@
 //     per-session processes, calls in flight, restarts, reloads. Between
 //     scrapes it costs nothing.
 //
-// Label values are bounded: destinations are the configured ones (and the
-// aggregated endpoints), MCP methods are the ones the protocol defines
+// A request is counted under the destination that served it (the audit
+// record's Destination): through an aggregated endpoint, the member a call
+// was routed to, with the endpoint in the view label ("mcp" for /mcp,
+// "mcp/{name}" for a namespace or group; "" for a destination's own
+// endpoint). What a view answers itself (initialize, merged lists) has
+// destination "".
+//
+// Label values are bounded: destinations and views are the configured ones
+// (a name a client made up never becomes one), MCP methods are the ones the protocol defines
 // (anything else is "other"), HTTP methods the standard ones, tool names
 // only up to a cap (Options.ToolLabels). No session id, argument or header
 // value ever becomes a label.
@@ -130,13 +137,13 @@ func Outcome(r *audit.Record) string {
 //
 // Traffic, observed from audit records:
 //
-//	switchboard_http_requests_total{destination,method,code}
+//	switchboard_http_requests_total{destination,view,method,code}
 //	switchboard_http_requests_in_flight
 //	switchboard_http_request_bytes_total{destination}     request bodies read
 //	switchboard_http_response_bytes_total{destination}    response bytes written
-//	switchboard_open_streams{destination}                 SSE responses open
-//	switchboard_mcp_requests_total{destination,method,outcome}
-//	switchboard_mcp_request_duration_seconds{destination,method}           arrival to answer
+//	switchboard_open_streams{destination,view}            SSE responses open
+//	switchboard_mcp_requests_total{destination,view,method,outcome}
+//	switchboard_mcp_request_duration_seconds{destination,view,method}      arrival to answer
 //	switchboard_mcp_upstream_duration_seconds{destination,method}          the server's share
 //	switchboard_mcp_gateway_added_duration_seconds{destination}            total − upstream, per call
 //	switchboard_mcp_tool_calls_total{destination,tool,outcome}             only with ToolLabels > 0
@@ -207,8 +214,8 @@ func New(opts Options) *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchboard_http_requests_total",
-			Help: "HTTP requests served, by destination (\"\" when none matched), HTTP method and status code."},
-			[]string{"destination", "method", "code"}),
+			Help: "HTTP requests served, by the destination that served them (\"\" when none did), the aggregated endpoint they came through (view, \"\" for none), HTTP method and status code."},
+			[]string{"destination", "view", "method", "code"}),
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "switchboard_http_requests_in_flight",
 			Help: "HTTP requests being served, open streams included."}),
 		bytesIn: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchboard_http_request_bytes_total",
@@ -217,13 +224,13 @@ func New(opts Options) *Metrics {
 			Help: "Response body bytes written to clients, streams included (counted when they end)."}, []string{"destination"}),
 		streams: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "switchboard_open_streams",
 			Help: "Server-sent event responses open: GET listen streams, legacy SSE streams and calls answered as streams."},
-			[]string{"destination"}),
+			[]string{"destination", "view"}),
 		mcpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchboard_mcp_requests_total",
-			Help: "MCP requests and notifications from clients, by destination, method (known MCP methods, else \"other\") and outcome."},
-			[]string{"destination", "method", "outcome"}),
+			Help: "MCP requests and notifications from clients, by the destination that served them, view, method (known MCP methods, else \"other\") and outcome."},
+			[]string{"destination", "view", "method", "outcome"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "switchboard_mcp_request_duration_seconds",
 			Help: "Time from a request's arrival to the end of its answer.", Buckets: durationBuckets},
-			[]string{"destination", "method"}),
+			[]string{"destination", "view", "method"}),
 		upstream: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "switchboard_mcp_upstream_duration_seconds",
 			Help: "Time the upstream server took to answer a request: from writing it to reading its response.", Buckets: durationBuckets},
 			[]string{"destination", "method"}),
@@ -277,17 +284,18 @@ func (m *Metrics) RequestDone() {
 	}
 }
 
-// StreamOpened and StreamClosed bracket an SSE response of destination.
-func (m *Metrics) StreamOpened(destination string) {
+// StreamOpened and StreamClosed bracket an SSE response of destination
+// through view ("" for a destination's own endpoint).
+func (m *Metrics) StreamOpened(destination, view string) {
 	if m != nil {
-		m.streams.WithLabelValues(destination).Inc()
+		m.streams.WithLabelValues(destination, view).Inc()
 	}
 }
 
 // StreamClosed: see StreamOpened.
-func (m *Metrics) StreamClosed(destination string) {
+func (m *Metrics) StreamClosed(destination, view string) {
 	if m != nil {
-		m.streams.WithLabelValues(destination).Dec()
+		m.streams.WithLabelValues(destination, view).Dec()
 	}
 }
 
@@ -310,7 +318,7 @@ func (m *Metrics) Observe(r *audit.Record) {
 	if r.MCPMethod != "" {
 		method, outcome = MCPMethod(r.MCPMethod), Outcome(r)
 	}
-	s := m.seriesOf(seriesKey{dest, httpMethod(r.HTTPMethod), statusCode(r.Status), method, outcome})
+	s := m.seriesOf(seriesKey{dest, r.View, httpMethod(r.HTTPMethod), statusCode(r.Status), method, outcome})
 	s.http.Inc()
 	if n := len(r.RequestBody); n > 0 {
 		lazyCounter(&s.bytesIn, m.bytesIn, dest).Add(float64(n))
@@ -331,17 +339,17 @@ func (m *Metrics) Observe(r *audit.Record) {
 		// its POST got 202.
 		return
 	}
-	lazyObserver(&s.duration, m.duration, dest, method).Observe(r.Latency.Seconds())
+	lazyObserver(&s.duration, m.duration, [3]string{dest, r.View, method}, 3).Observe(r.Latency.Seconds())
 	if r.Upstream > 0 {
-		lazyObserver(&s.upstream, m.upstream, dest, method).Observe(r.Upstream.Seconds())
-		lazyObserver(&s.added, m.added, dest, "").Observe(max(r.Latency-r.Upstream, 0).Seconds())
+		lazyObserver(&s.upstream, m.upstream, [3]string{dest, method}, 2).Observe(r.Upstream.Seconds())
+		lazyObserver(&s.added, m.added, [3]string{dest}, 1).Observe(max(r.Latency-r.Upstream, 0).Seconds())
 	}
 }
 
 // seriesKey is the label values of one request's series: destination,
-// HTTP method, status code, MCP method and outcome ("" for a request that
-// is not an MCP request).
-type seriesKey struct{ dest, httpMethod, status, method, outcome string }
+// view, HTTP method, status code, MCP method and outcome ("" for a request
+// that is not an MCP request).
+type seriesKey struct{ dest, view, httpMethod, status, method, outcome string }
 
 // requestSeries holds the children Observe updates for one seriesKey:
 // http (and mcp, for an MCP method) made with the entry, since every
@@ -356,9 +364,9 @@ func (m *Metrics) seriesOf(k seriesKey) *requestSeries {
 	if s, ok := m.series.Load(k); ok {
 		return s.(*requestSeries)
 	}
-	s := &requestSeries{http: m.httpRequests.WithLabelValues(k.dest, k.httpMethod, k.status)}
+	s := &requestSeries{http: m.httpRequests.WithLabelValues(k.dest, k.view, k.httpMethod, k.status)}
 	if k.method != "" {
-		s.mcp = m.mcpRequests.WithLabelValues(k.dest, k.method, k.outcome)
+		s.mcp = m.mcpRequests.WithLabelValues(k.dest, k.view, k.method, k.outcome)
 	}
 	v, _ := m.series.LoadOrStore(k, s)
 	return v.(*requestSeries)
@@ -374,18 +382,18 @@ func lazyCounter(p *atomic.Pointer[prometheus.Counter], v *prometheus.CounterVec
 	return *p.Load()
 }
 
-// lazyObserver returns *p, made from v's child for dest (and method, when
-// not "") the first time.
-func lazyObserver(p *atomic.Pointer[prometheus.Observer], v *prometheus.HistogramVec, dest, method string) prometheus.Observer {
+// lazyObserver returns *p, made from v's child for the first n of labels
+// the first time. The labels are an array, not a slice, so that the common
+// case (made already) allocates nothing.
+func lazyObserver(p *atomic.Pointer[prometheus.Observer], v *prometheus.HistogramVec, labels [3]string, n int) prometheus.Observer {
 	if o := p.Load(); o != nil {
 		return *o
 	}
-	var o prometheus.Observer
-	if method == "" {
-		o = v.WithLabelValues(dest)
-	} else {
-		o = v.WithLabelValues(dest, method)
-	}
+	return makeObserver(p, v, labels, n)
+}
+
+func makeObserver(p *atomic.Pointer[prometheus.Observer], v *prometheus.HistogramVec, labels [3]string, n int) prometheus.Observer {
+	o := v.WithLabelValues(labels[:n]...)
 	p.CompareAndSwap(nil, &o)
 	return *p.Load()
 }

@@ -39,11 +39,11 @@ func TestMetricsObserve(t *testing.T) {
 		labels []string
 		want   float64
 	}{
-		{[]string{"a", "tools/call", "ok"}, 4},
-		{[]string{"a", "tools/call", "error"}, 1},
-		{[]string{"a", "other", "error"}, 1},
-		{[]string{"a", "tools/list", "unavailable"}, 1},
-		{[]string{"a", "notifications/initialized", "ok"}, 1},
+		{[]string{"a", "", "tools/call", "ok"}, 4},
+		{[]string{"a", "", "tools/call", "error"}, 1},
+		{[]string{"a", "", "other", "error"}, 1},
+		{[]string{"a", "", "tools/list", "unavailable"}, 1},
+		{[]string{"a", "", "notifications/initialized", "ok"}, 1},
 	} {
 		if got := testutil.ToFloat64(m.mcpRequests.WithLabelValues(c.labels...)); got != c.want {
 			t.Errorf("mcp_requests_total%v = %v; want %v", c.labels, got, c.want)
@@ -57,13 +57,13 @@ func TestMetricsObserve(t *testing.T) {
 			t.Errorf("tool_calls_total{%s,%s} = %v; want %v", c.tool, c.outcome, got, c.want)
 		}
 	}
-	if got := testutil.ToFloat64(m.httpRequests.WithLabelValues("a", "POST", "200")); got != 6 {
+	if got := testutil.ToFloat64(m.httpRequests.WithLabelValues("a", "", "POST", "200")); got != 6 {
 		t.Errorf("http_requests_total{POST,200} = %v; want 6", got)
 	}
 	text := scrape(t, m)
 	for _, want := range []string{
-		`switchboard_mcp_request_duration_seconds_count{destination="a",method="tools/call"} 5`,
-		`switchboard_mcp_request_duration_seconds_count{destination="a",method="tools/list"} 1`,
+		`switchboard_mcp_request_duration_seconds_count{destination="a",method="tools/call",view=""} 5`,
+		`switchboard_mcp_request_duration_seconds_count{destination="a",method="tools/list",view=""} 1`,
 		`switchboard_mcp_upstream_duration_seconds_count{destination="a",method="tools/call"} 5`,
 		`switchboard_mcp_gateway_added_duration_seconds_count{destination="a"} 6`,
 		`switchboard_mcp_gateway_added_duration_seconds_sum{destination="a"} 0.0045`,
@@ -124,8 +124,8 @@ func TestMetricsNil(t *testing.T) {
 	m.Observe(&audit.Record{})
 	m.RequestStarted()
 	m.RequestDone()
-	m.StreamOpened("a")
-	m.StreamClosed("a")
+	m.StreamOpened("a", "")
+	m.StreamClosed("a", "")
 	m.QueueDropped("a")
 	m.SetToolLabels(3)
 }
@@ -168,10 +168,57 @@ func TestMetricsLegacySSE(t *testing.T) {
 	m := New(Options{})
 	r := call("a", "tools/call", "echo", 202, "", time.Millisecond, 0)
 	m.Observe(r)
-	if got := testutil.ToFloat64(m.mcpRequests.WithLabelValues("a", "tools/call", "ok")); got != 1 {
+	if got := testutil.ToFloat64(m.mcpRequests.WithLabelValues("a", "", "tools/call", "ok")); got != 1 {
 		t.Errorf("counted %v; want 1", got)
 	}
 	if n := testutil.CollectAndCount(m.duration); n != 0 {
 		t.Errorf("%d duration series; want none", n)
+	}
+}
+
+// TestMetricsView: a call through an aggregated endpoint is counted under
+// the member that served it, with the endpoint as the view label; what the
+// view answered itself has destination "".
+func TestMetricsView(t *testing.T) {
+	m := New(Options{})
+	for range 3 {
+		r := call("a", "tools/call", "echo", 200, "", time.Millisecond, time.Millisecond/2)
+		r.View = "mcp"
+		m.Observe(r)
+	}
+	r := call("b", "tools/call", "echo", 200, "", time.Millisecond, time.Millisecond/2)
+	r.View = "mcp/dev"
+	m.Observe(r)
+	list := call("", "tools/list", "", 200, "", time.Millisecond, 0)
+	list.View = "mcp"
+	m.Observe(list)
+	for _, c := range []struct {
+		labels []string
+		want   float64
+	}{
+		{[]string{"a", "mcp", "tools/call", "ok"}, 3},
+		{[]string{"b", "mcp/dev", "tools/call", "ok"}, 1},
+		{[]string{"", "mcp", "tools/list", "ok"}, 1},
+	} {
+		if got := testutil.ToFloat64(m.mcpRequests.WithLabelValues(c.labels...)); got != c.want {
+			t.Errorf("mcp_requests_total%v = %v; want %v", c.labels, got, c.want)
+		}
+	}
+	text := scrape(t, m)
+	for _, want := range []string{
+		`switchboard_http_requests_total{code="200",destination="a",method="POST",view="mcp"} 3`,
+		`switchboard_mcp_request_duration_seconds_count{destination="a",method="tools/call",view="mcp"} 3`,
+		`switchboard_mcp_upstream_duration_seconds_count{destination="a",method="tools/call"} 3`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("missing %s in\n%s", want, text)
+		}
+	}
+	problems, err := promlint.New(strings.NewReader(text)).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
 	}
 }

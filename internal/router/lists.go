@@ -258,7 +258,10 @@ func (c *catalog) list(ctx context.Context, k kind, meta json.RawMessage, fresh 
 		if errs[j] != nil {
 			complete = false
 			logf := c.r.log.Warn
-			if c.quiet {
+			if c.quiet || errors.Is(ctx.Err(), context.Canceled) {
+				// The client left: the listing was cut short, nothing is
+				// wrong with the server. (A server too slow for the
+				// router's timeout is still worth a warning.)
 				logf = c.r.log.Debug
 			}
 			logf("listing failed; the server is left out of this answer", "view", c.view.Name,

@@ -694,12 +694,21 @@ func (r *Router) listAnswer(ctx context.Context, cat *catalog, req *jsonrpc.Mess
 }
 
 // routeCall routes tools/call and prompts/get by exposed name, resource
-// calls by URI and completion/complete by its ref.
+// calls by URI and completion/complete by its ref. A call routed to one
+// member is recorded as that member's (the request's audit Destination), so
+// metrics and the status page count it under the server that served it; a
+// code-mode script's calls have records of their own (metaCall).
 func (r *Router) routeCall(ctx context.Context, cat *catalog, req *jsonrpc.Message, meta json.RawMessage,
-	forward func(context.Context, *member, *jsonrpc.Message) (session.Call, error),
+	toMember func(context.Context, *member, *jsonrpc.Message) (session.Call, error),
 	rewrite func(*member, *jsonrpc.Message) *jsonrpc.Message) (session.Call, error) {
 	acc := policy.FromContext(ctx)
 	reach := func(m *member) bool { return acc.MayReach(r.endpoint(), m.name) }
+	forward := func(ctx context.Context, m *member, req *jsonrpc.Message) (session.Call, error) {
+		if rec, ok := ctx.Value(audit.RecordKey{}).(*audit.Record); ok {
+			rec.Destination = m.name
+		}
+		return toMember(ctx, m, req)
+	}
 	switch req.Method {
 	case "tools/call", "prompts/get":
 		k := kTools
@@ -720,7 +729,7 @@ func (r *Router) routeCall(ctx context.Context, cat *catalog, req *jsonrpc.Messa
 			return failure(req, jsonrpc.Errorf(jsonrpc.InvalidParams, "unknown %s %q", strings.TrimSuffix(kinds[k].key, "s"), name)), nil
 		}
 		if k == kTools && rt.m == nil {
-			return r.metaCall(ctx, cat, req, rt.name, meta, forward)
+			return r.metaCall(ctx, cat, req, rt.name, meta, toMember)
 		}
 		if k == kTools && cat.codeMode() == config.CodeModeOnly {
 			return failure(req, jsonrpc.Errorf(jsonrpc.InvalidParams,

@@ -25,7 +25,11 @@ type Destination interface {
 
 // ServerOptions configure a Server. Zero values are documented per field.
 type ServerOptions struct {
-	Name        string         // destination name
+	Name string // destination name
+	// View marks Name as an aggregated endpoint's: requests are recorded
+	// with audit View = Name and the Destination left to the backend (the
+	// member a call is routed to). False records Destination = Name.
+	View        bool
 	Sessions    *session.Table // required; shared with the Streamable HTTP front
 	MessagePath string         // path announced in the endpoint event, e.g. "/github/message"
 	// Timeout bounds the wait for each response; progress restarts it.
@@ -66,10 +70,19 @@ func NewServer(dest Destination, opts ServerOptions) *Server {
 	return &Server{dest: dest, opts: opts, log: opts.Logger}
 }
 
+// note records the endpoint in the request's audit record.
+func (s *Server) note(rec *audit.Record) {
+	if s.opts.View {
+		rec.View = s.opts.Name
+	} else {
+		rec.Destination = s.opts.Name
+	}
+}
+
 // ServeStream handles GET /{d}/sse.
 func (s *Server) ServeStream(w http.ResponseWriter, r *http.Request) {
 	rec := audit.FromContext(r.Context())
-	rec.Destination = s.opts.Name
+	s.note(rec)
 	if r.Method != http.MethodGet {
 		w.Header().Set("Allow", "GET")
 		httpError(w, http.StatusMethodNotAllowed, "use GET to open the event stream")
@@ -128,7 +141,7 @@ func (s *Server) ServeStream(w http.ResponseWriter, r *http.Request) {
 // ServeMessage handles POST /{d}/message?session_id=…
 func (s *Server) ServeMessage(w http.ResponseWriter, r *http.Request) {
 	rec := audit.FromContext(r.Context())
-	rec.Destination = s.opts.Name
+	s.note(rec)
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
 		httpError(w, http.StatusMethodNotAllowed, "use POST to send a message")

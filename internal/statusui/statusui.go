@@ -3,19 +3,26 @@
 // offline), and /ui/status.json, the data it polls every second.
 //
 // The page is read-only. It shows each destination's state, restarts,
-// sessions, calls per second and p50/p99 latency, the last errors, the last
-// reload's outcome, and the tools each aggregated view exposes.
+// sessions, calls per second and p50/p99 latency, a small chart of its
+// calls/s and p99 over the last minutes (inline SVG), the last errors
+// (identical ones grouped, with a count), the last reload's outcome, and
+// the tools each aggregated view exposes.
 //
 // What the gateway already knows comes from the Status function, read on
 // each poll. What only traffic shows is kept here, fed by [Page.Observe]
 // with every request's audit record: a small ring of recent calls per
-// destination (for rates and percentiles), a ring of the last errors, and
-// the last tools/list answer of each endpoint. All of it is bounded.
+// destination (for rates and percentiles), a per-destination history of
+// HistoryPoints steps of HistoryStep (calls and a latency histogram each),
+// the last error groups, and the last tools/list answer of each endpoint.
+// A call through an aggregated endpoint counts for the destination that
+// served it (the record's Destination, not its View). All of it is bounded.
 package statusui
 
 import (
 	"embed"
 	"encoding/json"
+	"math"
+	"math/bits"
 	"net/http"
 	"slices"
 	"sync"
@@ -33,8 +40,14 @@ const (
 	// RecentCalls is how many calls per endpoint the rates and percentiles
 	// are computed from (those of the last RateWindow / LatencyWindow).
 	RecentCalls = 1024
-	// MaxErrors is how many of the last errors are kept.
+	// MaxErrors is how many of the last error groups are kept (errors
+	// identical in destination, view, method, status and message are one
+	// group, with a count).
 	MaxErrors = 20
+	// HistoryStep and HistoryPoints shape the per-destination chart: calls/s
+	// and p99 for each HistoryStep of the last HistoryPoints steps.
+	HistoryStep   = 10 * time.Second
+	HistoryPoints = 30
 	// MaxTools caps a remembered tools/list answer.
 	MaxTools = 2000
 	// RateWindow is the span calls/s is averaged over.
@@ -91,6 +104,20 @@ type Destination struct {
 	P99MS          float64 `json:"p99_ms"`
 	Calls          uint64  `json:"calls"`
 	Errors         uint64  `json:"errors"`
+	// History is the chart's data, oldest first: HistoryPoints steps ending
+	// with the current one; empty before the destination's first call.
+	History []Point `json:"history"`
+}
+
+// Point is one HistoryStep of a destination's chart.
+type Point struct {
+	// Time is the step's start.
+	Time time.Time `json:"t"`
+	// CallsPerSecond is the calls that ended in the step, per second.
+	CallsPerSecond float64 `json:"calls_per_s"`
+	// P99MS is their p99 latency, to within a quarter (from a log-scale
+	// histogram), 0 without calls.
+	P99MS float64 `json:"p99_ms"`
 }
 
 // View is one aggregated endpoint and the tools it exposes.
@@ -98,7 +125,11 @@ type View struct {
 	Name    string   `json:"name"` // "" for the default view
 	Path    string   `json:"path"` // "/mcp", "/mcp/{name}"
 	Servers []string `json:"servers"`
-	Prefix  string   `json:"tool_prefix"`
+	// Prefix is the view's tool_prefix policy ("" means always);
+	// ServerPrefixes the servers that set their own (a namespace's prefix:
+	// always, conflict, never or a custom prefix), by server.
+	Prefix         string            `json:"tool_prefix"`
+	ServerPrefixes map[string]string `json:"server_prefixes,omitempty"`
 	// Tools are the exposed tools; Source says where they come from:
 	// "listed" (the view's own last tools/list answer to a client),
 	// "derived" (computed from its servers' last tools/list answers) or
@@ -114,13 +145,26 @@ type Tool struct {
 	Server string `json:"server,omitempty"`
 }
 
-// Error is one failed request.
+// Error is a group of identical failed requests: same destination, view,
+// method, status and message.
 type Error struct {
+	// Time is the group's last error; First its first.
 	Time        time.Time `json:"time"`
+	First       time.Time `json:"first"`
 	Destination string    `json:"destination"`
+	View        string    `json:"view,omitempty"`
 	Method      string    `json:"method"`
 	Status      int       `json:"status"`
 	Message     string    `json:"message"`
+	// Count is how many errors the group holds (at least 1).
+	Count uint64 `json:"count"`
+}
+
+// errorKey identifies an error group.
+type errorKey struct {
+	dest, view, method string
+	status             int
+	msg                string
 }
 
 // Page is the status page. Its methods are safe for concurrent use; a nil
@@ -129,12 +173,52 @@ type Page struct {
 	opts Options
 	now  func() time.Time
 
-	mu     sync.Mutex
-	recent map[string]*ring        // guarded by mu: by endpoint (audit Destination)
-	errs   [MaxErrors]Error        // guarded by mu: a ring
-	nerrs  int                     // guarded by mu: errors ever recorded
-	tools  map[string]*listedTools // guarded by mu: by endpoint
-	totals map[string]*[2]uint64   // guarded by mu: calls and errors by endpoint
+	mu      sync.Mutex
+	recent  map[string]*ring        // guarded by mu: by destination (audit Destination)
+	history map[string]*history     // guarded by mu: by destination
+	errs    []*Error                // guarded by mu: error groups, most recent last; at most MaxErrors
+	tools   map[string]*listedTools // guarded by mu: by endpoint (audit View, else Destination)
+	totals  map[string]*[2]uint64   // guarded by mu: calls and errors by destination
+}
+
+// history is a destination's chart data: a ring of HistoryPoints steps.
+type history struct {
+	steps [HistoryPoints]step
+}
+
+// step is one HistoryStep: its number (unix time / HistoryStep; a slot
+// holding an older number is stale), its calls, and their latencies in
+// latencyBins.
+type step struct {
+	n     int64
+	calls uint32
+	bins  [latencyBins]uint32
+}
+
+// latencyBins is the size of a step's latency histogram: log-linear, four
+// bins per power of two of microseconds (about ±12 %), up to 2^40 µs.
+const latencyBins = 41 * 4
+
+// latencyBin is the bin of latency d.
+func latencyBin(d time.Duration) int {
+	us := uint64(max(d.Microseconds(), 0))
+	if us < 4 {
+		return int(us)
+	}
+	e := bits.Len64(us) - 1 // ≥ 2
+	if e >= 41 {
+		return latencyBins - 1
+	}
+	return e*4 + int(us>>(e-2)&3)
+}
+
+// binUpper is the largest latency of bin i, in milliseconds.
+func binUpper(i int) float64 {
+	if i < 4 {
+		return float64(i) / 1000
+	}
+	e, m := i/4, i%4
+	return float64(uint64(5+m)<<(e-2)-1) / 1000
 }
 
 // ring holds the last RecentCalls calls of one endpoint.
@@ -156,8 +240,8 @@ func New(opts Options) *Page {
 	if now == nil {
 		now = time.Now
 	}
-	return &Page{opts: opts, now: now, recent: map[string]*ring{}, tools: map[string]*listedTools{},
-		totals: map[string]*[2]uint64{}}
+	return &Page{opts: opts, now: now, recent: map[string]*ring{}, history: map[string]*history{},
+		tools: map[string]*listedTools{}, totals: map[string]*[2]uint64{}}
 }
 
 // Observe takes in one finished request's record. Calls are MCP requests
@@ -194,14 +278,19 @@ func (p *Page) Observe(r *audit.Record) {
 	if r.Time.IsZero() {
 		end = p.now()
 	}
+	endpoint := r.Destination
+	if r.View != "" {
+		endpoint = r.View
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if call {
+	if call && r.Destination != "" {
 		rg := p.recent[r.Destination]
 		if rg == nil {
 			rg = &ring{}
 			p.recent[r.Destination] = rg
 			p.totals[r.Destination] = &[2]uint64{}
+			p.history[r.Destination] = &history{}
 		}
 		i := rg.n % RecentCalls
 		rg.at[i], rg.lat[i] = end.UnixNano(), r.Latency
@@ -211,17 +300,16 @@ func (p *Page) Observe(r *audit.Record) {
 		if failed {
 			t[1]++
 		}
+		p.history[r.Destination].add(end, r.Latency)
 	}
 	if failed {
-		p.errs[p.nerrs%MaxErrors] = Error{Time: end.UTC(), Destination: r.Destination, Method: r.MCPMethod,
-			Status: r.Status, Message: msg}
-		p.nerrs++
+		p.addError(errorKey{r.Destination, r.View, r.MCPMethod, r.Status, msg}, end.UTC())
 	}
 	if listed != nil {
-		lt := p.tools[r.Destination]
+		lt := p.tools[endpoint]
 		if lt == nil || !hasCursor(r.RequestBody) {
 			lt = &listedTools{}
-			p.tools[r.Destination] = lt
+			p.tools[endpoint] = lt
 		}
 		for _, n := range listed {
 			if len(lt.names) < MaxTools && !slices.Contains(lt.names, n) {
@@ -230,6 +318,64 @@ func (p *Page) Observe(r *audit.Record) {
 		}
 		lt.at = end
 	}
+}
+
+// addError counts an error in its group, which becomes the most recent;
+// a new group pushes out the least recent one past MaxErrors. p.mu is held.
+func (p *Page) addError(k errorKey, at time.Time) {
+	for i, e := range p.errs {
+		if e.Destination == k.dest && e.View == k.view && e.Method == k.method && e.Status == k.status && e.Message == k.msg {
+			e.Count++
+			e.Time = at
+			copy(p.errs[i:], p.errs[i+1:])
+			p.errs[len(p.errs)-1] = e
+			return
+		}
+	}
+	e := &Error{Time: at, First: at, Destination: k.dest, View: k.view, Method: k.method, Status: k.status,
+		Message: k.msg, Count: 1}
+	if len(p.errs) == MaxErrors {
+		copy(p.errs, p.errs[1:])
+		p.errs[len(p.errs)-1] = e
+		return
+	}
+	p.errs = append(p.errs, e)
+}
+
+// add counts a call that ended at end and took lat.
+func (h *history) add(end time.Time, lat time.Duration) {
+	n := end.UnixNano() / int64(HistoryStep)
+	s := &h.steps[n%HistoryPoints]
+	if s.n != n {
+		if s.n > n { // older than the ring holds
+			return
+		}
+		*s = step{n: n}
+	}
+	s.calls++
+	s.bins[latencyBin(lat)]++
+}
+
+// points returns the chart's points: the HistoryPoints steps up to now's.
+func (h *history) points(now time.Time) []Point {
+	last := now.UnixNano() / int64(HistoryStep)
+	out := make([]Point, 0, HistoryPoints)
+	for n := last - HistoryPoints + 1; n <= last; n++ {
+		pt := Point{Time: time.Unix(0, n*int64(HistoryStep)).UTC()}
+		if s := &h.steps[((n%HistoryPoints)+HistoryPoints)%HistoryPoints]; s.n == n && s.calls > 0 {
+			pt.CallsPerSecond = float64(s.calls) / HistoryStep.Seconds()
+			rank := uint32(math.Ceil(0.99 * float64(s.calls))) // nearest rank, ≥ 1
+			var seen uint32
+			for i, c := range s.bins {
+				if seen += c; seen >= rank {
+					pt.P99MS = binUpper(i)
+					break
+				}
+			}
+		}
+		out = append(out, pt)
+	}
+	return out
 }
 
 // toolNames reads the tool names of a tools/list response; nil if it is
@@ -280,6 +426,10 @@ func (p *Page) fill(st *Status) {
 		if t := p.totals[d.Name]; t != nil {
 			d.Calls, d.Errors = t[0], t[1]
 		}
+		d.History = []Point{}
+		if h := p.history[d.Name]; h != nil {
+			d.History = h.points(now)
+		}
 		rg := p.recent[d.Name]
 		if rg == nil {
 			continue
@@ -302,10 +452,9 @@ func (p *Page) fill(st *Status) {
 			d.P99MS = ms(quantile(lats, 0.99))
 		}
 	}
-	n := min(p.nerrs, MaxErrors)
-	st.Errors = make([]Error, 0, n)
-	for i := range n { // newest first
-		st.Errors = append(st.Errors, p.errs[(p.nerrs-1-i)%MaxErrors])
+	st.Errors = make([]Error, 0, len(p.errs))
+	for i := len(p.errs) - 1; i >= 0; i-- { // most recent first
+		st.Errors = append(st.Errors, *p.errs[i])
 	}
 }
 

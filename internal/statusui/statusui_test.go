@@ -163,10 +163,12 @@ func TestStatusUIPageHandler(t *testing.T) {
 	if err := json.Unmarshal(get("/ui/status.json").Body.Bytes(), &st); err != nil || len(st.Destinations) != 2 || !st.Now.Equal(t0) {
 		t.Errorf("status.json: %v %+v", err, st)
 	}
-	// The page loads nothing from elsewhere.
+	// The page loads nothing from elsewhere (the SVG namespace is a name,
+	// not something loaded).
 	for _, f := range []string{"index.html", "app.js", "style.css"} {
 		b, _ := static.ReadFile("static/" + f)
-		if strings.Contains(string(b), "http://") || strings.Contains(string(b), "https://") {
+		text := strings.ReplaceAll(string(b), `"http://www.w3.org/2000/svg"`, "")
+		if strings.Contains(text, "http://") || strings.Contains(text, "https://") {
 			t.Errorf("%s refers to another origin", f)
 		}
 	}
@@ -180,5 +182,114 @@ func BenchmarkPageObserve(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		p.Observe(r)
+	}
+}
+
+// TestStatusUIPageErrorGroups: identical errors are one group with a
+// count, moved to the top by each repeat; groups differ by destination,
+// view, method, status and message.
+func TestStatusUIPageErrorGroups(t *testing.T) {
+	now := t0
+	p := newPage(&now)
+	for i := range 20 {
+		p.Observe(rec("a", "tools/call", t0.Add(time.Duration(i)*time.Second), time.Millisecond, 200, "unknown tool x"))
+	}
+	p.Observe(rec("b", "tools/call", t0.Add(time.Minute), time.Millisecond, 200, "unknown tool x"))
+	viaView := rec("a", "tools/call", t0.Add(2*time.Minute), time.Millisecond, 200, "unknown tool x")
+	viaView.View = "mcp"
+	p.Observe(viaView)
+	p.Observe(rec("a", "tools/call", t0.Add(3*time.Minute), time.Millisecond, 200, "unknown tool x"))
+	st := Status{}
+	p.fill(&st)
+	if len(st.Errors) != 3 {
+		t.Fatalf("%d groups: %+v; want 3", len(st.Errors), st.Errors)
+	}
+	if e := st.Errors[0]; e.Destination != "a" || e.View != "" || e.Count != 21 ||
+		!e.Time.Equal(t0.Add(3*time.Minute+time.Millisecond)) || !e.First.Equal(t0.Add(time.Millisecond)) {
+		t.Errorf("most recent group %+v; want a's 21 errors, ending at +3m and +0 (plus their 1 ms)", e)
+	}
+	if e := st.Errors[1]; e.View != "mcp" || e.Count != 1 {
+		t.Errorf("second group %+v; want the one through mcp", e)
+	}
+	if e := st.Errors[2]; e.Destination != "b" || e.Count != 1 {
+		t.Errorf("third group %+v; want b's", e)
+	}
+	// More distinct groups than MaxErrors: the least recent go.
+	for i := range MaxErrors {
+		p.Observe(rec("a", "tools/call", t0.Add(time.Hour), time.Millisecond, 200, fmt.Sprint("other ", i)))
+	}
+	st = Status{}
+	p.fill(&st)
+	if len(st.Errors) != MaxErrors || st.Errors[0].Message != fmt.Sprint("other ", MaxErrors-1) {
+		t.Errorf("%d groups, first %+v; want %d, the last one added first", len(st.Errors), st.Errors[0], MaxErrors)
+	}
+}
+
+// TestStatusUIPageHistory: the chart's points are the last HistoryPoints
+// steps, oldest first, with calls/s and p99 per step; steps without calls
+// are zero, steps older than the window are forgotten.
+func TestStatusUIPageHistory(t *testing.T) {
+	now := t0.Truncate(HistoryStep).Add(HistoryStep / 2)
+	p := newPage(&now)
+	p.Observe(rec("a", "tools/call", now.Add(-time.Hour), time.Millisecond, 200, "")) // long gone
+	// The current step: 100 calls of 1..100 ms; three steps back: 20 calls of 5 ms.
+	for i := range 100 {
+		p.Observe(rec("a", "tools/call", now.Add(-time.Second), time.Duration(i+1)*time.Millisecond, 200, ""))
+	}
+	for range 20 {
+		p.Observe(rec("a", "tools/call", now.Add(-3*HistoryStep), 5*time.Millisecond, 200, ""))
+	}
+	st := Status{Destinations: []Destination{{Name: "a"}, {Name: "b"}}}
+	p.fill(&st)
+	h := st.Destinations[0].History
+	if len(h) != HistoryPoints {
+		t.Fatalf("%d points; want %d", len(h), HistoryPoints)
+	}
+	last := h[HistoryPoints-1]
+	if !last.Time.Equal(now.Truncate(HistoryStep)) || last.CallsPerSecond != 100/HistoryStep.Seconds() {
+		t.Errorf("current step %+v; want 100 calls at %v", last, now.Truncate(HistoryStep))
+	}
+	if last.P99MS < 99 || last.P99MS > 99*1.25 {
+		t.Errorf("current step's p99 = %v ms; want 99 ms within a quarter", last.P99MS)
+	}
+	if pt := h[HistoryPoints-4]; pt.CallsPerSecond != 20/HistoryStep.Seconds() || pt.P99MS < 5 || pt.P99MS > 5*1.25 {
+		t.Errorf("three steps back %+v; want 20 calls of 5 ms", pt)
+	}
+	calls := 0.0
+	for _, pt := range h {
+		calls += pt.CallsPerSecond * HistoryStep.Seconds()
+	}
+	if calls != 120 {
+		t.Errorf("%v calls in the chart; want 120 (the hour-old one out of it)", calls)
+	}
+	if b := st.Destinations[1].History; b == nil || len(b) != 0 {
+		t.Errorf("b's history %v; want empty (not null)", b)
+	}
+	// A call through a view is the serving destination's.
+	r := rec("b", "tools/call", now, time.Millisecond, 200, "")
+	r.View = "mcp"
+	p.Observe(r)
+	st = Status{Destinations: []Destination{{Name: "a"}, {Name: "b"}}}
+	p.fill(&st)
+	if b := st.Destinations[1]; b.Calls != 1 || len(b.History) != HistoryPoints {
+		t.Errorf("b after a call through mcp: %+v", b)
+	}
+}
+
+func TestStatusUILatencyBins(t *testing.T) {
+	prev := -1
+	for us := int64(0); us < 1<<22; us = us*9/8 + 1 {
+		d := time.Duration(us) * time.Microsecond
+		i := latencyBin(d)
+		if i < prev {
+			t.Fatalf("bin(%v) = %d < %d: not monotonic", d, i, prev)
+		}
+		prev = i
+		if up := binUpper(i); up < float64(us)/1000 || (us >= 4 && up > float64(us)/1000*1.25+0.001) {
+			t.Fatalf("bin(%v) = %d, upper %v ms: not within a quarter above", d, i, up)
+		}
+	}
+	if latencyBin(time.Duration(1<<62)) != latencyBins-1 {
+		t.Error("a huge latency is not in the last bin")
 	}
 }

@@ -503,9 +503,9 @@ func (p *Process) readStderr(r io.Reader) {
 				p.tail.add(line)
 				if p.lines.allow(streamStderr, p.log) {
 					if err == bufio.ErrBufferFull {
-						p.log.Warn("stderr", "line", p.clip(line, true), "truncated", true)
+						p.log.Info("stderr", "line", p.clip(line, true), "truncated", true)
 					} else {
-						p.log.Warn("stderr", "line", p.clip(line, false))
+						p.log.Info("stderr", "line", p.clip(line, false))
 					}
 				}
 			}

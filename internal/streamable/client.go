@@ -658,10 +658,12 @@ func (c *ClientConn) isAnswer(p *post, m *jsonrpc.Message) bool {
 	return true
 }
 
-// learnSession takes the session id from the response to initialize.
+// learnSession takes the session id from the response to initialize. No
+// header is a server without sessions (allowed, and common): nothing to
+// report. A header that is not a valid id is ignored with a warning.
 func (c *ClientConn) learnSession(h http.Header) {
 	sid := h.Get(HeaderSessionID)
-	if !validSessionID(sid) {
+	if sid != "" && !validSessionID(sid) {
 		c.log.Warn("upstream sent an invalid session id; ignored")
 		sid = ""
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -457,7 +458,8 @@ func TestClientLegacySession(t *testing.T) {
 // listen stream (405), which the client stops asking for.
 func TestClientStateless(t *testing.T) {
 	up := newUpstream(t, goSDKHandler(newMCPServer(nil), &mcp.StreamableHTTPOptions{Stateless: true}))
-	p := dial(t, ClientOptions{URL: up.URL})
+	var logged lockedBuffer
+	p := dial(t, ClientOptions{URL: up.URL, Logger: slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	p.handshake()
 	p.write(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"progress","arguments":{},"_meta":{"progressToken":7}}}`)
 	p.await("progress", func(m *jsonrpc.Message) bool { return m.Method == "notifications/progress" })
@@ -486,6 +488,28 @@ func TestClientStateless(t *testing.T) {
 			t.Errorf("%s carried a session id", r.rpc)
 		}
 	}
+	// A server without sessions is normal: nothing to warn about.
+	if w := logged.String(); w != "" {
+		t.Errorf("warnings for a server without a session id:\n%s", w)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent writes (a log).
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // TestClientModern sends 2026-07-28 requests: no handshake, the version

@@ -53,7 +53,12 @@ type Destination interface {
 
 // Options configure a Handler. Zero values are documented per field.
 type Options struct {
-	Name     string         // destination name; sessions are scoped to it
+	Name string // destination name; sessions are scoped to it
+	// View marks Name as an aggregated endpoint's (a router): requests are
+	// recorded with audit View = Name and the Destination left to the
+	// backend, which names the member a call is routed to. False records
+	// Destination = Name.
+	View     bool
 	Sessions *session.Table // required; shared with the legacy SSE front
 	// Timeout bounds the wait for a response; progress notifications
 	// restart it. Zero means 30 s. Subscription streams have no deadline.
@@ -133,7 +138,11 @@ const ModernVersion = "2026-07-28"
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec := audit.FromContext(r.Context())
-	rec.Destination = h.opts.Name
+	if h.opts.View {
+		rec.View = h.opts.Name
+	} else {
+		rec.Destination = h.opts.Name
+	}
 	switch r.Method {
 	case http.MethodPost:
 		h.post(w, r, rec)

@@ -25,6 +25,36 @@ function ago(iso, now) {
   return Math.round(s / 3600) + " h ago";
 }
 
+const SVG = "http://www.w3.org/2000/svg";
+
+function svg(tag, attrs, ...children) {
+  const e = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+  for (const c of children) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return e;
+}
+
+// chart draws a destination's history (calls/s and p99 per step, oldest
+// first) as two lines in a small inline SVG, each scaled to its own maximum.
+function chart(name, history) {
+  const W = 180, H = 36, P = 2;
+  const pts = history || [];
+  const maxRate = Math.max(0, ...pts.map((p) => p.calls_per_s));
+  const maxP99 = Math.max(0, ...pts.map((p) => p.p99_ms));
+  const line = (key, max, cls) => {
+    const coords = pts.map((p, i) => {
+      const x = P + (pts.length > 1 ? i * (W - 2 * P) / (pts.length - 1) : 0);
+      const y = H - P - (max > 0 ? p[key] / max * (H - 2 * P) : 0);
+      return x.toFixed(1) + "," + y.toFixed(1);
+    });
+    return svg("polyline", { class: cls, points: coords.join(" "), fill: "none" });
+  };
+  const minutes = Math.round(pts.length * 10 / 60);
+  const label = name + ", last " + minutes + " min: calls/s up to " + maxRate.toFixed(1) + ", p99 up to " + maxP99.toFixed(1) + " ms";
+  return svg("svg", { class: "chart", "data-chart": name, width: W, height: H, viewBox: "0 0 " + W + " " + H, role: "img", "aria-label": label },
+    svg("title", {}, label), line("calls_per_s", maxRate, "rate"), line("p99_ms", maxP99, "p99"));
+}
+
 function renderDestinations(st) {
   const body = document.querySelector("#destinations tbody");
   const rows = st.destinations.map((d) => {
@@ -36,7 +66,8 @@ function renderDestinations(st) {
       el("td", { class: "num" }, d.sessions), el("td", { class: "num" }, d.in_flight),
       el("td", { class: "num" }, d.calls_per_s ? d.calls_per_s.toFixed(1) : "0"),
       el("td", { class: "num" }, fixed(d.p50_ms, 2)), el("td", { class: "num" }, fixed(d.p99_ms, 2)),
-      el("td", { class: "num" }, d.calls), el("td", { class: "num" }, d.errors));
+      el("td", { class: "num" }, d.calls), el("td", { class: "num" }, d.errors),
+      el("td", { class: "chartcell" }, chart(d.name, d.history)));
   });
   body.replaceChildren(...rows);
 }
@@ -51,11 +82,21 @@ function renderReload(st) {
 
 function renderErrors(st) {
   const body = document.querySelector("#errors tbody");
-  body.replaceChildren(...st.errors.map((e) => el("tr", {},
+  body.replaceChildren(...st.errors.map((e) => el("tr", { "data-count": e.count },
     el("td", { class: "muted" }, new Date(e.time).toLocaleTimeString()),
-    el("td", {}, e.destination || "–"), el("td", {}, e.method || "–"),
-    el("td", { class: "num" }, e.status), el("td", { class: "msg" }, e.message))));
+    el("td", {}, (e.destination || "–") + (e.view ? " via /" + e.view : "")), el("td", {}, e.method || "–"),
+    el("td", { class: "num" }, e.status), el("td", { class: "num count" }, "×" + e.count),
+    el("td", { class: "msg" }, e.message))));
   document.getElementById("noerrors").hidden = st.errors.length > 0;
+}
+
+// prefixes describes a view's naming: its tool_prefix, and the servers
+// that set their own ("conflict; github: gh, memory: never").
+function prefixes(v) {
+  let s = v.tool_prefix || "always";
+  const own = Object.entries(v.server_prefixes || {}).sort(([a], [b]) => a.localeCompare(b));
+  if (own.length) s += "; " + own.map(([srv, p]) => srv + ": " + p).join(", ");
+  return s;
 }
 
 function renderViews(st) {
@@ -68,7 +109,7 @@ function renderViews(st) {
     const head = el("h3", {}, v.path);
     const info = el("div", { class: "muted" },
       (v.name ? "namespace " + v.name : "default view") + " · servers: " + (v.servers.join(", ") || "none") +
-      " · tool_prefix: " + (v.tool_prefix || "always"));
+      " · tool_prefix: " + prefixes(v));
     const tools = el("div", { class: "tools" }, ...v.tools.map((t) => el("span", { class: "tool", title: t.server || "" }, t.name)));
     let note;
     if (v.error) note = el("div", { class: "msg" }, badge("error", "bad"), " ", v.error);

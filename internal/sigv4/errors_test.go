@@ -1,4 +1,4 @@
-package gateway
+package sigv4
 
 import (
 	"io"
@@ -7,9 +7,9 @@ import (
 	"testing"
 )
 
-// TestAWSErrorOf: the type and message of AWS error answers in each
+// TestErrorOf: the type and message of AWS error answers in each
 // protocol's shape, one line, and the body left for the reader.
-func TestAWSErrorOf(t *testing.T) {
+func TestErrorOf(t *testing.T) {
 	for _, tt := range []struct {
 		name, ctype, errType, body, want string
 	}{
@@ -28,6 +28,12 @@ func TestAWSErrorOf(t *testing.T) {
 		{"type only", "text/plain", "AccessDeniedException", "forbidden", "AccessDeniedException"},
 		{"not aws", "text/plain", "", "forbidden", ""},
 		{"json without fields", "application/json", "", `{"error":"x"}`, ""},
+		// AgentCore refuses some requests with a message and no type.
+		{"message only", "application/json", "", `{"message":"Access denied to runtime agent-1"}`, "Access denied to runtime agent-1"},
+		{"message only, unlabelled", "", "", `{"Message":"User is not authorized to perform: bedrock-agentcore:InvokeAgentRuntime"}`,
+			"User is not authorized to perform: bedrock-agentcore:InvokeAgentRuntime"},
+		{"long message cut at a word", "application/json", "", `{"message":"` + strings.Repeat("word ", 60) + `"}`,
+			strings.TrimSpace(strings.Repeat("word ", 40)) + "…"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			resp := &http.Response{StatusCode: 403, Status: "403 Forbidden", Header: http.Header{"Content-Type": {tt.ctype}},
@@ -35,8 +41,8 @@ func TestAWSErrorOf(t *testing.T) {
 			if tt.errType != "" {
 				resp.Header.Set("X-Amzn-Errortype", tt.errType)
 			}
-			if got := awsErrorOf(resp); got != tt.want {
-				t.Errorf("awsErrorOf = %q, want %q", got, tt.want)
+			if got := ErrorOf(resp); got != tt.want {
+				t.Errorf("ErrorOf = %q, want %q", got, tt.want)
 			}
 			if b, _ := io.ReadAll(resp.Body); string(b) != tt.body {
 				t.Errorf("body after = %q, want it unchanged", b)
@@ -45,17 +51,17 @@ func TestAWSErrorOf(t *testing.T) {
 	}
 }
 
-// TestAWSErrorsStatus: a refused request's status line carries the AWS
+// TestErrorStatus: a refused request's status line carries the AWS
 // error; other answers pass unchanged.
-func TestAWSErrorsStatus(t *testing.T) {
-	rt := awsErrors{roundTripFunc(func(r *http.Request) (*http.Response, error) {
+func TestErrorStatus(t *testing.T) {
+	rt := ErrorStatus(roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		code := 403
 		if r.URL.Path == "/ok" {
 			code = 200
 		}
 		return &http.Response{StatusCode: code, Status: http.StatusText(code), Body: io.NopCloser(strings.NewReader(`{"message":"no"}`)),
 			Header: http.Header{"Content-Type": {"application/json"}, "X-Amzn-Errortype": {"AccessDeniedException"}}}, nil
-	})}
+	}))
 	for path, want := range map[string]string{"/ok": "OK", "/denied": "Forbidden (AccessDeniedException: no)"} {
 		req, _ := http.NewRequest("GET", "http://h"+path, nil)
 		resp, err := rt.RoundTrip(req)
