@@ -360,16 +360,31 @@ func clip(s string, n int) string {
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // runner returns the sandbox runner for the view's limits (made once per
-// set of limits: a reload that changes them starts a new one).
+// set of limits: a reload that changes them starts a new one, and stops
+// the old one's idle workers; its running scripts finish).
 func (r *Router) runner(s config.Sandbox) *sandbox.Runner {
 	r.sbMu.Lock()
 	defer r.sbMu.Unlock()
 	if r.sb == nil || r.sbLimits != s {
+		if old := r.sb; old != nil {
+			go old.Close() // ends: Close waits only for workers starting
+		}
 		r.sb = sandbox.NewRunner(sandbox.Limits{Timeout: s.Timeout, Memory: s.Memory, MaxCalls: s.MaxCalls,
 			MaxOutput: s.MaxOutput, Concurrency: s.Concurrency})
 		r.sbLimits = s
 	}
 	return r.sb
+}
+
+// closeRunner stops the idle workers of the code-mode runner.
+func (r *Router) closeRunner() {
+	r.sbMu.Lock()
+	sb := r.sb
+	r.sb = nil
+	r.sbMu.Unlock()
+	if sb != nil {
+		sb.Close()
+	}
 }
 
 // execute runs a script on its own goroutine and answers when it ends.

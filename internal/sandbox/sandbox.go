@@ -53,6 +53,12 @@ type Limits struct {
 	MaxCalls    int           // tool calls
 	MaxOutput   int64         // bytes of printed output, and of the result's JSON
 	Concurrency int           // scripts of one Runner at once
+	// Nice is the workers' scheduling niceness, 1 to 19 (0: DefaultNice):
+	// a spinning script gets a small share of a CPU the gateway wants.
+	Nice int
+	// Warm is how many started workers a Runner keeps waiting for a
+	// script (0: 2, at most Concurrency).
+	Warm int
 }
 
 // maxStack bounds the script's call depth.
@@ -111,56 +117,12 @@ type Result struct {
 	Limit string `json:"limit,omitempty"`
 }
 
-// Runner runs scripts within limits.
-type Runner struct {
-	limits Limits
-	slots  chan struct{}
-}
-
-// NewRunner returns a Runner; zero limits take the defaults of
-// config.Sandbox (10 s, 64 MiB, 1000 calls, 64 KiB, 4 at once).
-func NewRunner(l Limits) *Runner {
-	if l.Timeout <= 0 {
-		l.Timeout = 10 * time.Second
-	}
-	if l.Memory <= 0 {
-		l.Memory = 64 << 20
-	}
-	if l.MaxCalls <= 0 {
-		l.MaxCalls = 1000
-	}
-	if l.MaxOutput <= 0 {
-		l.MaxOutput = 64 << 10
-	}
-	if l.Concurrency <= 0 {
-		l.Concurrency = 4
-	}
-	return &Runner{limits: l, slots: make(chan struct{}, l.Concurrency)}
-}
-
-// Limits returns the runner's bounds.
-func (r *Runner) Limits() Limits { return r.limits }
-
-// Run runs script, calling tools through c, and returns its result. It
-// returns when the script ended or was stopped, with every call it started
-// ended.
-func (r *Runner) Run(ctx context.Context, script string, c Caller) *Result {
+// runLocal runs script in this process (the worker's side of Run).
+func runLocal(ctx context.Context, l Limits, script string, c Caller) *Result {
 	start := time.Now()
-	wait := time.NewTimer(r.limits.Timeout)
-	select {
-	case r.slots <- struct{}{}:
-		wait.Stop()
-	case <-ctx.Done():
-		return &Result{Status: StatusError, Result: json.RawMessage("null"), Limit: "concurrency",
-			Error: fmt.Sprintf("no script slot free (%d scripts already running): %v", r.limits.Concurrency, ctx.Err())}
-	case <-wait.C:
-		return &Result{Status: StatusError, Result: json.RawMessage("null"), Limit: "concurrency",
-			Error: fmt.Sprintf("no script slot free (%d scripts already running) within %s", r.limits.Concurrency, r.limits.Timeout)}
-	}
-	defer func() { <-r.slots }()
-	ctx, cancel := context.WithTimeout(ctx, r.limits.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, l.Timeout)
 	defer cancel()
-	x := newRun(ctx, cancel, r.limits, c)
+	x := newRun(ctx, cancel, l, c)
 	res := x.run(script)
 	res.ExecutionTimeMS = float64(time.Since(start).Microseconds()) / 1000
 	return res
