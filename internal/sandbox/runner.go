@@ -40,6 +40,8 @@ type Runner struct {
 	spawns int        // workers being started for idle
 	closed bool
 	wg     sync.WaitGroup // the goroutines starting workers for idle
+
+	running func(*os.Process) // test hook: a worker is given a script (nil: none)
 }
 
 // NewRunner returns a Runner; zero limits take the defaults of
@@ -235,6 +237,9 @@ func (r *Runner) runInWorker(ctx context.Context, script string, c Caller) *Resu
 	if err != nil {
 		return fail("worker", err.Error())
 	}
+	if r.running != nil {
+		r.running(w.cmd.Process)
+	}
 	// The worker's frames, read on their own goroutine (it ends when the
 	// worker's stdout does: at its exit or kill).
 	frames := make(chan *frame)
@@ -330,8 +335,10 @@ func (r *Runner) died(w *worker, readErr error) *Result {
 	err := w.wait()
 	stderr := w.stderr.String()
 	switch {
-	case strings.Contains(stderr, "out of memory") || strings.Contains(stderr, "cannot allocate memory"):
-		res.Limit, res.Error = "memory", fmt.Sprintf("memory: the script's worker ran out of memory (its bound: %s)", sizeText(addressSpace(r.limits.Memory)))
+	case strings.Contains(stderr, "out of memory") || strings.Contains(stderr, "cannot allocate memory") ||
+		// the race detector's shadow memory, under the same bound
+		strings.Contains(stderr, "ThreadSanitizer failed to allocate") || strings.Contains(stderr, "address space collisions"):
+		res.Limit, res.Error = "memory", fmt.Sprintf("memory: the script's worker ran out of memory (its address space is bounded to its idle size + %s)", sizeText(addressSpace(r.limits.Memory)))
 	case strings.Contains(stderr, "stack exceeds"):
 		res.Limit, res.Error = "stack", "stack: the script's native calls nested too deep"
 	case usedCPU(w.cmd.ProcessState) >= cpuSeconds(r.limits.Timeout)-500*time.Millisecond:

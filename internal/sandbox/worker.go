@@ -122,7 +122,10 @@ func serveWorker(in io.Reader, out io.Writer, nice int) int {
 
 	pc := &pipeCaller{out: wr, waiting: map[int64]chan *frame{}}
 	go pc.readReplies(rd) // ends with the process
-	res := runLocal(context.Background(), l, f.Script, pc)
+	res := runLocal(context.Background(), l, f.Script, pc, func(res *Result) {
+		_ = wr.send(&frame{T: "done", Res: res})
+		os.Exit(0)
+	})
 	if err := wr.send(&frame{T: "done", Res: res}); err != nil {
 		return 1
 	}
