@@ -391,7 +391,16 @@ func (r *Router) metaCall(ctx context.Context, cat *catalog, req *jsonrpc.Messag
 			}
 			results = append(results, item)
 		}
-		return toolResult(req, map[string]any{"query": a.Query, "results": results, "catalog_size": size}, false), nil
+		out := map[string]any{"query": a.Query, "results": results, "catalog_size": size}
+		if len(results) == 0 {
+			servers := ""
+			if acc == nil { // a client's grants may hide some: name none then
+				servers = " (servers: " + catServers(cat) + ")"
+			}
+			out["note"] = fmt.Sprintf("nothing matched %q among the %d tools, prompts and resources of %s%s; "+
+				"try other or fewer words, or inspect and tools/list", a.Query, size, r.viewLabel(), servers)
+		}
+		return toolResult(req, out, false), nil
 
 	case MetaInspect:
 		var a struct {
@@ -550,6 +559,14 @@ func (c *asyncCall) Abandon(cancel bool) {
 	if cancel {
 		c.cancel()
 	}
+}
+
+// catServers names the servers of the catalog's view.
+func catServers(cat *catalog) string {
+	cat.mu.Lock()
+	v := cat.view
+	cat.mu.Unlock()
+	return viewServers(v)
 }
 
 // viewServers names the servers of v, for an error.
