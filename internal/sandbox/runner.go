@@ -396,10 +396,11 @@ func usedCPU(ps *os.ProcessState) time.Duration {
 	return ps.UserTime() + ps.SystemTime()
 }
 
-// cpuSeconds is the RLIMIT_CPU of a worker for a timeout: whole seconds,
-// past the timeout and the kill grace.
+// cpuSeconds is the CPU time a worker may use for a timeout
+// (RLIMIT_CPU): the timeout and KillGrace rounded up to whole seconds, plus
+// a second.
 func cpuSeconds(timeout time.Duration) time.Duration {
-	return (timeout + KillGrace + time.Second).Truncate(time.Second) + time.Second
+	return (timeout+KillGrace+time.Second-1).Truncate(time.Second) + time.Second
 }
 
 // addressSpace is the address space a worker may add, past its own size

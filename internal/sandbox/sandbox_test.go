@@ -61,8 +61,10 @@ func (f *fakeCaller) CallTool(ctx context.Context, server, tool string, args jso
 	return nil, &PermissionError{Msg: fmt.Sprintf("tool %q of server %q is not available in namespace ns", tool, server)}
 }
 
+// limits are the tests' bounds; their workers run at nice 1, so that a
+// busy machine does not starve them.
 func limits() Limits {
-	return Limits{Timeout: 5 * time.Second, Memory: 32 << 20, MaxCalls: 50, MaxOutput: 4 << 10, Concurrency: 2}
+	return Limits{Timeout: 5 * time.Second, Memory: 32 << 20, MaxCalls: 50, MaxOutput: 4 << 10, Concurrency: 2, Nice: 1}
 }
 
 func runScript(t *testing.T, l Limits, script string) (*Result, *fakeCaller) {
@@ -134,7 +136,7 @@ func TestRunErrors(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			l := limits()
-			l.Timeout = 20 * time.Second // the bound must be the script's, not time
+			l.Timeout = time.Minute // the bound must be the script's, not time (a loaded machine, -race)
 			if c.limit == "timeout" {
 				l.Timeout = 300 * time.Millisecond
 			}
