@@ -170,3 +170,26 @@ func TestWorkerCrash(t *testing.T) {
 		t.Errorf("the next script: %+v", res)
 	}
 }
+
+// TestWorkerReuse: a worker whose script ended cleanly (an error thrown
+// by the script included) takes the next script; one whose script hit a
+// bound is replaced.
+func TestWorkerReuse(t *testing.T) {
+	l := limits()
+	l.Warm = 2
+	r := NewRunner(l)
+	t.Cleanup(r.Close)
+	var pids []int
+	r.running = func(p *os.Process) { pids = append(pids, p.Pid) }
+	for _, script := range []string{`1`, `throw new Error("x")`, `while (true) {}`, `2`} {
+		l := r.limits
+		if script == `while (true) {}` {
+			r.limits.Timeout = 200 * time.Millisecond
+		}
+		r.Run(t.Context(), script, &fakeCaller{})
+		r.limits = l
+	}
+	if len(pids) != 4 || pids[0] != pids[1] || pids[1] != pids[2] || pids[3] == pids[2] {
+		t.Errorf("workers of four scripts (the third timing out): %v; want the first three alike, the fourth another", pids)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,10 +17,15 @@ func workerProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
 
-// lowerPriority sets every thread of the process to nice (Linux's
-// niceness is per thread; threads started later inherit it from the
-// thread that starts them).
+// lowerPriority adds nice to the niceness of every thread of the process
+// (at most 19; Linux's niceness is per thread, and threads started later
+// inherit it from the thread that starts them). The worker starts with the
+// gateway's niceness, so it always runs below the gateway.
 func lowerPriority(nice int) {
+	if raw, err := syscall.Getpriority(syscall.PRIO_PROCESS, 0); err == nil {
+		nice += 20 - raw // the system call answers 20 - niceness
+	}
+	nice = min(nice, 19)
 	for range 2 { // a thread started during the first pass
 		tasks, err := os.ReadDir("/proc/self/task")
 		if err != nil {
@@ -37,24 +43,45 @@ func lowerPriority(nice int) {
 // limitSelf bounds the worker for one script: its address space to its
 // size now plus addressSpace(l.Memory) (RLIMIT_AS: an allocation past it
 // fails, and the Go runtime ends the process), and its CPU time to what it
-// used plus cpuSeconds(l.Timeout) (RLIMIT_CPU, soft = hard: SIGKILL).
+// used plus cpuSeconds(l.Timeout) (RLIMIT_CPU: SIGXCPU, see
+// cpuLimitExits). Only the soft limits are set, so that the next script's
+// can be higher.
 func limitSelf(l Limits) error {
 	size, err := vmSize()
 	if err != nil {
 		return err
 	}
-	as := uint64(size + addressSpace(l.Memory))
-	if err := syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: as, Max: as}); err != nil {
+	var cur syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_AS, &cur); err != nil {
+		return fmt.Errorf("RLIMIT_AS: %w", err)
+	}
+	as := min(uint64(size+addressSpace(l.Memory)), cur.Max)
+	if err := syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: as, Max: cur.Max}); err != nil {
 		return fmt.Errorf("RLIMIT_AS: %w", err)
 	}
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	used := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	cpu := uint64((used + cpuSeconds(l.Timeout) + time.Second - 1) / time.Second)
-	if err := syscall.Setrlimit(syscall.RLIMIT_CPU, &syscall.Rlimit{Cur: cpu, Max: cpu}); err != nil {
+	if err := syscall.Getrlimit(syscall.RLIMIT_CPU, &cur); err != nil {
+		return fmt.Errorf("RLIMIT_CPU: %w", err)
+	}
+	cpu := min(uint64((used+cpuSeconds(l.Timeout)+time.Second-1)/time.Second), cur.Max)
+	if err := syscall.Setrlimit(syscall.RLIMIT_CPU, &syscall.Rlimit{Cur: cpu, Max: cur.Max}); err != nil {
 		return fmt.Errorf("RLIMIT_CPU: %w", err)
 	}
 	return nil
+}
+
+// cpuLimitExits ends the worker at its CPU time limit (SIGXCPU, which the
+// Go runtime otherwise ignores), saying so for the gateway.
+func cpuLimitExits() {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGXCPU)
+	go func() { // ends with the process
+		<-ch
+		fmt.Fprintln(os.Stderr, cpuLimitText)
+		os.Exit(3)
+	}()
 }
 
 // vmSize is the process's address space in bytes (VmSize).

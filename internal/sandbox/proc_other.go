@@ -12,3 +12,5 @@ func workerProcAttr() *syscall.SysProcAttr { return nil }
 func lowerPriority(int) {}
 
 func limitSelf(Limits) error { return nil }
+
+func cpuLimitExits() {}

@@ -27,8 +27,8 @@ const DefaultNice = 10
 // gateway holds them while the call runs.
 const maxArgs = 4 << 20
 
-// Runner runs scripts within limits, each in a worker process of its own
-// (see the package doc). Its methods are safe for concurrent use.
+// Runner runs scripts within limits in worker processes (see the package
+// doc). Its methods are safe for concurrent use.
 type Runner struct {
 	limits Limits
 	slots  chan struct{}
@@ -36,7 +36,7 @@ type Runner struct {
 	exeErr error
 
 	mu     sync.Mutex // guards idle, closed, and wg's Add
-	idle   []*worker  // started workers waiting for a script, at most limits.Warm
+	idle   []*worker  // started workers waiting for a script, at most limits.Warm (the last is taken first)
 	spawns int        // workers being started for idle
 	closed bool
 	wg     sync.WaitGroup // the goroutines starting workers for idle
@@ -125,8 +125,9 @@ func (r *Runner) Run(ctx context.Context, script string, c Caller) *Result {
 	return res
 }
 
-// take returns an idle worker, or starts one; either way it tops the idle
-// workers up in the background.
+// take returns an idle worker (the last one back), or starts one; when it
+// takes the last idle one it starts another in the background, so that a
+// burst of scripts finds one started and a steady stream starts none.
 func (r *Runner) take() (*worker, error) {
 	r.mu.Lock()
 	var w *worker
@@ -134,7 +135,7 @@ func (r *Runner) take() (*worker, error) {
 		w = r.idle[n-1]
 		r.idle = r.idle[:n-1]
 	}
-	for !r.closed && len(r.idle)+r.spawns < r.limits.Warm {
+	if !r.closed && len(r.idle) == 0 && r.spawns == 0 && r.limits.Warm > 0 {
 		r.spawns++
 		r.wg.Go(r.spawnIdle)
 	}
@@ -150,7 +151,7 @@ func (r *Runner) spawnIdle() {
 	w, err := r.start()
 	r.mu.Lock()
 	r.spawns--
-	if err == nil && !r.closed {
+	if err == nil && !r.closed && len(r.idle) < r.limits.Warm {
 		r.idle = append(r.idle, w)
 		w = nil
 	}
@@ -161,7 +162,23 @@ func (r *Runner) spawnIdle() {
 	}
 }
 
-// worker is one worker process, for one script.
+// putBack keeps a worker that finished a script for the next one, or
+// stops it when enough are idle or the runner is closed.
+func (r *Runner) putBack(w *worker) {
+	r.mu.Lock()
+	keep := !r.closed && len(r.idle) < r.limits.Warm
+	if keep {
+		r.idle = append(r.idle, w)
+	}
+	r.mu.Unlock()
+	if !keep {
+		w.kill()
+		_ = w.wait()
+	}
+}
+
+// worker is one worker process: it runs scripts one at a time, until one
+// hits a bound or it has run maxScripts.
 type worker struct {
 	cmd    *exec.Cmd
 	in     io.WriteCloser
@@ -258,17 +275,27 @@ func (r *Runner) runInWorker(ctx context.Context, script string, c Caller) *Resu
 			case frames <- f:
 			case <-stop: // the run ended; drain until the kill
 			}
+			if f.T == "done" {
+				return // the worker waits for its next script, or exits
+			}
 		}
 	}()
 	callCtx, cancelCalls := context.WithCancel(ctx)
 	var calls sync.WaitGroup
+	reuse := false // the worker answered and takes another script
 	defer func() {
 		close(stop)
-		w.kill() // a worker runs one script; it may be exiting already
+		if !reuse {
+			w.kill() // it may be exiting already
+		}
 		cancelCalls()
 		calls.Wait()
 		<-readDone
-		_ = w.wait()
+		if reuse {
+			r.putBack(w)
+		} else {
+			_ = w.wait()
+		}
 	}()
 
 	hard := time.NewTimer(r.limits.Timeout + KillGrace)
@@ -305,6 +332,7 @@ func (r *Runner) runInWorker(ctx context.Context, script string, c Caller) *Resu
 				if f.Res == nil {
 					return fail("worker", "the script's worker answered no result")
 				}
+				reuse = f.Again
 				return f.Res
 			}
 		case err := <-readErr:
@@ -341,7 +369,7 @@ func (r *Runner) died(w *worker, readErr error) *Result {
 		res.Limit, res.Error = "memory", fmt.Sprintf("memory: the script's worker ran out of memory (its address space is bounded to its idle size + %s)", sizeText(addressSpace(r.limits.Memory)))
 	case strings.Contains(stderr, "stack exceeds"):
 		res.Limit, res.Error = "stack", "stack: the script's native calls nested too deep"
-	case usedCPU(w.cmd.ProcessState) >= cpuSeconds(r.limits.Timeout)-500*time.Millisecond:
+	case strings.Contains(stderr, cpuLimitText):
 		res.Limit, res.Error = "cpu", fmt.Sprintf("cpu: the script used more than %s of CPU time", cpuSeconds(r.limits.Timeout))
 	default:
 		res.Limit = "worker"
@@ -386,14 +414,6 @@ func lastLine(s string) string {
 		}
 	}
 	return strings.TrimSpace(lines[len(lines)-1])
-}
-
-// usedCPU is the CPU time of an ended process.
-func usedCPU(ps *os.ProcessState) time.Duration {
-	if ps == nil {
-		return 0
-	}
-	return ps.UserTime() + ps.SystemTime()
 }
 
 // cpuSeconds is the CPU time a worker may use for a timeout

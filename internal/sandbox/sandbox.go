@@ -64,8 +64,9 @@ type Limits struct {
 	MaxCalls    int           // tool calls
 	MaxOutput   int64         // bytes of printed output, and of the result's JSON
 	Concurrency int           // scripts of one Runner at once
-	// Nice is the workers' scheduling niceness, 1 to 19 (0: DefaultNice):
-	// a spinning script gets a small share of a CPU the gateway wants.
+	// Nice is added to the gateway's scheduling niceness for its workers
+	// (1 to 19, the sum at most 19; 0: DefaultNice): a spinning script
+	// gets a small share of a CPU the gateway wants.
 	Nice int
 	// Warm is how many started workers a Runner keeps waiting for a
 	// script (0: 2, at most Concurrency).

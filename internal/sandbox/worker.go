@@ -22,7 +22,7 @@ import (
 //	gateway → worker  {"t":"run","script":…,"limits":{…}}    the one script
 //	worker → gateway  {"t":"call","id":N,"server":…,"tool":…,"args":{…}}
 //	gateway → worker  {"t":"reply","id":N,"result":{…}} or {"t":"reply","id":N,"err":{"kind":"permission"|"tool","msg":…}}
-//	worker → gateway  {"t":"done","res":{…Result}}           then it exits
+//	worker → gateway  {"t":"done","res":{…Result},"again":true}  then the next run, or (again false) it exits
 //
 // The gateway reads at most Runner.maxFrame bytes a line; a worker whose
 // stdin ends (the gateway gone) exits.
@@ -37,6 +37,7 @@ type frame struct {
 	Result json.RawMessage `json:"result,omitempty"`
 	Err    *frameErr       `json:"err,omitempty"`
 	Res    *Result         `json:"res,omitempty"`
+	Again  bool            `json:"again,omitempty"` // done: the worker takes another script
 }
 
 type frameErr struct {
@@ -95,42 +96,53 @@ func WorkerMain() {
 }
 
 // serveWorker is a worker's life: it lowers its priority, says it is
-// ready, takes one script, bounds itself for it (address space and CPU
-// time), runs it and answers its result.
+// ready, and then for each script it is given bounds itself (address space
+// and CPU time), runs it and answers its result. After a script that hit a
+// bound (or, past maxScripts, after any) it exits instead of waiting for
+// the next: the gateway then drops it.
 func serveWorker(in io.Reader, out io.Writer, nice int) int {
 	lowerPriority(nice)
 	// A native call recursing without bound (a deeply nested value) ends
 	// the worker long before Go's 1 GB default.
 	debug.SetMaxStack(256 << 20)
-	rd := bufio.NewReaderSize(in, 64<<10)
+	cpuLimitExits()
 	wr := &frameWriter{w: out}
+	pc := &pipeCaller{out: wr, waiting: map[int64]chan *frame{}}
+	runs := make(chan *frame)
+	go pc.read(bufio.NewReaderSize(in, 64<<10), runs) // ends with the process
 	if err := wr.send(&frame{T: "ready"}); err != nil {
 		return 1
 	}
-	f, err := readFrame(rd, 0)
-	if err != nil || f.T != "run" || f.Limits == nil {
-		return 1 // the gateway left, or is not one
+	for n := 1; ; n++ {
+		f := <-runs
+		if f.Limits == nil {
+			return 1
+		}
+		l := *f.Limits
+		if err := limitSelf(l); err != nil {
+			fmt.Fprintf(os.Stderr, "sandbox worker: %v\n", err)
+			return 1
+		}
+		// A regular expression cannot be interrupted: its match gives up
+		// at the script's deadline instead (the interrupt then stops the
+		// script).
+		regexp2.DefaultMatchTimeout = l.Timeout
+		res := runLocal(context.Background(), l, f.Script, pc, func(res *Result) {
+			_ = wr.send(&frame{T: "done", Res: res})
+			os.Exit(0)
+		})
+		again := res.Limit == "" && n < maxScripts
+		if err := wr.send(&frame{T: "done", Res: res, Again: again}); err != nil || !again {
+			return 0
+		}
 	}
-	l := *f.Limits
-	if err := limitSelf(l); err != nil {
-		fmt.Fprintf(os.Stderr, "sandbox worker: %v\n", err)
-		return 1
-	}
-	// A regular expression cannot be interrupted: its match gives up at
-	// the script's deadline instead (the interrupt then stops the script).
-	regexp2.DefaultMatchTimeout = l.Timeout
-
-	pc := &pipeCaller{out: wr, waiting: map[int64]chan *frame{}}
-	go pc.readReplies(rd) // ends with the process
-	res := runLocal(context.Background(), l, f.Script, pc, func(res *Result) {
-		_ = wr.send(&frame{T: "done", Res: res})
-		os.Exit(0)
-	})
-	if err := wr.send(&frame{T: "done", Res: res}); err != nil {
-		return 1
-	}
-	return 0
 }
+
+// cpuLimitText is what a worker says on stderr at its CPU time limit.
+const cpuLimitText = "sandbox worker: CPU time limit"
+
+// maxScripts bounds the scripts one worker runs.
+const maxScripts = 100
 
 // frameWriter writes frames, one at a time.
 type frameWriter struct {
@@ -159,13 +171,17 @@ type pipeCaller struct {
 	waiting map[int64]chan *frame
 }
 
-// readReplies hands each reply to its call; the gateway gone ends the
-// worker.
-func (pc *pipeCaller) readReplies(rd *bufio.Reader) {
+// read hands each reply to its call and each script to runs; the
+// gateway gone ends the worker.
+func (pc *pipeCaller) read(rd *bufio.Reader, runs chan<- *frame) {
 	for {
 		f, err := readFrame(rd, 0)
 		if err != nil {
-			os.Exit(1) // the gateway left: nothing can take the result
+			os.Exit(0) // the gateway left: nothing can take a result
+		}
+		if f.T == "run" {
+			runs <- f
+			continue
 		}
 		pc.mu.Lock()
 		ch := pc.waiting[f.ID]
