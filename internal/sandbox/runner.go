@@ -420,7 +420,7 @@ func lastLine(s string) string {
 // (RLIMIT_CPU): the timeout and KillGrace rounded up to whole seconds, plus
 // a second.
 func cpuSeconds(timeout time.Duration) time.Duration {
-	return (timeout+KillGrace+time.Second-1).Truncate(time.Second) + time.Second
+	return (timeout + KillGrace + time.Second - 1).Truncate(time.Second) + time.Second
 }
 
 // addressSpace is the address space a worker may add, past its own size
