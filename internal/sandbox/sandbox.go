@@ -10,12 +10,14 @@
 //   - Every script runs in a worker process of its own, outside the
 //     gateway's memory: the gateway's binary re-executed (WorkerMain), with
 //     an empty environment but its marks, at a lower scheduling priority
-//     (Limits.Nice), one script per worker, a few kept started
-//     (Limits.Warm). The script's tool calls come back over the worker's
-//     pipes and are made by the Runner's process through the Caller. A
-//     worker's crash, out-of-memory or runaway ends its script with an
-//     error (Result.Limit says which bound) and never the gateway; the
-//     worker is gone when Run returns, and the next script gets another.
+//     (Limits.Nice), a few kept started (Limits.Warm). A worker runs one
+//     script at a time, each in a fresh interpreter, and takes the next
+//     only after one that ended cleanly (at most 100). The script's tool
+//     calls come back over the worker's pipes and are made by the Runner's
+//     process through the Caller. A worker's crash, out-of-memory or
+//     runaway ends its script with an error (Result.Limit says which
+//     bound) and never the gateway; such a worker is gone when Run
+//     returns, and the next script gets another.
 //   - Every run is bounded: wall time (Limits.Timeout; the interpreter is
 //     interrupted, a regular expression's match gives up, the tool calls in
 //     flight end, and a worker still running KillGrace later is killed),
@@ -32,7 +34,8 @@
 // Memory has two bounds. The hard one is the worker's address space
 // (RLIMIT_AS on Linux): its size when it took the script plus twice Memory
 // plus 128 MiB; an allocation past it ends the worker, and the script with
-// limit "memory". The gentle one gives a clearer error sooner: while the
+// limit "memory". A native call that does not see the interrupt is given
+// stopGrace (100 ms), then the worker answers for the script and exits. The gentle one gives a clearer error sooner: while the
 // script runs, a watchdog in the worker samples the Go heap every 5 ms
 // (runtime/metrics) and stops the script once it has grown by more than
 // Memory, after a garbage collection confirms it (at most one forced
