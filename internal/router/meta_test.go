@@ -252,3 +252,25 @@ func TestMetaDescribesTheView(t *testing.T) {
 		t.Errorf("a search matching nothing = %v", s)
 	}
 }
+
+// TestExecuteBombIsAnError: a script that takes more memory than its
+// worker may have ends with an isError result naming the limit, and the
+// next script runs.
+func TestExecuteBombIsAnError(t *testing.T) {
+	v, _, _ := codeView(t, config.CodeModeOn)
+	be, _, _ := join(t, v, Options{})
+	msgs := call(t, be, "tools/call", map[string]any{"name": "execute", "arguments": map[string]any{"script": `new Uint8Array(2 ** 31).length`}})
+	var r struct {
+		Structured struct{ Status, Limit, Error string } `json:"structuredContent"`
+		IsError    bool                                  `json:"isError"`
+	}
+	if err := json.Unmarshal(lastResult(t, msgs), &r); err != nil {
+		t.Fatal(err)
+	}
+	if !r.IsError || r.Structured.Status != "error" || r.Structured.Limit != "memory" || !strings.HasPrefix(r.Structured.Error, "memory: ") {
+		t.Errorf("a memory bomb: %+v", r)
+	}
+	if s := structured(t, call(t, be, "tools/call", map[string]any{"name": "execute", "arguments": map[string]any{"script": `call_tool("a", "say", {})`}})); s["result"] != "a:echo" {
+		t.Errorf("the next script: %v", s)
+	}
+}
