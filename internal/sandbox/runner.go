@@ -197,7 +197,9 @@ func (r *Runner) start() (*worker, error) {
 		return nil, fmt.Errorf("cannot start a script worker: %w", r.exeErr)
 	}
 	cmd := exec.Command(r.exe)
-	cmd.Env = []string{workerEnvName + "=1", "GOMAXPROCS=1", fmt.Sprintf("%s=%d", niceEnvName, r.limits.Nice)}
+	// MALLOC_ARENA_MAX: in a binary built with cgo, glibc would reserve
+	// 64 MiB of address space per thread for malloc, out of the bound.
+	cmd.Env = []string{workerEnvName + "=1", "GOMAXPROCS=1", "MALLOC_ARENA_MAX=1", fmt.Sprintf("%s=%d", niceEnvName, r.limits.Nice)}
 	cmd.SysProcAttr = workerProcAttr()
 	w := &worker{cmd: cmd, stderr: &head{max: 8 << 10}}
 	cmd.Stderr = w.stderr
@@ -409,7 +411,7 @@ func (h *head) String() string {
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	for _, l := range lines {
-		if strings.HasPrefix(l, "fatal error:") || strings.HasPrefix(l, "panic:") {
+		if strings.HasPrefix(l, "fatal error:") || strings.HasPrefix(l, "panic:") || strings.HasPrefix(l, "runtime:") {
 			return l
 		}
 	}
@@ -424,7 +426,8 @@ func cpuSeconds(timeout time.Duration) time.Duration {
 }
 
 // addressSpace is the address space a worker may add, past its own size
-// when idle, for a memory bound: the heap may reach twice the bound before
-// a collection confirms it, and the Go runtime reserves heap address space
-// in 64 MiB arenas.
-func addressSpace(memory int64) int64 { return 2*memory + 128<<20 }
+// when it takes a script, for a memory bound: the heap may reach twice the
+// bound before a collection confirms it, the Go runtime reserves heap
+// address space in 64 MiB arenas, and each thread it starts may reserve a
+// stack of 8 MiB.
+func addressSpace(memory int64) int64 { return 2*memory + 256<<20 }

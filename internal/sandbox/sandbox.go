@@ -33,7 +33,7 @@
 //
 // Memory has two bounds. The hard one is the worker's address space
 // (RLIMIT_AS on Linux): its size when it took the script plus twice Memory
-// plus 128 MiB; an allocation past it ends the worker, and the script with
+// plus 256 MiB; an allocation past it ends the worker, and the script with
 // limit "memory". A native call that does not see the interrupt is given
 // stopGrace (100 ms), then the worker answers for the script and exits. The gentle one gives a clearer error sooner: while the
 // script runs, a watchdog in the worker samples the Go heap every 5 ms
