@@ -31,7 +31,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/kljensen/snowball/english"
+	"github.com/blevesearch/snowballstem"
+	"github.com/blevesearch/snowballstem/english"
 )
 
 // Kinds of entries.
@@ -319,7 +320,7 @@ func Tokenize(text string) []string {
 		if stopWords[w] {
 			return
 		}
-		out = append(out, english.Stem(w, true))
+		out = append(out, stem(w))
 	}
 	prev := rune(0)
 	for _, r := range text {
@@ -341,6 +342,13 @@ func Tokenize(text string) []string {
 		flush()
 	}
 	return out
+}
+
+// stem is w's Snowball English stem.
+func stem(w string) string {
+	env := snowballstem.NewEnv(w)
+	english.Stem(env)
+	return env.Current()
 }
 
 // stopWords are left out of what is indexed and searched: words that say
@@ -396,7 +404,7 @@ func init() {
 	for _, g := range relatedGroups {
 		var stems []string
 		for _, w := range strings.Fields(g) {
-			stems = append(stems, english.Stem(w, true))
+			stems = append(stems, stem(w))
 		}
 		for _, a := range stems {
 			for _, b := range stems {
