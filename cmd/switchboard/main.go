@@ -30,6 +30,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/gateway"
 	"github.com/switchboard-mcp/switchboard/internal/policy"
 	"github.com/switchboard-mcp/switchboard/internal/router"
+	"github.com/switchboard-mcp/switchboard/internal/sandbox"
 	"github.com/switchboard-mcp/switchboard/internal/stdio"
 )
 
@@ -73,6 +74,10 @@ func main() {
 	// First: in the reaper process (see internal/stdio) this runs it and
 	// exits; here it lets children be killed even if Switchboard is SIGKILLed.
 	stdio.ReaperMain()
+	// In a code-mode worker (internal/sandbox starts them) this runs the
+	// worker and exits. Workers are marked by their environment, not by a
+	// command, so none shows in the usage.
+	sandbox.WorkerMain()
 	setMaxProcs()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }

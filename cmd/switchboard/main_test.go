@@ -27,11 +27,14 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/peers"
+
+	"github.com/switchboard-mcp/switchboard/internal/sandbox"
 )
 
 const envMainServer = "SWITCHBOARD_MAIN_TEST_SERVER"
 
 func TestMain(m *testing.M) {
+	sandbox.WorkerMain() // code mode's workers are this binary
 	switch mode := os.Getenv(envMainServer); mode {
 	case "":
 		// The binaries these tests run write their audit log to the

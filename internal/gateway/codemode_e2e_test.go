@@ -274,7 +274,9 @@ print("sum says:", sum);
 	t.Run("bounds", func(t *testing.T) {
 		cases := []struct{ name, script, limit, err string }{
 			{"infinite loop", `while (true) {}`, "timeout", "timeout: the script ran longer than 5s"},
-			{"memory bomb", `const a = []; while (true) a.push(new Array(100000).fill(a.length))`, "memory", "memory: the heap grew by more than 48 MiB"},
+			// 8 MiB a step: the bound, not a niced worker's CPU share on a
+			// loaded machine, stops it.
+			{"memory bomb", `const a = []; while (true) a.push(new Float64Array(1 << 20))`, "memory", "memory: "},
 			{"10000 calls", `for (let i = 0; i < 10000; i++) call_tool("everything", "get-sum", {a: i, b: 1})`, "max_calls", "max_calls: the script made more than 20 tool calls"},
 		}
 		for _, c := range cases {

@@ -29,6 +29,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/sandbox"
 )
 
 const (
@@ -38,6 +40,7 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	sandbox.WorkerMain() // code mode's workers are this binary
 	if mode := os.Getenv(envServerMode); mode != "" {
 		os.Exit(runTestServer(mode))
 	}

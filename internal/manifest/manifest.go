@@ -11,19 +11,28 @@
 //   - Search ranks with BM25 (k1 1.2, b 0.75) over fields weighted by
 //     repetition: the name counts three times, the title and parameter
 //     names twice, descriptions, parameter descriptions and the server's
-//     name once. Words are split at non-letters and at camelCase, lowered,
-//     and a plural "s" is dropped; a query word of three or more letters
-//     that is a prefix of an indexed word counts half. Ties keep the
-//     catalog's order.
+//     name once (parameters nested in objects and arrays count too). Words
+//     are split at non-letters and at camelCase, lowered, stripped of
+//     English stop words (a, the, about, …) and stemmed (Snowball English:
+//     remembering and remembers are remember). A query word also finds the
+//     words related to it in a small table of the words tools use for the
+//     same thing (folder and directory, remember and memory, person and
+//     entity; see related), and a query word of three or more letters that
+//     is a prefix of an indexed word: each of those counts less (relatedWeight,
+//     prefixWeight). Ties keep the catalog's order.
 package manifest
 
 import (
 	"encoding/json"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/blevesearch/snowballstem"
+	"github.com/blevesearch/snowballstem/english"
 )
 
 // Kinds of entries.
@@ -132,27 +141,16 @@ func (ix *Index) Lookup(kind, name string) *Entry {
 }
 
 // params calls fn for each parameter of a JSON Schema object's properties
-// (a tool's inputSchema), or each item of a prompt's arguments list.
+// (a tool's inputSchema), nested ones too (the properties of an object
+// property or of an array's items, to maxParamDepth), or each item of a
+// prompt's arguments list.
 func params(schema json.RawMessage, fn func(name, desc string)) {
 	if len(schema) == 0 {
 		return
 	}
-	var obj struct {
-		Properties map[string]struct {
-			Description string `json:"description"`
-			Title       string `json:"title"`
-		} `json:"properties"`
-	}
+	var obj schemaNode
 	if json.Unmarshal(schema, &obj) == nil && obj.Properties != nil {
-		names := make([]string, 0, len(obj.Properties))
-		for n := range obj.Properties {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			p := obj.Properties[n]
-			fn(n, strings.TrimSpace(p.Title+" "+p.Description))
-		}
+		obj.walk(0, fn)
 		return
 	}
 	var args []struct {
@@ -163,6 +161,50 @@ func params(schema json.RawMessage, fn func(name, desc string)) {
 		for _, a := range args {
 			fn(a.Name, a.Description)
 		}
+	}
+}
+
+// maxParamDepth bounds how deep nested parameters are indexed.
+const maxParamDepth = 3
+
+// schemaNode is the part of a JSON Schema that search reads.
+type schemaNode struct {
+	Title       string                `json:"title"`
+	Description string                `json:"description"`
+	Properties  map[string]schemaNode `json:"properties"`
+	Items       *schemaNode           `json:"items"`
+}
+
+// UnmarshalJSON takes what it can: a schema that is a boolean, or whose
+// fields have other types, reads as empty.
+func (n *schemaNode) UnmarshalJSON(b []byte) error {
+	type plain schemaNode
+	var p plain
+	if json.Unmarshal(b, &p) == nil {
+		*n = schemaNode(p)
+	}
+	return nil
+}
+
+func (n *schemaNode) walk(depth int, fn func(name, desc string)) {
+	if depth >= maxParamDepth {
+		return
+	}
+	names := make([]string, 0, len(n.Properties))
+	for name := range n.Properties {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		p := n.Properties[name]
+		fn(name, strings.TrimSpace(p.Title+" "+p.Description))
+		p.walk(depth+1, fn)
+	}
+	if n.Items != nil {
+		if n.Items.Description != "" || n.Items.Title != "" {
+			fn("", strings.TrimSpace(n.Items.Title+" "+n.Items.Description))
+		}
+		n.Items.walk(depth+1, fn)
 	}
 }
 
@@ -180,49 +222,71 @@ func (ix *Index) Search(query string, limit int, kind string) []Hit {
 		return nil
 	}
 	n := float64(len(ix.entries))
-	idf := func(t string) float64 {
-		df := float64(ix.df[t])
-		return math.Log(1 + (n-df+0.5)/(df+0.5))
-	}
-	// Each query word's terms: itself, and (half weight) the indexed words
-	// it begins.
+	// Each query word is one concept: itself, the words related to it
+	// (relatedWeight) and the indexed words it begins (prefixWeight). An
+	// entry's frequency of the concept is the weighted sum of theirs, and
+	// the concept's rarity is that of the entries having any of them, so
+	// that a rare synonym does not outweigh the word itself.
 	type term struct {
 		t string
 		w float64
 	}
-	var terms []term
+	var concepts [][]term
 	seen := map[string]bool{}
 	for _, qt := range q {
 		if seen[qt] {
 			continue
 		}
 		seen[qt] = true
+		var c []term
 		if ix.df[qt] > 0 {
-			terms = append(terms, term{qt, 1})
+			c = append(c, term{qt, 1})
 		}
-		if utf8.RuneCountInString(qt) < 3 {
-			continue
-		}
-		i := sort.SearchStrings(ix.terms, qt)
-		for ; i < len(ix.terms) && strings.HasPrefix(ix.terms[i], qt); i++ {
-			if ix.terms[i] != qt && !seen[ix.terms[i]] {
-				terms = append(terms, term{ix.terms[i], 0.5})
+		for _, rt := range related[qt] {
+			if ix.df[rt] > 0 && !slices.Contains(q, rt) {
+				c = append(c, term{rt, relatedWeight})
 			}
 		}
+		if utf8.RuneCountInString(qt) >= 3 {
+			i := sort.SearchStrings(ix.terms, qt)
+			for ; i < len(ix.terms) && strings.HasPrefix(ix.terms[i], qt); i++ {
+				if t := ix.terms[i]; t != qt && !slices.Contains(q, t) && !slices.ContainsFunc(c, func(x term) bool { return x.t == t }) {
+					c = append(c, term{t, prefixWeight})
+				}
+			}
+		}
+		if len(c) > 0 {
+			concepts = append(concepts, c)
+		}
+	}
+	// tf[c][i]: entry i's weighted frequency of concept c.
+	tf := make([][]float64, len(concepts))
+	idf := make([]float64, len(concepts))
+	for ci, c := range concepts {
+		tf[ci] = make([]float64, len(ix.docs))
+		df := 0.0
+		for i, doc := range ix.docs {
+			for _, t := range c {
+				tf[ci][i] += t.w * float64(doc[t.t])
+			}
+			if tf[ci][i] > 0 {
+				df++
+			}
+		}
+		idf[ci] = math.Log(1 + (n-df+0.5)/(df+0.5))
 	}
 	var hits []Hit
-	for i, doc := range ix.docs {
+	for i := range ix.docs {
 		if kind != "" && ix.entries[i].Kind != kind {
 			continue
 		}
 		score := 0.0
-		for _, t := range terms {
-			tf := float64(doc[t.t])
-			if tf == 0 {
+		for ci := range concepts {
+			f := tf[ci][i]
+			if f == 0 {
 				continue
 			}
-			norm := tf * (k1 + 1) / (tf + k1*(1-b+b*ix.lens[i]/ix.avg))
-			score += t.w * idf(t.t) * norm
+			score += idf[ci] * f * (k1 + 1) / (f + k1*(1-b+b*ix.lens[i]/ix.avg))
 		}
 		if score > 0 {
 			hits = append(hits, Hit{Entry: &ix.entries[i], Score: score})
@@ -241,8 +305,9 @@ const maxTokens = 4096
 
 // Tokenize splits text into lowercase words: at every rune that is not a
 // letter or digit, and between a lower-case letter or digit and an
-// upper-case one (readFile → read, file); a trailing plural "s" is dropped
-// from words of four or more letters not ending in "ss".
+// upper-case one (readFile → read, file); English stop words are left out
+// and the rest stemmed (Snowball English: entities → entiti, listing →
+// list).
 func Tokenize(text string) []string {
 	var out []string
 	var cur []rune
@@ -251,11 +316,11 @@ func Tokenize(text string) []string {
 			return
 		}
 		w := strings.ToLower(string(cur))
-		if len(cur) >= 4 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") {
-			w = w[:len(w)-1]
-		}
-		out = append(out, w)
 		cur = cur[:0]
+		if stopWords[w] {
+			return
+		}
+		out = append(out, stem(w))
 	}
 	prev := rune(0)
 	for _, r := range text {
@@ -277,4 +342,76 @@ func Tokenize(text string) []string {
 		flush()
 	}
 	return out
+}
+
+// stem is w's Snowball English stem.
+func stem(w string) string {
+	env := snowballstem.NewEnv(w)
+	english.Stem(env)
+	return env.Current()
+}
+
+// stopWords are left out of what is indexed and searched: words that say
+// nothing of what a tool does.
+var stopWords = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields(`a an the of to in on at by for from with about into onto and or
+		is are be been it its this that these those my me i we our you your some any as so than then`) {
+		stopWords[w] = true
+	}
+}
+
+// Weights of the words a query word brings in besides itself.
+const (
+	relatedWeight = 0.8
+	prefixWeight  = 0.5
+)
+
+// relatedGroups are words that tools and the people asking for them use
+// for the same thing; a query word finds the others of its groups. Kept
+// small and general: the words of file, memory, web and data tools.
+var relatedGroups = []string{
+	"folder directory dir",
+	"file document",
+	"delete remove erase",
+	"create make add",
+	"find search lookup locate query look",
+	"read get fetch open view show load retrieve recall",
+	"write save store overwrite put",
+	"remember memorize recall memory knowledge",
+	"remember memorize store save keep add create",
+	"fact observation note information detail",
+	"person people someone entity",
+	"relationship relation link connection",
+	"rename move",
+	"compress zip gzip archive",
+	"sum add total plus",
+	"list enumerate listing",
+	"size bytes length",
+	"metadata info information stat",
+	"modify edit change update replace",
+	"picture image photo",
+	"environment env variable",
+	"url link web page",
+	"repeat echo",
+}
+
+// related maps a stemmed word to the stems related to it.
+var related = map[string][]string{}
+
+func init() {
+	for _, g := range relatedGroups {
+		var stems []string
+		for _, w := range strings.Fields(g) {
+			stems = append(stems, stem(w))
+		}
+		for _, a := range stems {
+			for _, b := range stems {
+				if a != b && !slices.Contains(related[a], b) {
+					related[a] = append(related[a], b)
+				}
+			}
+		}
+	}
 }

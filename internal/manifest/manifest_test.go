@@ -11,10 +11,12 @@ import (
 func TestTokenize(t *testing.T) {
 	cases := map[string][]string{
 		"read_text_file":               {"read", "text", "file"},
-		"createEntities":               {"create", "entitie"},
-		"List all files in a dir.":     {"list", "all", "file", "in", "a", "dir"},
-		"get-tiny-image v2 HTTPStatus": {"get", "tiny", "image", "v2", "httpstatu"},
+		"createEntities":               {"creat", "entiti"},
+		"List all files in a dir.":     {"list", "all", "file", "dir"},
+		"get-tiny-image v2 HTTPStatus": {"get", "tini", "imag", "v2", "httpstatus"},
 		"class glass":                  {"class", "glass"},
+		"remembering Remembers":        {"rememb", "rememb"},
+		"the of about":                 nil,
 		"":                             nil,
 	}
 	for in, want := range cases {

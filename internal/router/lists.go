@@ -349,7 +349,7 @@ func (c *catalog) build(k kind, members []*member, lists [][]json.RawMessage) *m
 		var raws []json.RawMessage
 		var owners []*member
 		if k == kTools {
-			for _, raw := range metaTools(c.view) {
+			for _, raw := range metaTools(c.view, c.scriptServers(members, lists)) {
 				name, _ := jsonrpc.StringMember(raw, "name")
 				items = append(items, Item{Server: metaServer, Name: name, Rename: name})
 				raws = append(raws, raw)

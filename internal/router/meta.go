@@ -43,8 +43,103 @@ const metaServer = ""
 // maxSearchResults bounds search's limit.
 const maxSearchResults = 50
 
-// metaTools returns the definitions of v's meta-tools, in order.
-func metaTools(v *View) []json.RawMessage {
+// serverTools is one server of a view as execute's description names
+// it: its name in scripts and the names in scripts of the tools it offers
+// there (nil: its list is not known yet).
+type serverTools struct {
+	name  string
+	tools []string
+}
+
+// scriptServers are the view's servers in order, each with the tools the
+// view admits of its list (lists parallel to members; nil: not known).
+// mu held.
+func (c *catalog) scriptServers(members []*member, lists [][]json.RawMessage) []serverTools {
+	byName := map[string][]json.RawMessage{}
+	for i, m := range members {
+		if lists[i] != nil {
+			byName[m.name] = lists[i]
+		}
+	}
+	out := make([]serverTools, 0, len(c.view.Servers))
+	for _, s := range c.view.Servers {
+		st := serverTools{name: s.Name()}
+		for _, raw := range byName[st.name] {
+			name, ok := jsonrpc.StringMember(raw, "name")
+			if !ok || name == "" || !c.view.admits(st.name, name) {
+				continue
+			}
+			it := c.view.Item(st.name, name, true)
+			if it.Rename != "" {
+				name = it.Rename
+			}
+			st.tools = append(st.tools, name)
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// maxDescribedTools bounds the tools execute's description names per
+// server.
+const maxDescribedTools = 12
+
+// describeServers is the servers part of execute's description.
+func describeServers(servers []serverTools) string {
+	if len(servers) == 0 {
+		return "It has no servers."
+	}
+	var b strings.Builder
+	b.WriteString("Its servers, as scripts name them (with their tools; search and inspect give the tools' schemas):")
+	for _, s := range servers {
+		fmt.Fprintf(&b, "\n- %s", s.name)
+		switch {
+		case s.tools == nil:
+			b.WriteString(" (tools not listed yet)")
+		case len(s.tools) <= maxDescribedTools:
+			fmt.Fprintf(&b, ": %s", strings.Join(s.tools, ", "))
+		default:
+			fmt.Fprintf(&b, ": %s, … (%d tools)", strings.Join(s.tools[:maxDescribedTools], ", "), len(s.tools))
+		}
+	}
+	return b.String()
+}
+
+// executeExample is execute's example script, on the view's own servers
+// and tools: two calls in parallel when two servers have tools.
+func executeExample(servers []serverTools) string {
+	var calls [][2]string
+	for _, s := range servers {
+		if len(s.tools) > 0 {
+			calls = append(calls, [2]string{s.name, s.tools[0]})
+		}
+		if len(calls) == 2 {
+			break
+		}
+	}
+	q := func(s string) string { return string(jsonrpc.Quote(s)) }
+	switch len(calls) {
+	case 0:
+		return `const r = call_tool("SERVER", "TOOL", {}); r`
+	case 1:
+		return fmt.Sprintf(`const r = call_tool(%s, %s, {/* its arguments */}); print(r); r`, q(calls[0][0]), q(calls[0][1]))
+	}
+	return fmt.Sprintf(`const [a, b] = parallel([{server: %s, tool: %s, args: {}}, [%s, %s, {}]]); ({a, b})`,
+		q(calls[0][0]), q(calls[0][1]), q(calls[1][0]), q(calls[1][1]))
+}
+
+// scriptServerNames is the names of servers, in order.
+func scriptServerNames(servers []serverTools) []string {
+	out := make([]string, len(servers))
+	for i, s := range servers {
+		out[i] = s.name
+	}
+	return out
+}
+
+// metaTools returns the definitions of v's meta-tools, in order; servers
+// are v's servers with their tools, named in the descriptions.
+func metaTools(v *View, servers []serverTools) []json.RawMessage {
 	var out []json.RawMessage
 	if !v.Meta.Search && v.Meta.CodeMode == config.CodeModeOff {
 		return nil
@@ -53,12 +148,17 @@ func metaTools(v *View) []json.RawMessage {
 	if v.Name != "" {
 		label = "namespace " + v.Name
 	}
+	names := "no servers"
+	if len(servers) > 0 {
+		names = "servers " + strings.Join(scriptServerNames(servers), ", ")
+	}
 	readOnly := map[string]any{"readOnlyHint": true, "openWorldHint": false}
 	out = append(out, jsonrpc.Marshal(map[string]any{
 		"name": MetaSearch,
-		"description": fmt.Sprintf("Search the tools, prompts and resources of %s by keywords: ranked full-text "+
-			"search over names, titles, descriptions and parameter names and descriptions. Returns the best "+
-			"matches with their exposed name, server and name in scripts; use inspect for a tool's full schema.", label),
+		"description": fmt.Sprintf("Search the tools, prompts and resources of %s (%s) by keywords: ranked full-text "+
+			"search over names, titles, descriptions and parameter names and descriptions, matching word forms "+
+			"(remember finds remembering). Returns the best matches with their exposed name, server and name in "+
+			"scripts, or says that nothing matched; use inspect for a tool's full schema.", label, names),
 		"inputSchema": map[string]any{
 			"type": "object",
 			"properties": map[string]any{
@@ -88,11 +188,11 @@ func metaTools(v *View) []json.RawMessage {
 			"name": MetaExecute,
 			"description": fmt.Sprintf("Run a JavaScript program that calls the tools of %s and returns one result: "+
 				"use it to chain or combine several calls (in parallel too) instead of calling them one by one. "+
-				"Bounds: %s wall time, %d tool calls, %s of printed output and of result, %s of memory.\n\n%s\n\n"+
-				"Example: const [a, b] = parallel([{server: \"everything\", tool: \"echo\", args: {message: \"hi\"}}, "+
-				"[\"memory\", \"read_graph\", {}]]); ({echo: a, entities: b.entities.length})\n\n"+
+				"The program runs in a worker process of its own. Bounds: %s wall time, %d tool calls, %s of "+
+				"printed output and of result, %s of memory.\n\n%s\n\n%s\n\nExample: %s\n\n"+
 				"The answer is JSON: {status: \"ok\"|\"error\", result, stdout, error, execution_time_ms, tool_calls, limit}.",
-				label, s.Timeout, s.MaxCalls, byteSize(s.MaxOutput), byteSize(s.Memory), sandbox.API),
+				label, s.Timeout, s.MaxCalls, byteSize(s.MaxOutput), byteSize(s.Memory), describeServers(servers),
+				sandbox.API, executeExample(servers)),
 			"inputSchema": map[string]any{
 				"type": "object",
 				"properties": map[string]any{
@@ -291,7 +391,16 @@ func (r *Router) metaCall(ctx context.Context, cat *catalog, req *jsonrpc.Messag
 			}
 			results = append(results, item)
 		}
-		return toolResult(req, map[string]any{"query": a.Query, "results": results, "catalog_size": size}, false), nil
+		out := map[string]any{"query": a.Query, "results": results, "catalog_size": size}
+		if len(results) == 0 {
+			servers := ""
+			if acc == nil { // a client's grants may hide some: name none then
+				servers = " (servers: " + catServers(cat) + ")"
+			}
+			out["note"] = fmt.Sprintf("nothing matched %q among the %d tools, prompts and resources of %s%s; "+
+				"try other or fewer words, or inspect and tools/list", a.Query, size, r.viewLabel(), servers)
+		}
+		return toolResult(req, out, false), nil
 
 	case MetaInspect:
 		var a struct {
@@ -360,16 +469,31 @@ func clip(s string, n int) string {
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // runner returns the sandbox runner for the view's limits (made once per
-// set of limits: a reload that changes them starts a new one).
+// set of limits: a reload that changes them starts a new one, and stops
+// the old one's idle workers; its running scripts finish).
 func (r *Router) runner(s config.Sandbox) *sandbox.Runner {
 	r.sbMu.Lock()
 	defer r.sbMu.Unlock()
 	if r.sb == nil || r.sbLimits != s {
+		if old := r.sb; old != nil {
+			go old.Close() // ends: Close waits only for workers starting
+		}
 		r.sb = sandbox.NewRunner(sandbox.Limits{Timeout: s.Timeout, Memory: s.Memory, MaxCalls: s.MaxCalls,
 			MaxOutput: s.MaxOutput, Concurrency: s.Concurrency})
 		r.sbLimits = s
 	}
 	return r.sb
+}
+
+// closeRunner stops the idle workers of the code-mode runner.
+func (r *Router) closeRunner() {
+	r.sbMu.Lock()
+	sb := r.sb
+	r.sb = nil
+	r.sbMu.Unlock()
+	if sb != nil {
+		sb.Close()
+	}
 }
 
 // execute runs a script on its own goroutine and answers when it ends.
@@ -437,6 +561,26 @@ func (c *asyncCall) Abandon(cancel bool) {
 	}
 }
 
+// catServers names the servers of the catalog's view.
+func catServers(cat *catalog) string {
+	cat.mu.Lock()
+	v := cat.view
+	cat.mu.Unlock()
+	return viewServers(v)
+}
+
+// viewServers names the servers of v, for an error.
+func viewServers(v *View) string {
+	if len(v.Servers) == 0 {
+		return "none"
+	}
+	names := make([]string, len(v.Servers))
+	for i, s := range v.Servers {
+		names[i] = s.Name()
+	}
+	return strings.Join(names, ", ")
+}
+
 // scriptCaller makes a script's tool calls (sandbox.Caller).
 type scriptCaller struct {
 	r       *Router
@@ -480,7 +624,7 @@ func (sc *scriptCaller) CallTool(ctx context.Context, server, tool string, args 
 			}
 		}
 		if !in {
-			return nil, deny("server %q is not in %s", server, label)
+			return nil, deny("server %q is not in %s (its servers: %s)", server, label, viewServers(v))
 		}
 	}
 	find := func(fresh bool) (string, route, bool) {

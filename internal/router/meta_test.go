@@ -207,3 +207,70 @@ func TestMetaStateless(t *testing.T) {
 		t.Error("a direct stateless call under code_mode only succeeded")
 	}
 }
+
+// TestMetaDescribesTheView: execute's and search's descriptions name the
+// view's own servers (and execute's its tools, as scripts name them, in
+// its example too), a server outside the view raises a PermissionError
+// naming those in it, and a search that matches nothing says so.
+func TestMetaDescribesTheView(t *testing.T) {
+	v, _, _ := codeView(t, config.CodeModeOn)
+	be, _, _ := join(t, v, Options{})
+	msgs := call(t, be, "tools/list", nil)
+	var list struct {
+		Tools []struct{ Name, Description string } `json:"tools"`
+	}
+	if err := json.Unmarshal(lastResult(t, msgs), &list); err != nil {
+		t.Fatal(err)
+	}
+	desc := map[string]string{}
+	for _, tl := range list.Tools {
+		desc[tl.Name] = tl.Description
+	}
+	ex := desc["execute"]
+	for _, want := range []string{"\n- a: say, add\n", "\n- b: echo, secret\n", `parallel([{server: "a", tool: "say", args: {}}, ["b", "echo", {}]])`} {
+		if !strings.Contains(ex, want) {
+			t.Errorf("execute's description lacks %q:\n%s", want, ex)
+		}
+	}
+	for _, not := range []string{"everything", `"memory"`} {
+		if strings.Contains(ex, not) {
+			t.Errorf("execute's description names %q, not in the view:\n%s", not, ex)
+		}
+	}
+	if s := desc["search"]; !strings.Contains(s, "(servers a, b)") {
+		t.Errorf("search's description = %q", s)
+	}
+
+	s := structured(t, call(t, be, "tools/call", map[string]any{"name": "execute", "arguments": map[string]any{
+		"script": `try { call_tool("everything", "echo", {}) } catch (e) { e.name + ": " + e.message }`}}))
+	if got, _ := s["result"].(string); got != `PermissionError: server "everything" is not in view ns (its servers: a, b)` {
+		t.Errorf("a server outside the view: %v", s)
+	}
+
+	s = structured(t, call(t, be, "tools/call", map[string]any{"name": "search", "arguments": map[string]any{"query": "zebra giraffe"}}))
+	if note, _ := s["note"].(string); len(s["results"].([]any)) != 0 || !strings.Contains(note, `nothing matched "zebra giraffe"`) || !strings.Contains(note, "servers: a, b") {
+		t.Errorf("a search matching nothing = %v", s)
+	}
+}
+
+// TestExecuteBombIsAnError: a script that takes more memory than its
+// worker may have ends with an isError result naming the limit, and the
+// next script runs.
+func TestExecuteBombIsAnError(t *testing.T) {
+	v, _, _ := codeView(t, config.CodeModeOn)
+	be, _, _ := join(t, v, Options{})
+	msgs := call(t, be, "tools/call", map[string]any{"name": "execute", "arguments": map[string]any{"script": `new Uint8Array(2 ** 31).length`}})
+	var r struct {
+		Structured struct{ Status, Limit, Error string } `json:"structuredContent"`
+		IsError    bool                                  `json:"isError"`
+	}
+	if err := json.Unmarshal(lastResult(t, msgs), &r); err != nil {
+		t.Fatal(err)
+	}
+	if !r.IsError || r.Structured.Status != "error" || r.Structured.Limit != "memory" || !strings.HasPrefix(r.Structured.Error, "memory: ") {
+		t.Errorf("a memory bomb: %+v", r)
+	}
+	if s := structured(t, call(t, be, "tools/call", map[string]any{"name": "execute", "arguments": map[string]any{"script": `call_tool("a", "say", {})`}})); s["result"] != "a:echo" {
+		t.Errorf("the next script: %v", s)
+	}
+}

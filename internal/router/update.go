@@ -109,6 +109,7 @@ func (r *Router) Close() {
 		listens = append(listens, c)
 	}
 	r.mu.Unlock()
+	r.closeRunner()
 	var wg sync.WaitGroup
 	for _, a := range sessions {
 		wg.Go(func() {

@@ -19,18 +19,10 @@ const API = `Script API (JavaScript; no file system, network or modules):
 - The result is the value of the last expression statement; a script using top-level return or await runs as an async function body and its returned value is the result.
 Tools are named in scripts by their server's own name, or by their new name when the namespace renames them; inspect shows both.`
 
-// typedArrays are the constructors that allocate a buffer at once.
-var typedArrays = []string{"ArrayBuffer", "SharedArrayBuffer", "DataView", "Int8Array", "Uint8Array",
-	"Uint8ClampedArray", "Int16Array", "Uint16Array", "Int32Array", "Uint32Array", "Float32Array",
-	"Float64Array", "BigInt64Array", "BigUint64Array"}
-
 // install sets up the script's globals.
 func (x *run) install() error {
 	vm := x.vm
 	g := vm.GlobalObject()
-	for _, n := range typedArrays {
-		_ = g.Delete(n)
-	}
 	jsonObj := vm.Get("JSON").ToObject(vm)
 	var ok bool
 	if x.stringify, ok = goja.AssertFunction(jsonObj.Get("stringify")); !ok {

@@ -7,31 +7,45 @@
 //     network, no process, no clock it can block on, no module loader.
 //     Its only way out is the Caller, which the router implements with the
 //     same routing, namespace filters and audit log as a client's calls.
+//   - Every script runs in a worker process of its own, outside the
+//     gateway's memory: the gateway's binary re-executed (WorkerMain), with
+//     an empty environment but its marks, at a lower scheduling priority
+//     (Limits.Nice), a few kept started (Limits.Warm). A worker runs one
+//     script at a time, each in a fresh interpreter, and takes the next
+//     only after one that ended cleanly (at most 100). The script's tool
+//     calls come back over the worker's pipes and are made by the Runner's
+//     process through the Caller. A worker's crash, out-of-memory or
+//     runaway ends its script with an error (Result.Limit says which
+//     bound) and never the gateway; such a worker is gone when Run
+//     returns, and the next script gets another.
 //   - Every run is bounded: wall time (Limits.Timeout; the interpreter is
-//     interrupted, and the context of the tool calls in flight ends), tool
-//     calls (MaxCalls), printed output and the result's size (MaxOutput),
-//     call stack depth, and memory (Memory; see below). A bound that is hit
-//     stops the script with an error naming it, which no try/catch in the
-//     script can swallow. Run never panics on a script's behalf.
+//     interrupted, a regular expression's match gives up, the tool calls in
+//     flight end, and a worker still running KillGrace later is killed),
+//     tool calls (MaxCalls), printed output and the result's size
+//     (MaxOutput), call stack depth, memory (Memory; see below), and on
+//     Linux the worker's CPU time (RLIMIT_CPU: the timeout plus KillGrace
+//     and a second, rounded up). A bound that is hit stops the script with
+//     an error naming it, which no try/catch in the script can swallow.
+//     Run never panics on a script's behalf.
 //   - At most Limits.Concurrency scripts of one Runner run at once; the
 //     others wait for a slot as long as their context allows, and at most
 //     Limits.Timeout.
 //
-// Memory. goja has no allocation limit, so memory is bounded from outside:
-// while scripts run, a watchdog samples the Go heap every 5 ms
-// (runtime/metrics, no stop-the-world) and stops a script whose run has
-// seen the heap grow by more than Limits.Memory since it started, after a
-// garbage collection confirms it (at most one forced collection per 50 ms).
-// The heap is the process's, so a script running beside a memory bomb may
-// be stopped with it; the bomb cannot outlive one sample by much. The
-// interrupt is seen only between the interpreter's instructions, so native
-// calls that would allocate or walk past the bound in one go are refused up
-// front (see guardNatives): String.prototype.repeat, padStart, padEnd and
-// split check the size they would produce, Array.from and the
-// Array.prototype methods that walk every index refuse arrays longer than
-// memory/16 elements (a sparse array's length costs nothing until one of
-// them fills it), and ArrayBuffer, SharedArrayBuffer, DataView and the
-// typed arrays are not provided.
+// Memory has two bounds. The hard one is the worker's address space
+// (RLIMIT_AS on Linux): its size when it took the script plus twice Memory
+// plus 256 MiB; an allocation past it ends the worker, and the script with
+// limit "memory". A native call that does not see the interrupt is given
+// stopGrace (100 ms), then the worker answers for the script and exits. The gentle one gives a clearer error sooner: while the
+// script runs, a watchdog in the worker samples the Go heap every 5 ms
+// (runtime/metrics) and stops the script once it has grown by more than
+// Memory, after a garbage collection confirms it (at most one forced
+// collection per 50 ms); and native calls that would allocate or walk past
+// the bound in one go are refused up front (see guardNatives):
+// String.prototype.repeat, padStart, padEnd and split check the size they
+// would produce, Array.from and the Array.prototype methods that walk every
+// index refuse arrays longer than memory/16 elements. The gateway holds of
+// a script only its frames: a call's arguments (at most 4 MiB) and the
+// result.
 package sandbox
 
 import (
@@ -53,6 +67,13 @@ type Limits struct {
 	MaxCalls    int           // tool calls
 	MaxOutput   int64         // bytes of printed output, and of the result's JSON
 	Concurrency int           // scripts of one Runner at once
+	// Nice is added to the gateway's scheduling niceness for its workers
+	// (1 to 19, the sum at most 19; 0: DefaultNice): a spinning script
+	// gets a small share of a CPU the gateway wants.
+	Nice int
+	// Warm is how many started workers a Runner keeps waiting for a
+	// script (0: 2, at most Concurrency).
+	Warm int
 }
 
 // maxStack bounds the script's call depth.
@@ -111,56 +132,21 @@ type Result struct {
 	Limit string `json:"limit,omitempty"`
 }
 
-// Runner runs scripts within limits.
-type Runner struct {
-	limits Limits
-	slots  chan struct{}
-}
-
-// NewRunner returns a Runner; zero limits take the defaults of
-// config.Sandbox (10 s, 64 MiB, 1000 calls, 64 KiB, 4 at once).
-func NewRunner(l Limits) *Runner {
-	if l.Timeout <= 0 {
-		l.Timeout = 10 * time.Second
-	}
-	if l.Memory <= 0 {
-		l.Memory = 64 << 20
-	}
-	if l.MaxCalls <= 0 {
-		l.MaxCalls = 1000
-	}
-	if l.MaxOutput <= 0 {
-		l.MaxOutput = 64 << 10
-	}
-	if l.Concurrency <= 0 {
-		l.Concurrency = 4
-	}
-	return &Runner{limits: l, slots: make(chan struct{}, l.Concurrency)}
-}
-
-// Limits returns the runner's bounds.
-func (r *Runner) Limits() Limits { return r.limits }
-
-// Run runs script, calling tools through c, and returns its result. It
-// returns when the script ended or was stopped, with every call it started
-// ended.
-func (r *Runner) Run(ctx context.Context, script string, c Caller) *Result {
+// runLocal runs script in this process (the worker's side of Run); abort,
+// if not nil, is called instead of waiting for a stopped script that does
+// not end (see run.abort).
+func runLocal(ctx context.Context, l Limits, script string, c Caller, abort func(*Result)) *Result {
 	start := time.Now()
-	wait := time.NewTimer(r.limits.Timeout)
-	select {
-	case r.slots <- struct{}{}:
-		wait.Stop()
-	case <-ctx.Done():
-		return &Result{Status: StatusError, Result: json.RawMessage("null"), Limit: "concurrency",
-			Error: fmt.Sprintf("no script slot free (%d scripts already running): %v", r.limits.Concurrency, ctx.Err())}
-	case <-wait.C:
-		return &Result{Status: StatusError, Result: json.RawMessage("null"), Limit: "concurrency",
-			Error: fmt.Sprintf("no script slot free (%d scripts already running) within %s", r.limits.Concurrency, r.limits.Timeout)}
-	}
-	defer func() { <-r.slots }()
-	ctx, cancel := context.WithTimeout(ctx, r.limits.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, l.Timeout)
 	defer cancel()
-	x := newRun(ctx, cancel, r.limits, c)
+	x := newRun(ctx, cancel, l, c)
+	x.abort = func(res *Result) {
+		res.ExecutionTimeMS = float64(time.Since(start).Microseconds()) / 1000
+		abort(res)
+	}
+	if abort == nil {
+		x.abort = nil
+	}
 	res := x.run(script)
 	res.ExecutionTimeMS = float64(time.Since(start).Microseconds()) / 1000
 	return res
@@ -176,10 +162,15 @@ type run struct {
 
 	stringify, parse goja.Callable
 
+	// abort, when set (in a worker), answers for a stopped script that has
+	// not ended stopGrace later, and ends the process.
+	abort func(*Result)
+
 	mu      sync.Mutex
 	stdout  strings.Builder
 	calls   int
 	stopped *LimitError // the first bound hit
+	ended   bool        // run returned
 }
 
 func newRun(ctx context.Context, cancel context.CancelFunc, l Limits, c Caller) *run {
@@ -190,13 +181,32 @@ func newRun(ctx context.Context, cancel context.CancelFunc, l Limits, c Caller) 
 // the tool calls it has in flight.
 func (x *run) stop(e *LimitError) {
 	x.mu.Lock()
-	if x.stopped == nil {
+	first := x.stopped == nil
+	if first {
 		x.stopped = e
 	}
 	x.mu.Unlock()
 	x.vm.Interrupt(e)
 	x.cancel()
+	if first && x.abort != nil {
+		// A native call (a string being built, a regular expression) does
+		// not see the interrupt: past stopGrace the worker gives up on it.
+		time.AfterFunc(stopGrace, func() {
+			x.mu.Lock()
+			ended := x.ended
+			res := &Result{Status: StatusError, Result: json.RawMessage("null"), Stdout: x.stdout.String(),
+				Calls: x.calls, Limit: x.stopped.Limit, Error: x.stopped.Msg}
+			x.mu.Unlock()
+			if !ended {
+				x.abort(res)
+			}
+		})
+	}
 }
+
+// stopGrace is how long a stopped script has to unwind before its worker
+// answers for it and exits.
+const stopGrace = 100 * time.Millisecond
 
 // ctxEnded stops the script because its context ended: its deadline (the
 // timeout) or the caller giving up.
@@ -228,6 +238,7 @@ func (x *run) run(script string) (res *Result) {
 		}
 		x.mu.Lock()
 		res.Stdout, res.Calls = x.stdout.String(), x.calls
+		x.ended = true
 		x.mu.Unlock()
 	}()
 	if err := x.install(); err != nil {
