@@ -182,9 +182,9 @@ func (r *Runner) putBack(w *worker) {
 type worker struct {
 	cmd    *exec.Cmd
 	in     io.WriteCloser
+	frames frameWriter // frames to in, one at a time
 	out    *bufio.Reader
 	stderr *head
-	inMu   sync.Mutex // serialises frames to in
 
 	waitOnce sync.Once
 	waitErr  error
@@ -215,6 +215,7 @@ func (r *Runner) start() (*worker, error) {
 		return nil, fmt.Errorf("cannot start a script worker: %w", err)
 	}
 	w.in, w.out = in, bufio.NewReaderSize(out, 64<<10)
+	w.frames.w = in
 	return w, nil
 }
 
@@ -230,16 +231,7 @@ func (w *worker) wait() error {
 }
 
 // send writes one frame to the worker.
-func (w *worker) send(f *frame) error {
-	b, err := json.Marshal(f)
-	if err != nil {
-		return err
-	}
-	w.inMu.Lock()
-	defer w.inMu.Unlock()
-	_, err = w.in.Write(append(b, '\n'))
-	return err
-}
+func (w *worker) send(f *frame) error { return w.frames.send(f) }
 
 // maxFrame is the longest frame the gateway reads from a worker: a call's
 // arguments, or the result with its stdout.
