@@ -307,27 +307,27 @@ func TestSilentAndTricklingConnectionsBounded(t *testing.T) {
 }
 
 // A client that half-closes its socket after sending a call (net/http's
-// read of the connection then sees EOF and cancels the request's context)
-// still gets the call's real answer, and the call has ended: its id can be
-// used again.
-func TestHalfClosedClientGetsItsAnswer(t *testing.T) {
+// read of the connection then sees EOF, as for a client that left) is told
+// with a JSON-RPC error that its call was abandoned, not sent an empty 200;
+// a client that left and a half-closed one cannot be told apart (README,
+// Connections), and a dropped POST must be abandoned at once
+// (TestStdioClientDisconnectKeepsProcess).
+func TestHalfClosedClientIsTold(t *testing.T) {
 	t.Parallel()
 	h := start(t, "", dest{name: "a", mode: "plain"})
 	s := h.initialize("a", "")
-	for range 2 { // the second time with the same id: the first call ended
-		body := rpc(7, "tools/call", toolParams("slow", map[string]any{"ms": 300}, nil))
-		c := h.rawConn(t)
-		if _, err := io.WriteString(c, postHead("/a/mcp", int64(len(body)), "Mcp-Session-Id: "+s.id+"\r\n",
-			"Mcp-Protocol-Version: 2025-11-25\r\n")+string(body)); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.(*net.TCPConn).CloseWrite(); err != nil {
-			t.Fatal(err)
-		}
-		resp, got := readAnswer(t, c, waitFor)
-		if resp.StatusCode != 200 || !strings.Contains(got, `"slept"`) || !strings.Contains(got, `"id":7`) {
-			t.Fatalf("half-closed client: HTTP %d %q, want the call's answer", resp.StatusCode, got)
-		}
+	body := rpc(7, "tools/call", toolParams("slow", map[string]any{"ms": 300}, nil))
+	c := h.rawConn(t)
+	if _, err := io.WriteString(c, postHead("/a/mcp", int64(len(body)), "Mcp-Session-Id: "+s.id+"\r\n",
+		"Mcp-Protocol-Version: 2025-11-25\r\n")+string(body)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	resp, got := readAnswer(t, c, waitFor)
+	if resp.StatusCode != 200 || !strings.Contains(got, "closed its side of the connection") || !strings.Contains(got, `"id":7`) {
+		t.Fatalf("half-closed client: HTTP %d %q, want a JSON-RPC error saying the call was abandoned", resp.StatusCode, got)
 	}
 }
 

@@ -25,12 +25,13 @@ import (
 func (h *Handler) answer(w http.ResponseWriter, r *http.Request, rec *audit.Record, call session.Call, jsonOK, sseOK, modern bool) {
 	// gone is closed when net/http's read of the connection sees it end:
 	// the client went away, or half-closed its socket after sending (the
-	// two look alike until a write). A modern call is cancelled then (its
-	// era: closing the stream cancels). A legacy call, which a
-	// disconnection must not cancel, is waited for and its answer written,
-	// within the timeout: a half-closed client reads it, and for one that
-	// is gone the write fails (an SSE answer's keep-alive writes notice
-	// that sooner). A subscription stream, which has no end, stops.
+	// two look alike at the socket until a write, and a write to a peer
+	// that is gone may still succeed). The call is abandoned then, as for
+	// a client that left: a modern one cancelled (its era: closing the
+	// stream cancels), a legacy one left to run, its answer dropped and its
+	// server→client requests sent to the session's listen stream. A
+	// half-closed client that has been sent nothing yet is told so with a
+	// JSON-RPC error rather than an empty answer.
 	gone := r.Context().Done()
 	timeout := h.opts.Timeout
 	if call.LongLived() {
@@ -82,12 +83,12 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, rec *audit.Reco
 				}
 				return
 			case <-gone:
-				if modern || timeout == 0 {
-					call.Abandon(modern) // the client went away
-					return
+				call.Abandon(modern) // the client went away, or half-closed
+				if ev == nil {
+					writeError(w, http.StatusOK, rec.RPCID, jsonrpc.Errorf(jsonrpc.RequestRefused,
+						"the client closed its side of the connection before the answer; the call was abandoned"))
 				}
-				gone = nil
-				continue
+				return
 			case <-h.opts.Done:
 				call.Abandon(true)
 				if ev == nil {

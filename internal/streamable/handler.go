@@ -291,9 +291,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, rec *audit.Record
 			writeError(w, http.StatusBadRequest, msg.ID, jsonrpc.Errorf(jsonrpc.InvalidRequest, "session is already initialized"))
 			return
 		}
-		// Not cancelled with the request: a client that half-closed its
-		// socket after sending still gets its answer (see answer).
-		call, err := b.Call(context.WithoutCancel(r.Context()), msg)
+		call, err := b.Call(r.Context(), msg)
 		if err != nil {
 			h.fail(w, msg, err)
 			return
