@@ -236,6 +236,31 @@ func TestGatewayOAuthE2E(t *testing.T) {
 			t.Fatalf("inspector-cli tools/call echo through the gateway: %v\n%s\n%s", err, out, errOut)
 		}
 	})
+	// The TypeScript SDK's client (the one the inspector is built on, here
+	// from the inspector's own node_modules), with no OAuth of its own.
+	t.Run("typescript-sdk", func(t *testing.T) {
+		_, idir := peers.InspectorCLI(t)
+		sdk := filepath.Join(idir, "..", "..", "sdk", "dist", "esm", "client")
+		script := filepath.Join(t.TempDir(), "call.mjs")
+		src := `import { pathToFileURL } from "node:url";
+const dir = process.argv[2], url = process.argv[3];
+const { Client } = await import(pathToFileURL(dir + "/index.js").href);
+const { StreamableHTTPClientTransport } = await import(pathToFileURL(dir + "/streamableHttp.js").href);
+const client = new Client({ name: "ts-sdk-oauth-e2e", version: "1.0.0" });
+await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+const res = await client.callTool({ name: "echo", arguments: { text: "from-ts-sdk" } });
+console.log(JSON.stringify(res));
+await client.close();
+`
+		if err := os.WriteFile(script, []byte(src), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, errOut, err := peers.Run(ctx, t, "", []string{peers.Node(t), script, sdk, base + "/remote/mcp"})
+		logs.Write([]byte(out + errOut))
+		if err != nil || !strings.Contains(out, "from-ts-sdk") {
+			t.Fatalf("TypeScript SDK client tools/call echo through the gateway: %v\n%s\n%s", err, out, errOut)
+		}
+	})
 	as.ExpireAccessTokens()
 	if err := callAll(); err != nil {
 		t.Fatalf("calls after the token expired: %v", err)
