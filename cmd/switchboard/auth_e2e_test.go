@@ -33,27 +33,9 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/upstream/oauth/oauthtest"
 )
 
-// lockedBuffer collects a process's output for a later grep.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // startServe runs `switchboard serve --config cfg --log` and returns its
 // base URL once it listens; all it logs goes to logs.
-func startServe(t *testing.T, bin, cfg string, logs *lockedBuffer) string {
+func startServe(t *testing.T, bin, cfg string, logs *peers.Buffer) string {
 	t.Helper()
 	cmd := exec.Command(bin, "serve", "--config", cfg, "--log", "--no-reload")
 	cmd.Env = append(os.Environ(), "LOG_FORMAT=text", "JOURNAL_STREAM=")
@@ -140,13 +122,13 @@ func TestGatewayOAuthE2E(t *testing.T) {
 		"\n    protocol: legacy\n    oauth:\n      token_dir: "+tokens+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var logs lockedBuffer // every output of every process
+	var logs peers.Buffer // every output of every process
 	runSB := func(args ...string) (int, string) {
 		t.Helper()
 		cmd := exec.Command(bin, args...)
 		// The login's $BROWSER is this binary in the "browser" mode.
 		cmd.Env = append(os.Environ(), envMainServer+"=browser", "BROWSER="+self)
-		var out lockedBuffer
+		var out peers.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		err := cmd.Run()
 		logs.Write([]byte(out.String()))
