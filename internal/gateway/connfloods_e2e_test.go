@@ -196,9 +196,29 @@ func TestProbesAnswerUnderConnectionFloods(t *testing.T) {
 	t.Run("trickling bodies", func(t *testing.T) {
 		_, g, addr := startFlooded(t, "")
 		base := waitConns(t, g, "counts", func(gateway.ConnCounts) bool { return true }).Added
-		flood(t, addr, 1100, postHead("/d/mcp", 1000)+"{")
+		// In two steps: a connection whose head has not been read yet
+		// (its goroutine not yet run, or its segments retransmitted on a
+		// loaded machine) is idle to the limit, and a later one of the
+		// flood would displace it instead of meeting the reserve.
+		head := postHead("/d/mcp", 1000) + "{"
+		flood(t, addr, floodCap, head)
 		waitConns(t, g, "the cap held busy by the flood", func(c gateway.ConnCounts) bool {
-			return c.Added >= base+1100 && c.BusyMain == floodCap && c.Reserved == 0
+			return c.Added >= base+floodCap && c.BusyMain == floodCap
+		})
+		// The rest meet the reserve: 503 and closed, or closed at once
+		// when the reserve is busy with others of them.
+		for i, c := range flood(t, addr, 1100-floodCap, head) {
+			_ = c.SetReadDeadline(time.Now().Add(waitFor))
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err == nil && resp.StatusCode != http.StatusServiceUnavailable {
+				t.Fatalf("flood connection %d beyond the cap: HTTP %d", floodCap+i, resp.StatusCode)
+			}
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				t.Fatalf("flood connection %d beyond the cap: neither answered nor closed within %v", floodCap+i, waitFor)
+			}
+		}
+		waitConns(t, g, "the cap still held busy, the reserve free", func(c gateway.ConnCounts) bool {
+			return c.BusyMain == floodCap && c.Reserved == 0
 		})
 		probeHealthz(t, addr, probes, bound)
 		// Anything but a probe on a reserved connection: 503, closed.

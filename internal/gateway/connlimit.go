@@ -50,7 +50,7 @@ type connLimit struct {
 	nRes    int                       // of conns, those in the reserve
 	byAddr  map[string]int            // open connections per client IP
 	added   int                       // connections counted in, ever (tests wait on it)
-	changed chan struct{}             // nil, or made by a waiter and closed (then nil again) when one closes or goes idle
+	changed chan struct{}             // nil, or made by a waiter and closed (then nil again) when one is added, closes, or goes idle or busy
 	evicted logEvery                  // idle connections closed for new ones
 	refused logEvery                  // new connections closed at once, every one being busy
 }
@@ -110,8 +110,8 @@ func (l *connLimit) dropLocked(c *limitedConn) {
 	}
 }
 
-// signalLocked wakes the waiters, if any (one is closed, goes idle or is
-// added): the channel is made only when one waits, so the request path
+// signalLocked wakes the waiters, if any (one is closed, added, or goes
+// idle or busy): the channel is made only when one waits, so the request path
 // (every request goes idle after) allocates nothing here.
 func (l *connLimit) signalLocked() {
 	if l.changed != nil {
@@ -134,6 +134,7 @@ func (l *connLimit) connState(nc net.Conn, st http.ConnState) {
 		l.signalLocked()
 	case http.StateActive, http.StateHijacked:
 		c.idle = false // a hijacked one is its new owner's until closed
+		l.signalLocked()
 	}
 }
 
