@@ -118,7 +118,8 @@ type Options struct {
 	Key string
 
 	// HTTPClient sends the discovery, registration and token requests.
-	// Default: a client with a 30 s timeout.
+	// Default: a client with a 30 s timeout that refuses addresses the
+	// server should not make the gateway reach (endpoints.go).
 	HTTPClient *http.Client
 
 	// Prompt, when set, lets a request that finds no usable token start
@@ -214,7 +215,7 @@ func New(opts Options) (*Client, error) {
 		c.log = slog.New(slog.DiscardHandler)
 	}
 	if c.http == nil {
-		c.http = &http.Client{Timeout: 30 * time.Second}
+		c.http = newGuardedHTTPClient(opts.URL)
 	}
 	if opts.Grant == GrantClientCredentials && opts.ClientKey != nil {
 		signer, err := newAssertionSigner(opts.ClientKey)
@@ -366,8 +367,14 @@ func (r *refresher) Token() (*oauth2.Token, error) {
 		return nil, c.needsLogin("the access token expired and there is no refresh token")
 	}
 	cfg := rec.config()
+	resource := rec.Resource
+	if resource == "" {
+		resource = c.opts.URL
+	}
 	c.mu.Unlock()
-	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, c.http)
+	hc := *c.http
+	hc.Transport = &resourceParam{base: c.http.Transport, tokenURL: cfg.Endpoint.TokenURL, resource: resource}
+	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, &hc)
 	c.refreshes.Add(1)
 	tok, err := cfg.TokenSource(ctx, &oauth2.Token{RefreshToken: rt}).Token()
 	if err != nil {

@@ -234,6 +234,10 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 			oauthError(w, 400, "invalid_grant")
 			return
 		}
+		if r.PostForm.Get("resource") != s.MCPURL { // RFC 8707 §2: a refresh names its resource too
+			oauthError(w, 400, "invalid_target")
+			return
+		}
 		delete(s.refresh, rt) // rotated
 		s.Refreshes.Add(1)
 	case "client_credentials":
