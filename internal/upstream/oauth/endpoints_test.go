@@ -16,10 +16,10 @@ func TestClassifyEndpoints(t *testing.T) {
 		"fd00:ec2::254": classRefused, "100.100.100.200": classRefused, "0.0.0.0": classRefused,
 		"::": classRefused, "224.0.0.1": classRefused, "ff02::1": classRefused,
 		"::ffff:169.254.169.254": classRefused,
-		"127.0.0.1": classInternal, "::1": classInternal, "10.1.2.3": classInternal, "172.16.0.1": classInternal,
+		"127.0.0.1":              classInternal, "::1": classInternal, "10.1.2.3": classInternal, "172.16.0.1": classInternal,
 		"192.168.1.1": classInternal, "fd12::1": classInternal, "100.64.0.1": classInternal,
 		"::ffff:10.0.0.1": classInternal,
-		"203.0.113.7": classPublic, "8.8.8.8": classPublic, "2606:4700::1111": classPublic,
+		"203.0.113.7":     classPublic, "8.8.8.8": classPublic, "2606:4700::1111": classPublic,
 	} {
 		if got := classify(netip.MustParseAddr(addr)); got != want {
 			t.Errorf("classify(%s) = %d, want %d", addr, got, want)
