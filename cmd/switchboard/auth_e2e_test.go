@@ -302,3 +302,65 @@ await client.close();
 type callError struct{ s string }
 
 func (e *callError) Error() string { return "unexpected result " + e.s }
+
+// TestGatewayOAuthSSEDestination: a legacy HTTP+SSE server behind OAuth,
+// as a `type: sse` destination: needs_login until `auth login`, then calls
+// through the gateway; an expired token is refreshed once (naming its
+// resource, the SSE endpoint); no token in any output.
+func TestGatewayOAuthSSEDestination(t *testing.T) {
+	bin := buildBinary(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	as := oauthtest.Start(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "switchboard.yaml")
+	if err := os.WriteFile(cfg, []byte("listen: 127.0.0.1:0\ndestinations:\n  legacy:\n    type: sse\n    url: "+as.SSEURL+
+		"\n    oauth:\n      token_dir: "+filepath.Join(dir, "tokens")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logs peers.Buffer
+	base := startServe(t, bin, cfg, &logs)
+	if st, _ := destState(t, base, "legacy"); st != "needs_login" {
+		t.Fatalf("/healthz before a login: %q; want needs_login", st)
+	}
+	login := exec.Command(bin, "auth", "login", "legacy", "--config", cfg)
+	login.Env = append(os.Environ(), envMainServer+"=browser", "BROWSER="+self)
+	out, err := login.CombinedOutput()
+	logs.Write(out)
+	if err != nil || !strings.Contains(string(out), "legacy: logged in; ok") {
+		t.Fatalf("auth login: %v\n%s", err, out)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/legacy/mcp"}, nil)
+	if err != nil {
+		t.Fatalf("connect through the gateway: %v", err)
+	}
+	defer cs.Close()
+	echo := func(text string) {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": text}})
+		if err != nil || res.IsError || len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != text {
+			t.Fatalf("echo %q through the gateway: %v %+v", text, err, res)
+		}
+	}
+	echo("one")
+	as.ExpireAccessTokens()
+	echo("two")
+	if got := as.Refreshes.Load(); got != 1 {
+		t.Fatalf("%d refreshes after the token expired, want 1", got)
+	}
+	if st, _ := destState(t, base, "legacy"); st != "ready" {
+		t.Fatalf("/healthz after the calls: %q; want ready", st)
+	}
+	all := logs.String()
+	for _, s := range as.Secrets() {
+		if strings.Contains(all, s) {
+			t.Fatalf("a token or secret issued by the server is in the output:\n%s", all)
+		}
+	}
+}

@@ -30,9 +30,10 @@ import (
 
 // Server is a running authorization server and MCP server.
 type Server struct {
-	// URL is the issuer (http://127.0.0.1:PORT); MCPURL the MCP endpoint
-	// (URL + "/mcp").
-	URL, MCPURL string
+	// URL is the issuer (http://127.0.0.1:PORT); MCPURL the Streamable
+	// HTTP MCP endpoint (URL + "/mcp"), SSEURL the legacy HTTP+SSE one
+	// (URL + "/sse"), each a protected resource of its own.
+	URL, MCPURL, SSEURL string
 
 	// TokenTTL is the lifetime of the access tokens issued from now on.
 	TokenTTL atomic.Int64 // time.Duration
@@ -62,10 +63,11 @@ func Start(t testing.TB) *Server {
 	}
 	s := &Server{URL: "http://" + ln.Addr().String(), clients: map[string]string{}, codes: map[string]codeGrant{},
 		access: map[string]time.Time{}, refresh: map[string]bool{}}
-	s.MCPURL = s.URL + "/mcp"
+	s.MCPURL, s.SSEURL = s.URL+"/mcp", s.URL+"/sse"
 	s.TokenTTL.Store(int64(time.Hour))
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /.well-known/oauth-protected-resource/mcp", s.prm)
+	mux.HandleFunc("GET /.well-known/oauth-protected-resource/mcp", s.prm(s.MCPURL))
+	mux.HandleFunc("GET /.well-known/oauth-protected-resource/sse", s.prm(s.SSEURL))
 	mux.HandleFunc("GET /.well-known/oauth-authorization-server", s.asMeta)
 	mux.HandleFunc("POST /register", s.register)
 	mux.HandleFunc("GET /authorize", s.authorize)
@@ -80,6 +82,9 @@ func Start(t testing.TB) *Server {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ms }, nil)
 	mux.Handle("/mcp", auth.RequireBearerToken(s.verify, &auth.RequireBearerTokenOptions{
 		ResourceMetadataURL: s.URL + "/.well-known/oauth-protected-resource/mcp"})(h))
+	sh := mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return ms }, nil)
+	mux.Handle("/sse", auth.RequireBearerToken(s.verify, &auth.RequireBearerTokenOptions{
+		ResourceMetadataURL: s.URL + "/.well-known/oauth-protected-resource/sse"})(sh))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
 	go func() {
@@ -135,10 +140,16 @@ func oauthError(w http.ResponseWriter, code int, e string) {
 	writeJSON(w, code, map[string]string{"error": e})
 }
 
-func (s *Server) prm(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, 200, map[string]any{"resource": s.MCPURL, "authorization_servers": []string{s.URL},
-		"scopes_supported": []string{"mcp"}, "bearer_methods_supported": []string{"header"}})
+// prm serves the protected-resource metadata of resource.
+func (s *Server) prm(resource string) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, 200, map[string]any{"resource": resource, "authorization_servers": []string{s.URL},
+			"scopes_supported": []string{"mcp"}, "bearer_methods_supported": []string{"header"}})
+	}
 }
+
+// isResource reports whether u is one of the server's MCP endpoints.
+func (s *Server) isResource(u string) bool { return u == s.MCPURL || u == s.SSEURL }
 
 func (s *Server) asMeta(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, 200, map[string]any{
@@ -186,8 +197,8 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "unknown client or bad redirect_uri", 400)
 		return
 	case q.Get("response_type") != "code", q.Get("code_challenge_method") != "S256", q.Get("code_challenge") == "",
-		q.Get("resource") != s.MCPURL:
-		http.Error(w, "want response_type=code, PKCE S256 and resource="+s.MCPURL, 400)
+		!s.isResource(q.Get("resource")):
+		http.Error(w, "want response_type=code, PKCE S256 and resource="+s.MCPURL+" or "+s.SSEURL, 400)
 		return
 	}
 	s.mu.Lock()
@@ -234,7 +245,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 			oauthError(w, 400, "invalid_grant")
 			return
 		}
-		if r.PostForm.Get("resource") != s.MCPURL { // RFC 8707 §2: a refresh names its resource too
+		if !s.isResource(r.PostForm.Get("resource")) { // RFC 8707 §2: a refresh names its resource too
 			oauthError(w, 400, "invalid_target")
 			return
 		}
