@@ -85,7 +85,7 @@ func list(t *testing.T) []pkg {
 	return listOnce.pkgs
 }
 
-// rel returns the module-relative import path ("internal/stdio").
+// rel returns the module-relative import path ("internal/upstream/stdio").
 func rel(path string) string {
 	return strings.TrimPrefix(strings.TrimPrefix(path, module), "/")
 }
@@ -188,7 +188,7 @@ func TestImportRules(t *testing.T) {
 		byPath[rel(p.ImportPath)] = p
 	}
 	for _, need := range []string{
-		"cmd/switchboard", "internal/config", "internal/jsonrpc", "internal/stdio",
+		"cmd/switchboard", "internal/config", "internal/jsonrpc", "internal/upstream/stdio",
 		"internal/audit", "internal/gateway", "internal/peers", "internal/sigv4",
 	} {
 		if _, ok := byPath[need]; !ok {
@@ -206,7 +206,7 @@ func TestImportRules(t *testing.T) {
 		{"internal/jsonrpc", isStd, "the standard library only"},
 		// stdio clips child output for the log through audit.Clipped, so
 		// that redaction happens before the cut.
-		{"internal/stdio", func(imp string) bool { return isStd(imp) || imp == module+"/internal/audit" }, "the standard library and internal/audit only"},
+		{"internal/upstream/stdio", func(imp string) bool { return isStd(imp) || imp == module+"/internal/audit" }, "the standard library and internal/audit only"},
 		{"internal/audit", isStd, "the standard library only"},
 		{"internal/buildinfo", isStd, "the standard library only"},
 		{"internal/sigv4", func(imp string) bool { return !isInternal(imp) }, "no internal package"},
