@@ -10,10 +10,10 @@ import (
 	"net/url"
 	"os"
 
-	"github.com/switchboard-mcp/switchboard/internal/agentcore"
 	"github.com/switchboard-mcp/switchboard/internal/sigv4"
 	"github.com/switchboard-mcp/switchboard/internal/sse"
 	"github.com/switchboard-mcp/switchboard/internal/upstream"
+	"github.com/switchboard-mcp/switchboard/internal/upstream/agentcore"
 )
 
 // awsFlags are the relay's AWS settings: the AgentCore target (flags,

@@ -5,7 +5,7 @@ package main
 // the keys of an isolated AWS environment (peers.NewAWSEnv: static keys, an
 // STS emulator), every signature checked by the emulator's independent
 // verifier; the seed's environment, flags over environment, usage errors.
-// internal/agentcore tests the AgentCore protocol in more depth.
+// internal/upstream/agentcore tests the AgentCore protocol in more depth.
 
 import (
 	"bytes"
@@ -23,8 +23,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/switchboard-mcp/switchboard/internal/agentcore"
 	"github.com/switchboard-mcp/switchboard/internal/peers"
+	"github.com/switchboard-mcp/switchboard/internal/upstream/agentcore"
 )
 
 const relayTestARN = "arn:aws:bedrock-agentcore:eu-central-1:123456789012:runtime/relay_test-XyZ"

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchboard-mcp/switchboard/internal/agentcore"
 	"github.com/switchboard-mcp/switchboard/internal/peers"
+	"github.com/switchboard-mcp/switchboard/internal/upstream/agentcore"
 )
 
 // startAgentCoreAWS starts an emulator accepting the keys in creds for

@@ -14,8 +14,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/switchboard-mcp/switchboard/internal/agentcore"
 	"github.com/switchboard-mcp/switchboard/internal/peers"
+	"github.com/switchboard-mcp/switchboard/internal/upstream/agentcore"
 )
 
 const gatewayTestARN = "arn:aws:bedrock-agentcore:us-east-1:123456789012:runtime/gw_runtime-Q1w2E3"

@@ -14,10 +14,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/switchboard-mcp/switchboard/internal/agentcore"
 	"github.com/switchboard-mcp/switchboard/internal/peers"
 	"github.com/switchboard-mcp/switchboard/internal/relay"
 	"github.com/switchboard-mcp/switchboard/internal/sigv4"
+	"github.com/switchboard-mcp/switchboard/internal/upstream/agentcore"
 )
 
 const testARN = "arn:aws:bedrock-agentcore:us-west-2:123456789012:runtime/echo_agent-AbC123"
