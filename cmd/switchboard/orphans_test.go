@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchboard-mcp/switchboard/internal/peers"
+	"github.com/switchboard-mcp/switchboard/internal/peertest"
 )
 
 // The real binary is SIGKILLed while it runs a stdio destination whose
@@ -34,7 +34,7 @@ func TestSIGKILLLeavesNoGrandchild(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "serve", "--config", cfgPath)
-	var out peers.Buffer
+	var out peertest.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -119,7 +119,7 @@ func TestSIGKILLLeavesNoSetsidGrandchild(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "serve", "--config", cfgPath)
-	var out peers.Buffer
+	var out peertest.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
