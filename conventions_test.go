@@ -85,7 +85,7 @@ func list(t *testing.T) []pkg {
 	return listOnce.pkgs
 }
 
-// rel returns the module-relative import path ("internal/stdio").
+// rel returns the module-relative import path ("internal/upstream/stdio").
 func rel(path string) string {
 	return strings.TrimPrefix(strings.TrimPrefix(path, module), "/")
 }
@@ -188,8 +188,8 @@ func TestImportRules(t *testing.T) {
 		byPath[rel(p.ImportPath)] = p
 	}
 	for _, need := range []string{
-		"cmd/switchboard", "internal/config", "internal/jsonrpc", "internal/stdio",
-		"internal/audit", "internal/gateway", "internal/peers", "internal/sigv4",
+		"cmd/switchboard", "internal/config", "internal/jsonrpc", "internal/upstream/stdio",
+		"internal/audit", "internal/gateway", "internal/peertest", "internal/sigv4",
 	} {
 		if _, ok := byPath[need]; !ok {
 			t.Fatalf("package %s not found by go list; update the rules", need)
@@ -206,7 +206,7 @@ func TestImportRules(t *testing.T) {
 		{"internal/jsonrpc", isStd, "the standard library only"},
 		// stdio clips child output for the log through audit.Clipped, so
 		// that redaction happens before the cut.
-		{"internal/stdio", func(imp string) bool { return isStd(imp) || imp == module+"/internal/audit" }, "the standard library and internal/audit only"},
+		{"internal/upstream/stdio", func(imp string) bool { return isStd(imp) || imp == module+"/internal/audit" }, "the standard library and internal/audit only"},
 		{"internal/audit", isStd, "the standard library only"},
 		{"internal/buildinfo", isStd, "the standard library only"},
 		{"internal/sigv4", func(imp string) bool { return !isInternal(imp) }, "no internal package"},
@@ -231,20 +231,20 @@ func TestImportRules(t *testing.T) {
 			t.Errorf("package %s not found by go list; update the rules", need)
 		}
 	}
-	peers := module + "/internal/peers"
+	peertest := module + "/internal/peertest"
 	for _, p := range pkgs {
 		name := rel(p.ImportPath)
 		// internal/gateway is the composition root: only the binary uses it.
 		if slices.Contains(p.Imports, gateway) && name != "cmd/switchboard" {
 			t.Errorf("%s imports internal/gateway; only cmd/switchboard may", name)
 		}
-		// internal/peers is test support: only _test.go files import it,
+		// internal/peertest is test support: only _test.go files import it,
 		// and nothing built into a binary depends on it.
-		if slices.Contains(p.Imports, peers) {
-			t.Errorf("%s imports internal/peers from a non-test file; only _test.go files may", name)
+		if slices.Contains(p.Imports, peertest) {
+			t.Errorf("%s imports internal/peertest from a non-test file; only _test.go files may", name)
 		}
-		if p.Name == "main" && slices.Contains(p.Deps, peers) {
-			t.Errorf("command %s depends on internal/peers", name)
+		if p.Name == "main" && slices.Contains(p.Deps, peertest) {
+			t.Errorf("command %s depends on internal/peertest", name)
 		}
 	}
 }
@@ -283,7 +283,7 @@ var forbiddenDeps = map[string]string{
 	"golang.org/x/net/http2":                 "a second HTTP/2 stack beside the one net/http bundles",
 	"testing":                                "test support in the binary",
 	"net/http/httptest":                      "test support in the binary",
-	module + "/internal/peers":               "test support in the binary",
+	module + "/internal/peertest":            "test support in the binary",
 	"github.com/chromedp/chromedp":           "the status page's browser test only",
 }
 

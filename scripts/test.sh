@@ -14,7 +14,7 @@
 #   ./scripts/test.sh                                  # everything
 #   ./scripts/test.sh -run Conformance ./internal/...  # a subset
 #   ./scripts/test.sh -short                           # skip the tests that run real peers
-#   ./scripts/test.sh -v -run TestX ./internal/peers
+#   ./scripts/test.sh -v -run TestX ./internal/peertest
 # -timeout defaults to 8m (per test binary); pass -timeout=... to change it.
 # The output ends with go test's own ok/FAIL lines, and the exit status is go test's.
 set -euo pipefail

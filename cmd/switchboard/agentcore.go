@@ -11,7 +11,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/switchboard-mcp/switchboard/internal/agentruntime"
+	"github.com/switchboard-mcp/switchboard/internal/front/agentruntime"
 	"github.com/switchboard-mcp/switchboard/internal/gateway"
 )
 

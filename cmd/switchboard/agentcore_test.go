@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchboard-mcp/switchboard/internal/peers"
+	"github.com/switchboard-mcp/switchboard/internal/peertest"
 )
 
 func TestAgentCoreUsageErrors(t *testing.T) {
@@ -81,7 +81,7 @@ func TestBinaryAgentCore(t *testing.T) {
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait(); pw.Close() }()
-	var logs peers.Buffer
+	var logs peertest.Buffer
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		if t.Failed() {

@@ -29,13 +29,13 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/switchboard-mcp/switchboard/internal/peers"
+	"github.com/switchboard-mcp/switchboard/internal/peertest"
 	"github.com/switchboard-mcp/switchboard/internal/upstream/oauth/oauthtest"
 )
 
 // startServe runs `switchboard serve --config cfg --log` and returns its
 // base URL once it listens; all it logs goes to logs.
-func startServe(t *testing.T, bin, cfg string, logs *peers.Buffer) string {
+func startServe(t *testing.T, bin, cfg string, logs *peertest.Buffer) string {
 	t.Helper()
 	cmd := exec.Command(bin, "serve", "--config", cfg, "--log", "--no-reload")
 	cmd.Env = append(os.Environ(), "LOG_FORMAT=text", "JOURNAL_STREAM=")
@@ -122,13 +122,13 @@ func TestGatewayOAuthE2E(t *testing.T) {
 		"\n    protocol: legacy\n    oauth:\n      token_dir: "+tokens+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var logs peers.Buffer // every output of every process
+	var logs peertest.Buffer // every output of every process
 	runSB := func(args ...string) (int, string) {
 		t.Helper()
 		cmd := exec.Command(bin, args...)
 		// The login's $BROWSER is this binary in the "browser" mode.
 		cmd.Env = append(os.Environ(), envMainServer+"=browser", "BROWSER="+self)
-		var out peers.Buffer
+		var out peertest.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		err := cmd.Run()
 		logs.Write([]byte(out.String()))
@@ -210,8 +210,8 @@ func TestGatewayOAuthE2E(t *testing.T) {
 	// A client with no OAuth of its own (the inspector's CLI, Node)
 	// reaches the protected server through the gateway.
 	t.Run("inspector-cli", func(t *testing.T) {
-		cli, idir := peers.InspectorCLI(t)
-		out, errOut, err := peers.Run(ctx, t, idir, append(slices.Clip(cli), base+"/remote/mcp", "--transport", "http",
+		cli, idir := peertest.InspectorCLI(t)
+		out, errOut, err := peertest.Run(ctx, t, idir, append(slices.Clip(cli), base+"/remote/mcp", "--transport", "http",
 			"--method", "tools/call", "--tool-name", "echo", "--tool-arg", "text=from-inspector"))
 		logs.Write([]byte(out + errOut))
 		if err != nil || !strings.Contains(out, "from-inspector") {
@@ -221,7 +221,7 @@ func TestGatewayOAuthE2E(t *testing.T) {
 	// The TypeScript SDK's client (the one the inspector is built on, here
 	// from the inspector's own node_modules), with no OAuth of its own.
 	t.Run("typescript-sdk", func(t *testing.T) {
-		_, idir := peers.InspectorCLI(t)
+		_, idir := peertest.InspectorCLI(t)
 		sdk := filepath.Join(idir, "..", "..", "sdk", "dist", "esm", "client")
 		script := filepath.Join(t.TempDir(), "call.mjs")
 		src := `import { pathToFileURL } from "node:url";
@@ -237,7 +237,7 @@ await client.close();
 		if err := os.WriteFile(script, []byte(src), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		out, errOut, err := peers.Run(ctx, t, "", []string{peers.Node(t), script, sdk, base + "/remote/mcp"})
+		out, errOut, err := peertest.Run(ctx, t, "", []string{peertest.Node(t), script, sdk, base + "/remote/mcp"})
 		logs.Write([]byte(out + errOut))
 		if err != nil || !strings.Contains(out, "from-ts-sdk") {
 			t.Fatalf("TypeScript SDK client tools/call echo through the gateway: %v\n%s\n%s", err, out, errOut)

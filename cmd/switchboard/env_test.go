@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchboard-mcp/switchboard/internal/peers"
+	"github.com/switchboard-mcp/switchboard/internal/peertest"
 )
 
 // TestCheckDestinationsConfigEnv: without --config, check reads the file
@@ -77,7 +77,7 @@ func TestServeMithrilEnv(t *testing.T) {
 	cmd := exec.Command(bin, "serve")
 	cmd.Env = append(os.Environ(), "DESTINATIONS_CONFIG="+cfgPath, "SECRETS_CONFIG="+secrets,
 		"LOG_FILE="+logPath, "STDIO_RESPONSE_TIMEOUT_SECS=0.5")
-	var stderr peers.Buffer
+	var stderr peertest.Buffer
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -101,7 +101,7 @@ func TestServeMithrilEnv(t *testing.T) {
 			t.Logf("switchboard stdout/stderr:\n%s", stderr.String())
 		}
 	})
-	var logText peers.Buffer
+	var logText peertest.Buffer
 	addrc := make(chan string, 1)
 	go func() {
 		re := regexp.MustCompile(`msg="switchboard listening" addr=(\S+)`)

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchboard-mcp/switchboard/internal/peers"
+	"github.com/switchboard-mcp/switchboard/internal/peertest"
 )
 
 // The real binary under a 256-descriptor limit (prlimit), with 300 client
@@ -44,7 +44,7 @@ func TestFdLimitKeepsHealthzReachable(t *testing.T) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	pr, pw := io.Pipe()
 	cmd.Stderr = pw
-	var out peers.Buffer
+	var out peertest.Buffer
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/policy"
 	"github.com/switchboard-mcp/switchboard/internal/router"
 	"github.com/switchboard-mcp/switchboard/internal/sandbox"
-	"github.com/switchboard-mcp/switchboard/internal/stdio"
+	"github.com/switchboard-mcp/switchboard/internal/upstream/stdio"
 )
 
 const usage = `usage:
@@ -71,7 +71,7 @@ environment (a flag wins over its variable, a variable over the config file):
 `
 
 func main() {
-	// First: in the reaper process (see internal/stdio) this runs it and
+	// First: in the reaper process (see internal/upstream/stdio) this runs it and
 	// exits; here it lets children be killed even if Switchboard is SIGKILLed.
 	stdio.ReaperMain()
 	// In a code-mode worker (internal/sandbox starts them) this runs the
@@ -226,7 +226,7 @@ func serve(args []string, stderr io.Writer) int {
 		defer logFile.Close()
 	}
 	log := newLogger(logW, format, logLevel(cfg.Log.Level), logFile == nil && onJournal())
-	slog.SetDefault(log) // for the packages that log without a logger of their own (internal/stdio's reaper)
+	slog.SetDefault(log) // for the packages that log without a logger of their own (internal/upstream/stdio's reaper)
 	g, err := gateway.New(cfg, gateway.Options{Logger: log, ConfigPath: *cfgPath, NoReload: *noReload, ReloadInterval: reloadInterval, StdioClient: *client})
 	if err != nil {
 		fmt.Fprintf(stderr, "switchboard: %v\n", err)

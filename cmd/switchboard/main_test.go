@@ -26,7 +26,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchboard-mcp/switchboard/internal/peers"
+	"github.com/switchboard-mcp/switchboard/internal/peertest"
 
 	"github.com/switchboard-mcp/switchboard/internal/sandbox"
 )
@@ -436,7 +436,7 @@ destinations:
 	}
 
 	cmd := exec.Command(bin, "serve", "--config", cfgPath)
-	var stderrText peers.Buffer
+	var stderrText peertest.Buffer
 	pr, pw := io.Pipe()
 	cmd.Stderr = pw
 	cmd.Stdout = &stderrText

@@ -12,13 +12,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchboard-mcp/switchboard/internal/peers"
+	"github.com/switchboard-mcp/switchboard/internal/peertest"
 )
 
 // The real binary is SIGKILLed while it runs a stdio destination whose
 // command starts a grandchild (sh -c 'sleep 300 & wait'): nothing in
 // Switchboard runs any more, yet the child and the grandchild are gone
-// (the reaper of internal/stdio; Pdeathsig alone ends only the child).
+// (the reaper of internal/upstream/stdio; Pdeathsig alone ends only the child).
 func TestSIGKILLLeavesNoGrandchild(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("reads /proc")
@@ -34,7 +34,7 @@ func TestSIGKILLLeavesNoGrandchild(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "serve", "--config", cfgPath)
-	var out peers.Buffer
+	var out peertest.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -96,7 +96,7 @@ func TestSIGKILLLeavesNoGrandchild(t *testing.T) {
 }
 
 // A grandchild that leaves the child's process group and session
-// (setsid) is found by the tracker of internal/stdio (which logs it) and
+// (setsid) is found by the tracker of internal/upstream/stdio (which logs it) and
 // is gone too after switchboard is SIGKILLed, its reaper having been told
 // its group.
 func TestSIGKILLLeavesNoSetsidGrandchild(t *testing.T) {
@@ -119,7 +119,7 @@ func TestSIGKILLLeavesNoSetsidGrandchild(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "serve", "--config", cfgPath)
-	var out peers.Buffer
+	var out peertest.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -196,7 +196,7 @@ func TestSIGKILLLeavesNoSetsidGrandchild(t *testing.T) {
 	}
 }
 
-// splitReapers separates internal/stdio's reaper (its whole environment
+// splitReapers separates internal/upstream/stdio's reaper (its whole environment
 // is one marker variable) from the other processes.
 func splitReapers(pids []int) (others, reapers []int) {
 	for _, p := range pids {

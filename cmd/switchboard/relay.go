@@ -15,7 +15,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/audit"
 	"github.com/switchboard-mcp/switchboard/internal/relay"
-	"github.com/switchboard-mcp/switchboard/internal/sse"
+	"github.com/switchboard-mcp/switchboard/internal/upstream"
 )
 
 func init() { relayCmd = runRelay }
@@ -177,7 +177,7 @@ func runRelay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			}
 			defer oc.Close()
 			if client == nil {
-				client = sse.NewHTTPClient()
+				client = upstream.NewHTTPClient()
 			}
 			client.Transport = oc.Transport(client.Transport)
 		}

@@ -10,10 +10,9 @@ import (
 	"net/url"
 	"os"
 
-	"github.com/switchboard-mcp/switchboard/internal/agentcore"
 	"github.com/switchboard-mcp/switchboard/internal/sigv4"
-	"github.com/switchboard-mcp/switchboard/internal/sse"
 	"github.com/switchboard-mcp/switchboard/internal/upstream"
+	"github.com/switchboard-mcp/switchboard/internal/upstream/agentcore"
 )
 
 // awsFlags are the relay's AWS settings: the AgentCore target (flags,
@@ -114,7 +113,7 @@ func signedClient(ctx context.Context, rawURL string, f awsFlags, set map[string
 		return nil, fmt.Errorf("--url %q is not a URL", rawURL)
 	}
 	if u.Scheme != "https" && !isLoopback(u.Hostname()) {
-		return nil, fmt.Errorf("SigV4 signing needs an https --url (or a loopback host), not %s", sse.Origin(u))
+		return nil, fmt.Errorf("SigV4 signing needs an https --url (or a loopback host), not %s", upstream.Origin(u))
 	}
 	opts := sigv4.Options{Service: *f.service, Profile: *f.profile, Region: *f.region, Logger: log}
 	if set["assume-role-arn"] {
@@ -128,7 +127,7 @@ func signedClient(ctx context.Context, rawURL string, f awsFlags, set map[string
 		return nil, err
 	}
 	log.Debug("relay: signing with SigV4", "service", signer.Service(), "region", signer.Region())
-	client := sse.NewHTTPClient()
+	client := upstream.NewHTTPClient()
 	client.Transport = sigv4.ErrorStatus(signer.Transport(client.Transport))
 	return client, nil
 }

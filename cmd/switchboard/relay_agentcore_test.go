@@ -2,10 +2,10 @@ package main
 
 // In-process tests of `switchboard relay --agentcore-arn` and of SigV4 on
 // `switchboard relay --url`: requests signed for real (package sigv4) with
-// the keys of an isolated AWS environment (peers.NewAWSEnv: static keys, an
+// the keys of an isolated AWS environment (peertest.NewAWSEnv: static keys, an
 // STS emulator), every signature checked by the emulator's independent
 // verifier; the seed's environment, flags over environment, usage errors.
-// internal/agentcore tests the AgentCore protocol in more depth.
+// internal/upstream/agentcore tests the AgentCore protocol in more depth.
 
 import (
 	"bytes"
@@ -23,8 +23,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/switchboard-mcp/switchboard/internal/agentcore"
-	"github.com/switchboard-mcp/switchboard/internal/peers"
+	"github.com/switchboard-mcp/switchboard/internal/peertest"
+	"github.com/switchboard-mcp/switchboard/internal/upstream/agentcore"
 )
 
 const relayTestARN = "arn:aws:bedrock-agentcore:eu-central-1:123456789012:runtime/relay_test-XyZ"
@@ -33,7 +33,7 @@ const relayTestARN = "arn:aws:bedrock-agentcore:eu-central-1:123456789012:runtim
 // (2025-11-25: the stateful path) on its stdio.
 type relayRun struct {
 	cs       *mcp.ClientSession
-	stderr   *peers.Buffer
+	stderr   *peertest.Buffer
 	progress atomic.Int32
 	mu       sync.Mutex
 	logs     []string
@@ -41,7 +41,7 @@ type relayRun struct {
 
 func startRunRelay(t *testing.T, args ...string) *relayRun {
 	t.Helper()
-	r := &relayRun{stderr: &peers.Buffer{}}
+	r := &relayRun{stderr: &peertest.Buffer{}}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	done := make(chan int, 1)
@@ -99,7 +99,7 @@ func (r *relayRun) call(t *testing.T, name string, args map[string]any) string {
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
-	return peers.Text(res)
+	return peertest.Text(res)
 }
 
 // features calls echo and progress, and (unless stateless: a request-mode
@@ -128,10 +128,10 @@ func (r *relayRun) features(t *testing.T, stateless bool) {
 
 // agentCoreEnv isolates AWS, clears the seed's variables and starts a
 // verifying emulator reached through AWS_ENDPOINT_URL_BEDROCK_AGENTCORE.
-func agentCoreEnv(t *testing.T, stateless bool) (*peers.AgentCore, *peers.AWSEnv) {
+func agentCoreEnv(t *testing.T, stateless bool) (*peertest.AgentCore, *peertest.AWSEnv) {
 	t.Helper()
-	env := peers.NewAWSEnv(t)
-	emu := peers.NewAgentCore(t, peers.AgentCoreOptions{Stateless: stateless, Verify: env.Verify(agentcore.Service, "eu-central-1")})
+	env := peertest.NewAWSEnv(t)
+	emu := peertest.NewAgentCore(t, peertest.AgentCoreOptions{Stateless: stateless, Verify: env.Verify(agentcore.Service, "eu-central-1")})
 	for k, v := range map[string]string{"AWS_ENDPOINT_URL_BEDROCK_AGENTCORE": emu.URL, "AGENTCORE_AGENT_ARN": "", "AGENT_ARN": "",
 		"RUNTIME_SESSION_MODE": "", "AGENTCORE_ASSUME_ROLE_ARN": "", "AGENTCORE_ASSUME_ROLE_SESSION_NAME": "", "MCP_PROXY_DEBUG": ""} {
 		t.Setenv(k, v)
@@ -142,7 +142,7 @@ func agentCoreEnv(t *testing.T, stateless bool) (*peers.AgentCore, *peers.AWSEnv
 // signedBy returns the access key ids that signed the emulator's
 // invocations, and fails the test on any refused for another reason than
 // expiry.
-func signedBy(t *testing.T, emu *peers.AgentCore) map[string]int {
+func signedBy(t *testing.T, emu *peertest.AgentCore) map[string]int {
 	t.Helper()
 	keys := map[string]int{}
 	for _, c := range emu.Calls() {
@@ -279,8 +279,8 @@ func TestRelayAgentCoreEnv(t *testing.T) {
 // TestRelayAgentCoreFlags: --aws-region (which may only repeat the ARN's)
 // and --aws-profile reach the signer (a profile's keys sign).
 func TestRelayAgentCoreFlags(t *testing.T) {
-	env := peers.NewAWSEnv(t)
-	emu := peers.NewAgentCore(t, peers.AgentCoreOptions{Verify: env.Verify(agentcore.Service, "eu-central-1")})
+	env := peertest.NewAWSEnv(t)
+	emu := peertest.NewAgentCore(t, peertest.AgentCoreOptions{Verify: env.Verify(agentcore.Service, "eu-central-1")})
 	t.Setenv("AWS_ENDPOINT_URL_BEDROCK_AGENTCORE", emu.URL)
 	for _, k := range []string{"AGENTCORE_AGENT_ARN", "AGENT_ARN", "RUNTIME_SESSION_MODE", "AGENTCORE_ASSUME_ROLE_ARN"} {
 		t.Setenv(k, "")
@@ -292,7 +292,7 @@ func TestRelayAgentCoreFlags(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(env.Dir, "credentials"), []byte("[relay-prof]\naws_access_key_id = AKIDPROFILEKEY\naws_secret_access_key = profile-secret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env.Creds["AKIDPROFILEKEY"] = peers.Credentials{Secret: "profile-secret"}
+	env.Creds["AKIDPROFILEKEY"] = peertest.Credentials{Secret: "profile-secret"}
 	r := startRunRelay(t, "--agentcore-arn", relayTestARN, "--aws-region", "eu-central-1", "--aws-profile", "relay-prof")
 	if got := r.call(t, "echo", map[string]any{"text": "p"}); got != "agentcore echo: p" {
 		t.Errorf("echo = %q", got)
@@ -307,11 +307,11 @@ func TestRelayAgentCoreFlags(t *testing.T) {
 // the inferred or given service and region, and an assumed role's keys
 // when asked; without it the upstream refuses the relay.
 func TestRelayURLSigV4(t *testing.T) {
-	env := peers.NewAWSEnv(t)
+	env := peertest.NewAWSEnv(t)
 	for _, k := range []string{"AGENTCORE_AGENT_ARN", "AGENT_ARN", "RUNTIME_SESSION_MODE", "AGENTCORE_ASSUME_ROLE_ARN"} {
 		t.Setenv(k, "")
 	}
-	server := peers.NewFeatureServer("signed").Server
+	server := peertest.NewFeatureServer("signed").Server
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
 	sseHandler := mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return server }, nil)
 	var mu sync.Mutex
@@ -386,7 +386,7 @@ func TestRelayURLSigV4(t *testing.T) {
 }
 
 func TestRelayAWSUsageErrors(t *testing.T) {
-	peers.NewAWSEnv(t)
+	peertest.NewAWSEnv(t)
 	for _, k := range []string{"AGENTCORE_AGENT_ARN", "AGENT_ARN", "RUNTIME_SESSION_MODE", "AGENTCORE_ASSUME_ROLE_ARN"} {
 		t.Setenv(k, "")
 	}

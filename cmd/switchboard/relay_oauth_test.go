@@ -33,7 +33,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/switchboard-mcp/switchboard/internal/peers"
+	"github.com/switchboard-mcp/switchboard/internal/peertest"
 	"github.com/switchboard-mcp/switchboard/internal/upstream/oauth/oauthtest"
 )
 
@@ -277,7 +277,7 @@ func TestOAuthConformance(t *testing.T) {
 	if _, err := exec.LookPath("unshare"); err != nil || os.Geteuid() != 0 {
 		t.Skip("the scenario servers listen on every interface: needs unshare -n (root) to keep them on a private loopback")
 	}
-	argv := peers.Conformance(t, peers.ConformanceNext)
+	argv := peertest.Conformance(t, peertest.ConformanceNext)
 	bin := buildBinary(t)
 	self, err := os.Executable()
 	if err != nil {
@@ -296,7 +296,7 @@ func TestOAuthConformance(t *testing.T) {
 				full := append([]string{"unshare", "-n", "sh", "-c", `ip link set lo up && exec "$@"`, "sh"}, argv...)
 				full = append(full, "client", "--command", self, "--suite", suite, "--timeout", "60000")
 				began := time.Now()
-				stdout, stderr, _ := peers.Run(ctx, t, "", full, envMainServer+"="+client.mode, envSwitchboardBin+"="+bin)
+				stdout, stderr, _ := peertest.Run(ctx, t, "", full, envMainServer+"="+client.mode, envSwitchboardBin+"="+bin)
 				cancel()
 				t.Logf("conformance client --suite %s through the %s: %v", suite, client.name, time.Since(began).Round(time.Millisecond))
 				out.WriteString(stdout + stderr)

@@ -7,8 +7,8 @@ import (
 	"net"
 	"time"
 
-	"github.com/switchboard-mcp/switchboard/internal/agentruntime"
 	"github.com/switchboard-mcp/switchboard/internal/config"
+	"github.com/switchboard-mcp/switchboard/internal/front/agentruntime"
 )
 
 // AgentCoreServer is the name of the one destination of an AgentCore

@@ -2,7 +2,7 @@ package gateway_test
 
 // End-to-end tests of the aws block of type agentcore destinations: the
 // go-sdk client through the gateway to the AgentCore emulator, every
-// invocation's SigV4 signature checked by peers.VerifySigV4Scope, the
+// invocation's SigV4 signature checked by peertest.VerifySigV4Scope, the
 // role assumed through the STS emulator.
 
 import (
@@ -12,18 +12,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchboard-mcp/switchboard/internal/agentcore"
-	"github.com/switchboard-mcp/switchboard/internal/peers"
+	"github.com/switchboard-mcp/switchboard/internal/peertest"
+	"github.com/switchboard-mcp/switchboard/internal/upstream/agentcore"
 )
 
 // startAgentCoreAWS starts an emulator accepting the keys in creds for
 // bedrock-agentcore in us-east-1, and a gateway with one agentcore
 // destination "runtime" whose aws block is awsYAML (unindented; "" for
 // none).
-func startAgentCoreAWS(t *testing.T, mode, awsYAML string, creds map[string]peers.Credentials) (*peers.AgentCore, *harness) {
+func startAgentCoreAWS(t *testing.T, mode, awsYAML string, creds map[string]peertest.Credentials) (*peertest.AgentCore, *harness) {
 	t.Helper()
-	emu := peers.NewAgentCore(t, peers.AgentCoreOptions{Stateless: mode == agentcore.ModeRequest,
-		Verify: peers.VerifySigV4Scope("bedrock-agentcore", "us-east-1", creds)})
+	emu := peertest.NewAgentCore(t, peertest.AgentCoreOptions{Stateless: mode == agentcore.ModeRequest,
+		Verify: peertest.VerifySigV4Scope("bedrock-agentcore", "us-east-1", creds)})
 	t.Setenv("AWS_ENDPOINT_URL_BEDROCK_AGENTCORE", emu.URL)
 	yml := "  runtime:\n    type: agentcore\n    arn: " + gatewayTestARN + "\n    session_mode: " + mode + "\n"
 	if awsYAML != "" {
@@ -34,7 +34,7 @@ func startAgentCoreAWS(t *testing.T, mode, awsYAML string, creds map[string]peer
 
 // invocationKeys returns the access key of each invocation the emulator
 // accepted, and how many it refused.
-func invocationKeys(emu *peers.AgentCore) (keys []string, refused int) {
+func invocationKeys(emu *peertest.AgentCore) (keys []string, refused int) {
 	for _, c := range emu.Calls() {
 		if c.Status != 0 {
 			refused++
@@ -55,7 +55,7 @@ func TestAgentCoreDestinationAssumeRole(t *testing.T) {
 	skipRemoteShort(t)
 	awsEnv(t, awsTestKeyID, awsTestSecret, "")
 	creds := awsTestCreds()
-	sts := peers.NewSTS(t, creds)
+	sts := peertest.NewSTS(t, creds)
 	t.Setenv("AWS_ENDPOINT_URL_STS", sts.URL)
 	const role = "arn:aws:iam::123456789012:role/agentcore-invoker"
 	emu, h := startAgentCoreAWS(t, agentcore.ModeIdentity, "{assume_role_arn: "+role+", role_session_name: gw-e2e}", creds)
@@ -103,7 +103,7 @@ func TestAgentCoreDestinationProfile(t *testing.T) {
 		[]byte("[docs]\naws_access_key_id = "+keyID+"\naws_secret_access_key = "+secret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	emu, h := startAgentCoreAWS(t, agentcore.ModeSession, "{profile: docs}", map[string]peers.Credentials{keyID: {Secret: secret}})
+	emu, h := startAgentCoreAWS(t, agentcore.ModeSession, "{profile: docs}", map[string]peertest.Credentials{keyID: {Secret: secret}})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c := newLogClient()

@@ -1,8 +1,8 @@
 package gateway_test
 
 // End-to-end tests of type agentcore destinations: the go-sdk client
-// through the gateway to the AgentCore emulator (internal/peers), SigV4
-// signed for real (package sigv4) with the keys of peers.NewAWSEnv and
+// through the gateway to the AgentCore emulator (internal/peertest), SigV4
+// signed for real (package sigv4) with the keys of peertest.NewAWSEnv and
 // checked by the emulator's independent verifier.
 
 import (
@@ -14,16 +14,16 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/switchboard-mcp/switchboard/internal/agentcore"
-	"github.com/switchboard-mcp/switchboard/internal/peers"
+	"github.com/switchboard-mcp/switchboard/internal/peertest"
+	"github.com/switchboard-mcp/switchboard/internal/upstream/agentcore"
 )
 
 const gatewayTestARN = "arn:aws:bedrock-agentcore:us-east-1:123456789012:runtime/gw_runtime-Q1w2E3"
 
-func startAgentCoreDest(t *testing.T, mode string) (*peers.AgentCore, *harness) {
+func startAgentCoreDest(t *testing.T, mode string) (*peertest.AgentCore, *harness) {
 	t.Helper()
-	env := peers.NewAWSEnv(t)
-	emu := peers.NewAgentCore(t, peers.AgentCoreOptions{Stateless: mode == agentcore.ModeRequest, Verify: env.Verify("bedrock-agentcore", "us-east-1")})
+	env := peertest.NewAWSEnv(t)
+	emu := peertest.NewAgentCore(t, peertest.AgentCoreOptions{Stateless: mode == agentcore.ModeRequest, Verify: env.Verify("bedrock-agentcore", "us-east-1")})
 	t.Setenv("AWS_ENDPOINT_URL_BEDROCK_AGENTCORE", emu.URL)
 	yml := "  runtime:\n    type: agentcore\n    arn: " + gatewayTestARN + "\n    qualifier: live\n    session_mode: " + mode + "\n"
 	return emu, startAgg(t, "", yml)
@@ -66,7 +66,7 @@ func agentCoreCall(ctx context.Context, t *testing.T, cs *mcp.ClientSession, nam
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
-	return peers.Text(res)
+	return peertest.Text(res)
 }
 
 // TestAgentCoreDestination: tools, sampling and elicitation through both
@@ -159,7 +159,7 @@ func TestAgentCoreDestinationModes(t *testing.T) {
 			ids := emu.Sessions()
 			switch mode {
 			case agentcore.ModeIdentity:
-				want := agentcore.IdentitySessionID(peers.IAMUserIdentity(peers.AWSEnvKeyID))
+				want := agentcore.IdentitySessionID(peertest.IAMUserIdentity(peertest.AWSEnvKeyID))
 				if len(ids) != 1 || ids[0] != want {
 					t.Errorf("runtime sessions %q, want [%s] for both clients", ids, want)
 				}

@@ -6,9 +6,9 @@ import (
 	"net/http"
 	"sync"
 
-	"github.com/switchboard-mcp/switchboard/internal/agentcore"
 	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/upstream"
+	"github.com/switchboard-mcp/switchboard/internal/upstream/agentcore"
 )
 
 // agentCoreTarget is a type agentcore destination's runtime, resolved on

@@ -19,9 +19,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/switchboard-mcp/switchboard/internal/agentruntime"
+	"github.com/switchboard-mcp/switchboard/internal/front/agentruntime"
 	"github.com/switchboard-mcp/switchboard/internal/gateway"
-	"github.com/switchboard-mcp/switchboard/internal/peers"
+	"github.com/switchboard-mcp/switchboard/internal/peertest"
 )
 
 // agentCore is `switchboard agentcore` in process: both contracts on
@@ -158,12 +158,12 @@ func TestAgentCoreContractsGoSDK(t *testing.T) {
 				modern := cs.InitializeResult().ProtocolVersion >= "2026-07-28"
 				t.Logf("protocol %s", cs.InitializeResult().ProtocolVersion)
 
-				if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}}); got != "hi" {
+				if got := peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}}); got != "hi" {
 					t.Errorf("echo = %q, want hi", got)
 				}
 				p := &mcp.CallToolParams{Name: "progress", Arguments: map[string]any{"n": 3}}
 				p.SetProgressToken("p-" + contract.name)
-				peers.CallText(ctx, t, cs, p)
+				peertest.CallText(ctx, t, cs, p)
 				for range 3 { // the client may handle them after the result
 					select {
 					case <-pl.arrived:
@@ -179,7 +179,7 @@ func TestAgentCoreContractsGoSDK(t *testing.T) {
 				}
 
 				if !modern {
-					if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "ask", Arguments: map[string]any{"text": "2+2"}}); got != "answer:sampled(question: 2+2)" {
+					if got := peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "ask", Arguments: map[string]any{"text": "2+2"}}); got != "answer:sampled(question: 2+2)" {
 						t.Errorf("sampling round trip: ask = %q", got)
 					}
 				}
@@ -194,8 +194,8 @@ func TestAgentCoreContractsGoSDK(t *testing.T) {
 						p := &mcp.CallToolParams{Name: "wait", Arguments: map[string]any{"key": key}}
 						p.SetProgressToken(fmt.Sprintf("w-%d", i))
 						res, err := cs.CallTool(ctx, p)
-						if err == nil && peers.Text(res) != "released:"+key {
-							err = fmt.Errorf("wait = %q", peers.Text(res))
+						if err == nil && peertest.Text(res) != "released:"+key {
+							err = fmt.Errorf("wait = %q", peertest.Text(res))
 						}
 						errs <- err
 					}()
@@ -210,7 +210,7 @@ func TestAgentCoreContractsGoSDK(t *testing.T) {
 				if st, _ := a.ping(); st != "HealthyBusy" {
 					t.Errorf("/ping with %d calls in flight = %s, want HealthyBusy", n, st)
 				}
-				peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "release", Arguments: map[string]any{"key": key}})
+				peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "release", Arguments: map[string]any{"key": key}})
 				for range n {
 					if err := <-errs; err != nil {
 						t.Errorf("wait: %v", err)
@@ -314,22 +314,22 @@ func TestAgentCoreConformance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the real conformance suite; skipped with -short")
 	}
-	bin := peers.EverythingServer(t)
-	peers.Conformance(t, peers.ConformanceStable)
-	peers.Conformance(t, peers.ConformanceNext)
+	bin := peertest.EverythingServer(t)
+	peertest.Conformance(t, peertest.ConformanceStable)
+	peertest.Conformance(t, peertest.ConformanceNext)
 	for _, s := range []struct {
 		name, version string
 		extra         []string
 		want          int
 	}{
-		{"0.1.16", peers.ConformanceStable, nil, 40},
-		{"0.2.0-alpha.12/2025-11-25", peers.ConformanceNext, []string{"--requirements", "2025-11-25"}, 82},
+		{"0.1.16", peertest.ConformanceStable, nil, 40},
+		{"0.2.0-alpha.12/2025-11-25", peertest.ConformanceNext, []string{"--requirements", "2025-11-25"}, 82},
 	} {
 		t.Run(s.name, func(t *testing.T) {
 			a := startAgentCore(t, []string{bin}, 0)
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
-			passed, failed, out, err := peers.RunConformance(ctx, t, s.version, a.mcpBase+"/mcp", s.extra...)
+			passed, failed, out, err := peertest.RunConformance(ctx, t, s.version, a.mcpBase+"/mcp", s.extra...)
 			if err != nil {
 				t.Fatalf("RunConformance: %v\n%s", err, out)
 			}
@@ -352,13 +352,13 @@ func TestAgentCoreInputRequired(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the everything-server; skipped with -short")
 	}
-	bin := peers.EverythingServer(t)
+	bin := peertest.EverythingServer(t)
 	a := startAgentCore(t, []string{bin}, 0)
 	for _, version := range []string{"", "2025-11-25"} {
 		t.Run(cmpOr(version, "latest"), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			c := peers.NewRecordingClient("agentcore-mrtr")
+			c := peertest.NewRecordingClient("agentcore-mrtr")
 			cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: a.httpBase + "/invocations", MaxRetries: -1},
 				&mcp.ClientSessionOptions{ProtocolVersion: version})
 			if err != nil {
@@ -368,7 +368,7 @@ func TestAgentCoreInputRequired(t *testing.T) {
 			pv := cs.InitializeResult().ProtocolVersion
 			t.Logf("protocol %s", pv)
 			if pv >= "2026-07-28" {
-				if got, want := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "test_input_required_result_sampling"}),
+				if got, want := peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "test_input_required_result_sampling"}),
 					"Sampling response: sampled(What is the capital of France?)"; got != want {
 					t.Errorf("test_input_required_result_sampling = %q, want %q", got, want)
 				}
@@ -378,7 +378,7 @@ func TestAgentCoreInputRequired(t *testing.T) {
 				t.Fatalf("the SDK's latest negotiated %s, want 2026-07-28 or later", pv)
 			}
 			prompt := "what is 2+2"
-			if got, want := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "test_sampling",
+			if got, want := peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "test_sampling",
 				Arguments: map[string]any{"prompt": prompt}}), "LLM response: sampled("+prompt+")"; got != want {
 				t.Errorf("test_sampling = %q, want %q", got, want)
 			}
@@ -395,7 +395,7 @@ type runtimeSessionTransport struct {
 
 func (t runtimeSessionTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
-	r.Header.Set(peers.AgentCoreSessionHeader, t.id)
+	r.Header.Set(peertest.AgentCoreSessionHeader, t.id)
 	return t.base.RoundTrip(r)
 }
 
@@ -406,7 +406,7 @@ func (t runtimeSessionTransport) RoundTrip(r *http.Request) (*http.Response, err
 // says HealthyBusy while they are in flight.
 func TestAgentCoreBehindEmulator(t *testing.T) {
 	a := startAgentCore(t, nil, 0)
-	emu := peers.NewAgentCore(t, peers.AgentCoreOptions{BackendURL: a.httpBase + "/invocations"})
+	emu := peertest.NewAgentCore(t, peertest.AgentCoreOptions{BackendURL: a.httpBase + "/invocations"})
 	arn := "arn:aws:bedrock-agentcore:us-east-1:123456789012:runtime/agentcore_e2e-AbCdEf1234"
 	endpoint := emu.URL + "/runtimes/" + url.PathEscape(arn) + "/invocations?qualifier=DEFAULT"
 	rid := "agentcore-e2e-runtime-session-0000000001"
@@ -420,10 +420,10 @@ func TestAgentCoreBehindEmulator(t *testing.T) {
 		t.Fatalf("connect through the emulator: %v", err)
 	}
 	defer cs.Close()
-	if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "via emulator"}}); got != "via emulator" {
+	if got := peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "via emulator"}}); got != "via emulator" {
 		t.Errorf("echo = %q", got)
 	}
-	if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "ask", Arguments: map[string]any{"text": "2+2"}}); got != "answer:sampled(question: 2+2)" {
+	if got := peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "ask", Arguments: map[string]any{"text": "2+2"}}); got != "answer:sampled(question: 2+2)" {
 		t.Errorf("sampling round trip through the emulator: ask = %q", got)
 	}
 	const n = 16
@@ -446,7 +446,7 @@ func TestAgentCoreBehindEmulator(t *testing.T) {
 	if st, _ := a.ping(); st != "HealthyBusy" {
 		t.Errorf("/ping with %d calls in flight = %s, want HealthyBusy", n, st)
 	}
-	peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "release", Arguments: map[string]any{"key": "emu"}})
+	peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "release", Arguments: map[string]any{"key": "emu"}})
 	for range n {
 		if err := <-errs; err != nil {
 			t.Errorf("wait: %v", err)
@@ -473,7 +473,7 @@ func TestAgentCoreBehindEmulator(t *testing.T) {
 func TestAgentCoreThroughRelay(t *testing.T) {
 	bin := buildSwitchboard(t)
 	a := startAgentCore(t, nil, 0)
-	emu := peers.NewAgentCore(t, peers.AgentCoreOptions{BackendURL: a.httpBase + "/invocations"})
+	emu := peertest.NewAgentCore(t, peertest.AgentCoreOptions{BackendURL: a.httpBase + "/invocations"})
 	arn := "arn:aws:bedrock-agentcore:us-east-1:123456789012:runtime/agentcore_relay-AbCdEf1234"
 	rid := "agentcore-relay-runtime-session-000000001"
 	help, _ := exec.Command(bin, "relay", "-h").CombinedOutput()
@@ -481,7 +481,7 @@ func TestAgentCoreThroughRelay(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			cmd := exec.Command(bin, "relay", "--transport", "http",
 				"--url", emu.URL+"/runtimes/"+url.PathEscape(arn)+"/invocations?qualifier=DEFAULT",
-				"--header", peers.AgentCoreSessionHeader+": "+rid)
+				"--header", peertest.AgentCoreSessionHeader+": "+rid)
 			if mode == "agentcore-arn" {
 				if !bytes.Contains(help, []byte("agentcore-arn")) {
 					t.Skip("switchboard relay has no --agentcore-arn yet")
@@ -491,7 +491,7 @@ func TestAgentCoreThroughRelay(t *testing.T) {
 					"AWS_ACCESS_KEY_ID=AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
 					"AWS_PROFILE=", "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null", "RUNTIME_SESSION_MODE=session")
 			}
-			var stderr peers.Buffer
+			var stderr peertest.Buffer
 			cmd.Stderr = &stderr
 			defer func() {
 				if t.Failed() {
@@ -510,12 +510,12 @@ func TestAgentCoreThroughRelay(t *testing.T) {
 				t.Fatalf("connect through the relay: %v", err)
 			}
 			defer cs.Close()
-			if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "via relay"}}); got != "via relay" {
+			if got := peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "via relay"}}); got != "via relay" {
 				t.Errorf("echo = %q", got)
 			}
 			p := &mcp.CallToolParams{Name: "progress", Arguments: map[string]any{"n": 2}}
 			p.SetProgressToken("p-relay")
-			peers.CallText(ctx, t, cs, p)
+			peertest.CallText(ctx, t, cs, p)
 			for range 2 {
 				select {
 				case <-pl.arrived:
@@ -523,7 +523,7 @@ func TestAgentCoreThroughRelay(t *testing.T) {
 					t.Fatalf("progress through the relay: %v", pl.byToken)
 				}
 			}
-			if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "ask", Arguments: map[string]any{"text": "3+3"}}); got != "answer:sampled(question: 3+3)" {
+			if got := peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "ask", Arguments: map[string]any{"text": "3+3"}}); got != "answer:sampled(question: 3+3)" {
 				t.Errorf("sampling round trip through the relay: ask = %q", got)
 			}
 			const n = 16
@@ -547,13 +547,13 @@ func TestAgentCoreThroughRelay(t *testing.T) {
 			if st, _ := a.ping(); st != "HealthyBusy" {
 				t.Errorf("/ping with %d calls in flight = %s, want HealthyBusy", n, st)
 			}
-			peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "release", Arguments: map[string]any{"key": key}})
+			peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "release", Arguments: map[string]any{"key": key}})
 			for range n {
 				if err := <-errs; err != nil {
 					t.Errorf("wait: %v", err)
 				}
 			}
-			var calls []peers.AgentCoreCall
+			var calls []peertest.AgentCoreCall
 			for _, c := range emu.Calls()[before:] {
 				if c.Status == http.StatusMethodNotAllowed && c.Method == "" {
 					continue // the relay's GET listen stream: AgentCore has none

@@ -12,10 +12,10 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/auth"
 	"github.com/switchboard-mcp/switchboard/internal/buildinfo"
 	"github.com/switchboard-mcp/switchboard/internal/config"
+	"github.com/switchboard-mcp/switchboard/internal/front/sse"
+	stdiofront "github.com/switchboard-mcp/switchboard/internal/front/stdio"
 	"github.com/switchboard-mcp/switchboard/internal/policy"
 	"github.com/switchboard-mcp/switchboard/internal/router"
-	"github.com/switchboard-mcp/switchboard/internal/sse"
-	"github.com/switchboard-mcp/switchboard/internal/stdiofront"
 	"github.com/switchboard-mcp/switchboard/internal/streamable"
 )
 

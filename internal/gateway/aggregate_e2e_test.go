@@ -26,7 +26,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/gateway"
-	"github.com/switchboard-mcp/switchboard/internal/peers"
+	"github.com/switchboard-mcp/switchboard/internal/peertest"
 )
 
 // A go-sdk server run by re-executing the test binary with
@@ -221,7 +221,7 @@ func TestAggregateE2E(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real servers; skipped with -short")
 	}
-	bin := peers.EverythingServer(t)
+	bin := peertest.EverythingServer(t)
 	// isolation: session, so that server→client requests (sampling) of
 	// parallel subtests can always be told apart (see README).
 	h := startAgg(t, aggTop, "",
@@ -266,22 +266,22 @@ func TestAggregateE2E(t *testing.T) {
 			}
 		}
 		// Routing: one tool of each server.
-		if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "everything__test_simple_text"}); got != "This is a simple text response for testing." {
+		if got := peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "everything__test_simple_text"}); got != "This is a simple text response for testing." {
 			t.Errorf("everything__test_simple_text = %q", got)
 		}
-		if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "alpha__echo", Arguments: map[string]any{"x": 1}}); got != `alpha:echo:{"x":1}` {
+		if got := peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "alpha__echo", Arguments: map[string]any{"x": 1}}); got != `alpha:echo:{"x":1}` {
 			t.Errorf("alpha__echo = %q", got)
 		}
-		if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "beta__echo"}); !strings.HasPrefix(got, "beta:echo:") {
+		if got := peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "beta__echo"}); !strings.HasPrefix(got, "beta:echo:") {
 			t.Errorf("beta__echo = %q", got)
 		}
-		if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "gamma__gamma_only"}); !strings.HasPrefix(got, "gamma:gamma_only:") {
+		if got := peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "gamma__gamma_only"}); !strings.HasPrefix(got, "gamma:gamma_only:") {
 			t.Errorf("gamma__gamma_only = %q", got)
 		}
 		// Progress reaches the client under its own token.
 		params := &mcp.CallToolParams{Name: "everything__test_tool_with_progress"}
 		params.SetProgressToken("agg-progress")
-		peers.CallText(ctx, t, cs, params)
+		peertest.CallText(ctx, t, cs, params)
 		interopCheckProgress(t, ic.progressFor("agg-progress", 3), []float64{0, 50, 100}, 100)
 		// An unknown tool is a JSON-RPC error, not a transport failure.
 		if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "nope__nothing"}); err == nil || !strings.Contains(err.Error(), "unknown tool") {
@@ -368,10 +368,10 @@ func TestAggregateE2E(t *testing.T) {
 		cs := aggConnect(ctx, t, base, aggConn{path: "/mcp/pair", version: legacy}, nil)
 		wantNames(t, "pair tools", aggTools(ctx, t, cs),
 			"alpha__echo", "beta__echo", "alpha__add", "beta__add", "alpha_only", "beta_only")
-		if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "beta_only"}); !strings.HasPrefix(got, "beta:beta_only:") {
+		if got := peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "beta_only"}); !strings.HasPrefix(got, "beta:beta_only:") {
 			t.Errorf("beta_only = %q", got)
 		}
-		if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "alpha__add"}); !strings.HasPrefix(got, "alpha:add:") {
+		if got := peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "alpha__add"}); !strings.HasPrefix(got, "alpha:add:") {
 			t.Errorf("alpha__add = %q", got)
 		}
 	})
@@ -382,7 +382,7 @@ func TestAggregateE2E(t *testing.T) {
 		defer cancel()
 		cs := aggConnect(ctx, t, base, aggConn{path: "/mcp/strictok", version: legacy}, nil)
 		wantNames(t, "strictok tools", aggTools(ctx, t, cs), "echo", "add", "alpha_only", "gamma_only")
-		if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "gamma_only"}); !strings.HasPrefix(got, "gamma:gamma_only:") {
+		if got := peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "gamma_only"}); !strings.HasPrefix(got, "gamma:gamma_only:") {
 			t.Errorf("gamma_only = %q", got)
 		}
 		cs = aggConnect(ctx, t, base, aggConn{path: "/mcp/strict", version: legacy}, nil)
@@ -414,7 +414,7 @@ func TestAggregateE2E(t *testing.T) {
 			c.version = legacy
 			cs := aggConnect(ctx, t, base, c, nil)
 			wantNames(t, fmt.Sprintf("%s with X-Namespace home", c.path), aggTools(ctx, t, cs), "secret__secret_tool")
-			if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "secret__secret_tool"}); !strings.HasPrefix(got, "secret:secret_tool:") {
+			if got := peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "secret__secret_tool"}); !strings.HasPrefix(got, "secret:secret_tool:") {
 				t.Errorf("secret__secret_tool = %q", got)
 			}
 		}
@@ -422,7 +422,7 @@ func TestAggregateE2E(t *testing.T) {
 		cs = aggConnect(ctx, t, base, aggConn{path: "/mcp/world", version: legacy}, nil)
 		wantNames(t, "group world tools", aggTools(ctx, t, cs),
 			"alpha__echo", "alpha__add", "alpha__alpha_only", "beta__echo", "beta__add", "beta__beta_only", "secret__secret_tool")
-		if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "secret__secret_tool"}); !strings.HasPrefix(got, "secret:") {
+		if got := peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "secret__secret_tool"}); !strings.HasPrefix(got, "secret:") {
 			t.Errorf("group: secret__secret_tool = %q", got)
 		}
 		h.logs.wait(t, slog.LevelWarn, "group includes an isolated namespace (\"!\" in its namespaces)", "namespace=home")
@@ -439,7 +439,7 @@ func TestAggregateE2E(t *testing.T) {
 			cs := aggConnect(ctx, t, base, c, nil)
 			wantNames(t, c.path+" tools", aggTools(ctx, t, cs),
 				"alpha__echo", "beta__echo", "alpha__add", "beta__add", "alpha_only", "beta_only")
-			if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "beta_only"}); !strings.HasPrefix(got, "beta:beta_only:") {
+			if got := peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "beta_only"}); !strings.HasPrefix(got, "beta:beta_only:") {
 				t.Errorf("%s (%q) beta_only = %q", c.path, c.version, got)
 			}
 		}
@@ -457,8 +457,8 @@ func TestAggregateE2E(t *testing.T) {
 			t.Errorf("POST /nope/mcp: %s, want 404", r)
 		}
 		// inspector 0.15's CLI, which reached no view before.
-		cli, dir := peers.InspectorCLI(t)
-		out, errOut, err := peers.Run(ctx, t, dir, append(slices.Clip(cli), h.url("/pair/mcp"), "--transport", "http",
+		cli, dir := peertest.InspectorCLI(t)
+		out, errOut, err := peertest.Run(ctx, t, dir, append(slices.Clip(cli), h.url("/pair/mcp"), "--transport", "http",
 			"--method", "tools/call", "--tool-name", "beta_only"))
 		if err != nil || !strings.Contains(out, "beta:beta_only:") {
 			t.Errorf("inspector-cli tools/call beta_only on /pair/mcp: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
@@ -512,7 +512,7 @@ func TestAggregateE2E(t *testing.T) {
 			if !slices.Contains(names, tool) {
 				t.Errorf("%s tools = %v, want %s", path, names, tool)
 			}
-			if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: tool}); !strings.HasPrefix(got, "beta:beta_only:") {
+			if got := peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: tool}); !strings.HasPrefix(got, "beta:beta_only:") {
 				t.Errorf("%s %s = %q", path, tool, got)
 			}
 		}
@@ -533,12 +533,12 @@ func TestAggregateE2E(t *testing.T) {
 			}
 			cs := aggConnect(ctx, t, base, aggConn{path: path, version: version}, c.Client)
 			prompt := "what is 2+2 via " + path
-			if got, want := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "test_sampling",
+			if got, want := peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "test_sampling",
 				Arguments: map[string]any{"prompt": prompt}}), "LLM response: sampled("+prompt+")"; got != want {
 				t.Errorf("%s test_sampling = %q, want %q", path, got, want)
 			}
 			msg := "pick a username via " + path
-			if got, want := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "test_elicitation",
+			if got, want := peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "test_elicitation",
 				Arguments: map[string]any{"message": msg}}), "Elicitation result: action=accept, content=map[username:alice]"; got != want {
 				t.Errorf("%s test_elicitation = %q, want %q", path, got, want)
 			}
@@ -561,7 +561,7 @@ func TestAggregateE2E(t *testing.T) {
 		if slices.Contains(aggTools(ctx, t, cs), "__transient_tool_for_list_changed") {
 			t.Fatal("the transient tool is there before it was added")
 		}
-		peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "test_trigger_tool_change"})
+		peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "test_trigger_tool_change"})
 		select {
 		case <-changed:
 		case <-ctx.Done():
@@ -581,7 +581,7 @@ func TestAggregateE2E(t *testing.T) {
 		if v := ms.InitializeResult().ProtocolVersion; v != "2026-07-28" {
 			t.Fatalf("modern client negotiated %s", v)
 		}
-		peers.CallText(ctx, t, ms, &mcp.CallToolParams{Name: "test_trigger_tool_change"})
+		peertest.CallText(ctx, t, ms, &mcp.CallToolParams{Name: "test_trigger_tool_change"})
 		select {
 		case <-modernChanged:
 		case <-ctx.Done():
@@ -595,7 +595,7 @@ func TestAggregateE2E(t *testing.T) {
 		defer cancel()
 		cs := aggConnect(ctx, t, base, aggConn{path: "/mcp/flaky", version: legacy}, nil)
 		wantNames(t, "flaky tools", aggTools(ctx, t, cs), "alpha__echo", "alpha__add", "alpha__alpha_only")
-		if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "alpha__echo"}); !strings.HasPrefix(got, "alpha:echo:") {
+		if got := peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "alpha__echo"}); !strings.HasPrefix(got, "alpha:echo:") {
 			t.Errorf("alpha__echo = %q", got)
 		}
 		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "broken__anything"})
@@ -618,10 +618,10 @@ func TestAggregateE2E(t *testing.T) {
 		}
 		wantNames(t, "modern pair tools", aggTools(ctx, t, cs),
 			"alpha__echo", "beta__echo", "alpha__add", "beta__add", "alpha_only", "beta_only")
-		if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "beta__echo"}); !strings.HasPrefix(got, "beta:echo:") {
+		if got := peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "beta__echo"}); !strings.HasPrefix(got, "beta:echo:") {
 			t.Errorf("modern beta__echo = %q", got)
 		}
-		if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "alpha_only"}); !strings.HasPrefix(got, "alpha:alpha_only:") {
+		if got := peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "alpha_only"}); !strings.HasPrefix(got, "alpha:alpha_only:") {
 			t.Errorf("modern alpha_only = %q", got)
 		}
 		rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "beta://readme"})
@@ -639,18 +639,18 @@ func TestAggregateConformance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the real conformance suite; skipped with -short")
 	}
-	bin := peers.EverythingServer(t)
-	peers.Conformance(t, peers.ConformanceStable)
-	peers.Conformance(t, peers.ConformanceNext)
+	bin := peertest.EverythingServer(t)
+	peertest.Conformance(t, peertest.ConformanceStable)
+	peertest.Conformance(t, peertest.ConformanceNext)
 	suites := []struct {
 		name, version string
 		extra         []string
 		want          int
 		exact         bool // else: >= want, and only tasks-* (extension) scenarios may fail
 	}{
-		{"0.1.16", peers.ConformanceStable, nil, 40, true},
-		{"0.2.0-alpha.12/2025-11-25", peers.ConformanceNext, []string{"--requirements", "2025-11-25"}, 82, true},
-		{"0.2.0-alpha.12/2026-07-28", peers.ConformanceNext, []string{"--requirements", "2026-07-28"}, 165, false},
+		{"0.1.16", peertest.ConformanceStable, nil, 40, true},
+		{"0.2.0-alpha.12/2025-11-25", peertest.ConformanceNext, []string{"--requirements", "2025-11-25"}, 82, true},
+		{"0.2.0-alpha.12/2026-07-28", peertest.ConformanceNext, []string{"--requirements", "2026-07-28"}, 165, false},
 	}
 	for _, s := range suites {
 		t.Run(s.name, func(t *testing.T) {
@@ -659,7 +659,7 @@ func TestAggregateConformance(t *testing.T) {
 				dest{name: "everything", command: []string{bin}}, aggDest("alpha", "alpha_echo", "alpha_add"))
 			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 			defer cancel()
-			passed, failed, out, err := peers.RunConformance(ctx, t, s.version, h.url("/mcp/conf"), s.extra...)
+			passed, failed, out, err := peertest.RunConformance(ctx, t, s.version, h.url("/mcp/conf"), s.extra...)
 			t.Logf("conformance %s against /mcp/conf: %d passed / %d failed", s.name, passed, failed)
 			if err != nil {
 				t.Fatalf("RunConformance: %v\n%s", err, out)
@@ -691,7 +691,7 @@ func TestAggregateStdioFront(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary; skipped with -short")
 	}
-	bin := peers.EverythingServer(t)
+	bin := peertest.EverythingServer(t)
 	dir := t.TempDir()
 	sb := filepath.Join(dir, "switchboard")
 	build := exec.Command("go", "build", "-o", sb, "github.com/switchboard-mcp/switchboard/cmd/switchboard")
@@ -743,10 +743,10 @@ func TestAggregateStdioFront(t *testing.T) {
 					t.Errorf("tools = %v, want %s", names, want)
 				}
 			}
-			if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: c.echo, Arguments: map[string]any{"a": "b"}}); got != `alpha:echo:{"a":"b"}` {
+			if got := peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: c.echo, Arguments: map[string]any{"a": "b"}}); got != `alpha:echo:{"a":"b"}` {
 				t.Errorf("%s = %q", c.echo, got)
 			}
-			if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: c.simple}); got != "This is a simple text response for testing." {
+			if got := peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: c.simple}); got != "This is a simple text response for testing." {
 				t.Errorf("%s = %q", c.simple, got)
 			}
 			// Concurrent calls on the one stdio session.
@@ -755,7 +755,7 @@ func TestAggregateStdioFront(t *testing.T) {
 			for i := range 8 {
 				wg.Go(func() {
 					res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: c.echo, Arguments: map[string]any{"i": i}})
-					if err != nil || peers.Text(res) != fmt.Sprintf(`alpha:echo:{"i":%d}`, i) {
+					if err != nil || peertest.Text(res) != fmt.Sprintf(`alpha:echo:{"i":%d}`, i) {
 						bad.Add(1)
 					}
 				})
@@ -770,7 +770,7 @@ func TestAggregateStdioFront(t *testing.T) {
 				if !slices.Contains(names, sampling) {
 					sampling = "everything__test_sampling"
 				}
-				if got, want := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: sampling,
+				if got, want := peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: sampling,
 					Arguments: map[string]any{"prompt": prompt}}), "LLM response: sampled("+prompt+")"; got != want {
 					t.Errorf("sampling through the stdio front = %q, want %q", got, want)
 				}
@@ -816,7 +816,7 @@ func TestAggregateRemoteDestinations(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real servers; skipped with -short")
 	}
-	bin := peers.EverythingServer(t)
+	bin := peertest.EverythingServer(t)
 	httpSrv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server {
 		return newAggServer("web", []string{"echo", "web_only"})
 	}, nil))
@@ -853,12 +853,12 @@ func TestAggregateRemoteDestinations(t *testing.T) {
 				}
 			}
 			for tool, want := range map[string]string{"web__echo": "web:echo:", "old__echo": "old:echo:", "web_only": "web:web_only:", "old_only": "old:old_only:"} {
-				if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: tool}); !strings.HasPrefix(got, want) {
+				if got := peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: tool}); !strings.HasPrefix(got, want) {
 					t.Errorf("%s = %q, want %s…", tool, got, want)
 				}
 			}
 			prompt := "sampling next to remote servers"
-			if got, want := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "test_sampling",
+			if got, want := peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "test_sampling",
 				Arguments: map[string]any{"prompt": prompt}}), "LLM response: sampled("+prompt+")"; got != want {
 				t.Errorf("test_sampling = %q, want %q", got, want)
 			}

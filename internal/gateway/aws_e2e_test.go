@@ -2,7 +2,7 @@ package gateway_test
 
 // End-to-end tests of the aws block on HTTP destinations: go-sdk servers
 // (Streamable HTTP and legacy HTTP+SSE) on 127.0.0.1 behind a middleware
-// that checks every request's SigV4 signature with peers.VerifySigV4 (an
+// that checks every request's SigV4 signature with peertest.VerifySigV4 (an
 // implementation independent of package sigv4) and refuses the rest with
 // 403, reached by the go-sdk client through the gateway. The AWS
 // environment of each test is its own (t.Setenv, temporary config and
@@ -30,7 +30,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/gateway"
-	"github.com/switchboard-mcp/switchboard/internal/peers"
+	"github.com/switchboard-mcp/switchboard/internal/peertest"
 )
 
 // The base credentials the tests put in the environment.
@@ -40,8 +40,8 @@ const (
 )
 
 // awsTestCreds returns a fresh credential map holding the base key.
-func awsTestCreds() map[string]peers.Credentials {
-	return map[string]peers.Credentials{awsTestKeyID: {Secret: awsTestSecret}}
+func awsTestCreds() map[string]peertest.Credentials {
+	return map[string]peertest.Credentials{awsTestKeyID: {Secret: awsTestSecret}}
 }
 
 // awsEnv gives the AWS SDK the static credentials keyID/secret and region
@@ -100,12 +100,12 @@ func (u *iamUpstream) expiredAnswers() []sigScope {
 	return slices.Clone(u.expired)
 }
 
-// startIAMUpstream serves peers.NewFeatureServer(name) over typ
+// startIAMUpstream serves peertest.NewFeatureServer(name) over typ
 // ("streamable_http" or "sse") on 127.0.0.1; every request must pass
 // verify, else it gets 403 InvalidSignatureException as AWS answers.
 func startIAMUpstream(t *testing.T, typ, name string, verify func(*http.Request, []byte) error) *iamUpstream {
 	t.Helper()
-	srv := peers.NewFeatureServer(name).Server
+	srv := peertest.NewFeatureServer(name).Server
 	var h http.Handler
 	if typ == "sse" {
 		h = mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return srv }, nil)
@@ -186,15 +186,15 @@ func (u *iamUpstream) endpoint(typ, host string) string {
 
 // echoAndProgress calls echo and progress (3 steps) through cs and checks
 // the answers and the progress notifications.
-func echoAndProgress(ctx context.Context, t *testing.T, c *peers.RecordingClient, cs *mcp.ClientSession, name, tag string) {
+func echoAndProgress(ctx context.Context, t *testing.T, c *peertest.RecordingClient, cs *mcp.ClientSession, name, tag string) {
 	t.Helper()
-	if got, want := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": tag}}), name+" echo: "+tag; got != want {
+	if got, want := peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": tag}}), name+" echo: "+tag; got != want {
 		t.Errorf("echo = %q, want %q", got, want)
 	}
 	token := "progress-" + tag
 	p := &mcp.CallToolParams{Name: "progress", Arguments: map[string]any{"steps": 3}}
 	p.SetProgressToken(token)
-	if got := peers.CallText(ctx, t, cs, p); got != "3 steps done" {
+	if got := peertest.CallText(ctx, t, cs, p); got != "3 steps done" {
 		t.Errorf("progress = %q", got)
 	}
 	if got := c.WaitProgress(t, token, 3, waitFor); !slices.Equal(got, []float64{1, 2, 3}) {
@@ -257,9 +257,9 @@ func TestAWSSignedUpstream(t *testing.T) {
 	creds := awsTestCreds()
 	for _, typ := range []string{"streamable_http", "sse"} {
 		t.Run(typ, func(t *testing.T) {
-			conf := startIAMUpstream(t, typ, "conf", peers.VerifySigV4Scope("billing-mcp", "eu-west-3", creds))
-			inferred := startIAMUpstream(t, typ, "inferred", peers.VerifySigV4Scope("localhost", "us-west-2", creds))
-			bare := startIAMUpstream(t, typ, "bare", peers.VerifySigV4(creds))
+			conf := startIAMUpstream(t, typ, "conf", peertest.VerifySigV4Scope("billing-mcp", "eu-west-3", creds))
+			inferred := startIAMUpstream(t, typ, "inferred", peertest.VerifySigV4Scope("localhost", "us-west-2", creds))
+			bare := startIAMUpstream(t, typ, "bare", peertest.VerifySigV4(creds))
 			h := startRemote(t, "",
 				remoteDest{name: "conf", typ: typ, url: conf.endpoint(typ, ""), extra: "aws: {region: eu-west-3, service: billing-mcp}"},
 				remoteDest{name: "inferred", typ: typ, url: inferred.endpoint(typ, "localhost"), extra: "aws: {}"},
@@ -268,7 +268,7 @@ func TestAWSSignedUpstream(t *testing.T) {
 			defer cancel()
 			for _, f := range remoteFronts {
 				for _, name := range []string{"conf", "inferred"} {
-					c := peers.NewRecordingClient("aws-e2e")
+					c := peertest.NewRecordingClient("aws-e2e")
 					cs := f.connect(ctx, t, h, name, c.Client)
 					echoAndProgress(ctx, t, c, cs, name, typ+"-"+f.name)
 					_ = cs.Close()
@@ -300,7 +300,7 @@ func TestAWSWrongSecret(t *testing.T) {
 	ups := map[string]*iamUpstream{}
 	var dests []remoteDest
 	for _, typ := range []string{"streamable_http", "sse"} {
-		ups[typ] = startIAMUpstream(t, typ, "up", peers.VerifySigV4(awsTestCreds()))
+		ups[typ] = startIAMUpstream(t, typ, "up", peertest.VerifySigV4(awsTestCreds()))
 		dests = append(dests, remoteDest{name: "w-" + typ, typ: typ, url: ups[typ].endpoint(typ, ""), extra: "aws: {service: billing-mcp}"})
 	}
 	h := startRemote(t, "restart: {delays: [10ms], max_attempts: 2}\n", dests...)
@@ -349,9 +349,9 @@ func TestAWSAssumeRole(t *testing.T) {
 	awsEnv(t, awsTestKeyID, awsTestSecret, "us-east-1")
 	const role = "arn:aws:iam::123456789012:role/mcp-reader"
 	creds := awsTestCreds()
-	sts := peers.NewSTS(t, creds) // adds the role's keys to creds as it issues them
+	sts := peertest.NewSTS(t, creds) // adds the role's keys to creds as it issues them
 	t.Setenv("AWS_ENDPOINT_URL_STS", sts.URL)
-	verify := peers.VerifySigV4Scope("billing-mcp", "us-east-1", creds)
+	verify := peertest.VerifySigV4Scope("billing-mcp", "us-east-1", creds)
 	// The sse destination leaves role_session_name out: "switchboard".
 	sessionName := map[string]string{"streamable_http": "sb-e2e", "sse": "switchboard"}
 	for _, typ := range []string{"streamable_http", "sse"} {
@@ -365,7 +365,7 @@ func TestAWSAssumeRole(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			for i := range 2 { // two sessions, one signer
-				c := peers.NewRecordingClient("aws-e2e")
+				c := peertest.NewRecordingClient("aws-e2e")
 				cs := remoteFronts[0].connect(ctx, t, h, "r", c.Client)
 				echoAndProgress(ctx, t, c, cs, "up", fmt.Sprintf("%s-%d", typ, i))
 				_ = cs.Close()
@@ -400,7 +400,7 @@ func TestAWSAssumeRole(t *testing.T) {
 func TestAWSReload(t *testing.T) {
 	skipRemoteShort(t)
 	awsEnv(t, awsTestKeyID, awsTestSecret, "us-east-1")
-	up := startIAMUpstream(t, "streamable_http", "up", peers.VerifySigV4(awsTestCreds()))
+	up := startIAMUpstream(t, "streamable_http", "up", peertest.VerifySigV4(awsTestCreds()))
 	dest := func(extra string) string {
 		return "destinations:\n" + remoteDest{name: "r", typ: "streamable_http", url: up.endpoint("streamable_http", ""), extra: extra}.yaml()
 	}
@@ -428,7 +428,7 @@ func TestAWSReload(t *testing.T) {
 		if err != nil {
 			t.Fatalf("connect after the reload to %s: %v", region, err)
 		}
-		if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": region}}); got != "up echo: "+region {
+		if got := peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": region}}); got != "up echo: "+region {
 			t.Errorf("echo = %q", got)
 		}
 		_ = cs.Close()
@@ -451,7 +451,7 @@ func TestAWSReload(t *testing.T) {
 func TestAWSSignerRetried(t *testing.T) {
 	skipRemoteShort(t)
 	awsEnv(t, awsTestKeyID, awsTestSecret, "")
-	up := startIAMUpstream(t, "streamable_http", "up", peers.VerifySigV4Scope("billing-mcp", "ca-central-1", awsTestCreds()))
+	up := startIAMUpstream(t, "streamable_http", "up", peertest.VerifySigV4Scope("billing-mcp", "ca-central-1", awsTestCreds()))
 	h := startRemote(t, "", remoteDest{name: "r", typ: "streamable_http", url: up.endpoint("streamable_http", ""), extra: "aws: {service: billing-mcp}"})
 	t0 := time.Now()
 	r := h.do("POST", "/r/mcp", rpc(1, "initialize", initParams("")))
@@ -469,7 +469,7 @@ func TestAWSSignerRetried(t *testing.T) {
 	t.Setenv("AWS_REGION", "ca-central-1")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c := peers.NewRecordingClient("aws-e2e")
+	c := peertest.NewRecordingClient("aws-e2e")
 	cs := remoteFronts[0].connect(ctx, t, h, "r", c.Client)
 	echoAndProgress(ctx, t, c, cs, "up", "retried")
 	checkSigned(t, up, sigScope{keyID: awsTestKeyID, region: "ca-central-1", service: "billing-mcp"})
@@ -489,12 +489,12 @@ func TestAWSProfile(t *testing.T) {
 	if err := os.WriteFile(os.Getenv("AWS_CONFIG_FILE"), []byte("[profile billing]\nregion = sa-east-1\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	up := startIAMUpstream(t, "sse", "up", peers.VerifySigV4Scope("billing-mcp", "sa-east-1",
-		map[string]peers.Credentials{keyID: {Secret: secret}}))
+	up := startIAMUpstream(t, "sse", "up", peertest.VerifySigV4Scope("billing-mcp", "sa-east-1",
+		map[string]peertest.Credentials{keyID: {Secret: secret}}))
 	h := startRemote(t, "", remoteDest{name: "r", typ: "sse", url: up.endpoint("sse", ""), extra: "aws: {service: billing-mcp, profile: billing}"})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c := peers.NewRecordingClient("aws-e2e")
+	c := peertest.NewRecordingClient("aws-e2e")
 	cs := remoteFronts[1].connect(ctx, t, h, "r", c.Client)
 	echoAndProgress(ctx, t, c, cs, "up", "profile")
 	checkSigned(t, up, sigScope{keyID: keyID, region: "sa-east-1", service: "billing-mcp"})
@@ -509,22 +509,22 @@ func TestAWSExpiredToken(t *testing.T) {
 	awsEnv(t, awsTestKeyID, awsTestSecret, "us-east-1")
 	const role = "arn:aws:iam::123456789012:role/mcp-reader"
 	creds := awsTestCreds()
-	sts := peers.NewSTS(t, creds)
+	sts := peertest.NewSTS(t, creds)
 	t.Setenv("AWS_ENDPOINT_URL_STS", sts.URL)
 	for i, typ := range []string{"streamable_http", "sse"} {
 		t.Run(typ, func(t *testing.T) {
-			up := startIAMUpstream(t, typ, "up", peers.VerifySigV4Scope("billing-mcp", "us-east-1", creds))
+			up := startIAMUpstream(t, typ, "up", peertest.VerifySigV4Scope("billing-mcp", "us-east-1", creds))
 			h := startRemote(t, "", remoteDest{name: "r", typ: typ, url: up.endpoint(typ, ""),
 				extra: "aws: {service: billing-mcp, assume_role_arn: \"" + role + "\"}"})
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			cs := remoteFronts[0].connect(ctx, t, h, "r", peers.NewRecordingClient("aws-e2e").Client)
-			if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "before"}}); got != "up echo: before" {
+			cs := remoteFronts[0].connect(ctx, t, h, "r", peertest.NewRecordingClient("aws-e2e").Client)
+			if got := peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "before"}}); got != "up echo: before" {
 				t.Errorf("echo = %q", got)
 			}
 			before, _ := up.counts()
 			up.expireNext(1)
-			if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "after"}}); got != "up echo: after" {
+			if got := peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "after"}}); got != "up echo: after" {
 				t.Errorf("echo after the expiry = %q", got)
 			}
 			expired := up.expiredAnswers()

@@ -8,7 +8,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/sigv4"
-	"github.com/switchboard-mcp/switchboard/internal/sse"
+	"github.com/switchboard-mcp/switchboard/internal/upstream"
 )
 
 // awsClient is the HTTP client of a streamable_http or sse destination
@@ -51,7 +51,7 @@ func (a *awsClient) get(ctx context.Context) (*http.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := sse.NewHTTPClient()
+	c := upstream.NewHTTPClient()
 	a.base = c.Transport
 	c.Transport = sigv4.ErrorStatus(s.Transport(c.Transport)) // a refusal's reason in the status line
 	a.client = c

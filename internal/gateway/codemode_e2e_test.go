@@ -19,7 +19,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/switchboard-mcp/switchboard/internal/peers"
+	"github.com/switchboard-mcp/switchboard/internal/peertest"
 )
 
 // codeModeTop is the namespace under test: "work" has the three servers
@@ -49,13 +49,13 @@ namespaces:
 // returns its base URL, the filesystem server's root and the harness.
 func codeModeGateway(t *testing.T) (string, string, *harness) {
 	t.Helper()
-	everything := peers.ServerEverythingTS(t)
+	everything := peertest.ServerEverythingTS(t)
 	root := t.TempDir()
 	if r, err := filepath.EvalSymlinks(root); err == nil {
 		root = r
 	}
-	fs := peers.ServerFilesystemTS(t, root)
-	memory := peers.ServerMemoryTS(t)
+	fs := peertest.ServerFilesystemTS(t, root)
+	memory := peertest.ServerMemoryTS(t)
 	if err := os.WriteFile(filepath.Join(root, "notes.txt"), []byte("buy milk\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestCodeModeE2E(t *testing.T) {
 	})
 
 	t.Run("shaping in calls", func(t *testing.T) {
-		if got := peers.Text(callTool(ctx, t, cs, "say", map[string]any{"message": "hi"})); got != "Echo: hi" {
+		if got := peertest.Text(callTool(ctx, t, cs, "say", map[string]any{"message": "hi"})); got != "Echo: hi" {
 			t.Errorf("say = %q", got)
 		}
 		for _, name := range []string{"everything__echo", "echo", "everything__get-env", "memory__delete_entities"} {
@@ -179,7 +179,7 @@ func TestCodeModeE2E(t *testing.T) {
 			var out struct {
 				Results []struct{ Name, Server, Kind string } `json:"results"`
 			}
-			if err := json.Unmarshal([]byte(peers.Text(res)), &out); err != nil {
+			if err := json.Unmarshal([]byte(peertest.Text(res)), &out); err != nil {
 				t.Fatalf("search %q: %v", q, err)
 			}
 			if len(out.Results) == 0 {
@@ -199,7 +199,7 @@ func TestCodeModeE2E(t *testing.T) {
 			}
 		}
 		res := callTool(ctx, t, cs, "inspect", map[string]any{"names": []string{"read_text_file"}})
-		if txt := peers.Text(res); !strings.Contains(txt, `"inputSchema"`) || !strings.Contains(txt, `"path"`) {
+		if txt := peertest.Text(res); !strings.Contains(txt, `"inputSchema"`) || !strings.Contains(txt, `"path"`) {
 			t.Errorf("inspect read_text_file = %s", txt)
 		}
 	})
@@ -285,7 +285,7 @@ print("sum says:", sum);
 				t.Errorf("%s = %+v; want limit %q, error with %q", c.name, r, c.limit, c.err)
 			}
 			// The gateway still serves a normal call.
-			if got := peers.Text(callTool(ctx, t, cs, "say", map[string]any{"message": "still here"})); got != "Echo: still here" {
+			if got := peertest.Text(callTool(ctx, t, cs, "say", map[string]any{"message": "still here"})); got != "Echo: still here" {
 				t.Errorf("after %s: say = %q", c.name, got)
 			}
 		}
@@ -304,7 +304,7 @@ print("sum says:", sum);
 		// calls keep completing before the script is stopped.
 		answered := 0
 		for i := 0; ; i++ {
-			if got := peers.Text(callTool(ctx, t, other, "everything__get-sum", map[string]any{"a": i, "b": 1})); !strings.Contains(got, fmt.Sprintf("is %d", i+1)) {
+			if got := peertest.Text(callTool(ctx, t, other, "everything__get-sum", map[string]any{"a": i, "b": 1})); !strings.Contains(got, fmt.Sprintf("is %d", i+1)) {
 				t.Errorf("get-sum = %q", got)
 			}
 			select {

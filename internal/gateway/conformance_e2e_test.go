@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchboard-mcp/switchboard/internal/peers"
+	"github.com/switchboard-mcp/switchboard/internal/peertest"
 )
 
 // The official conformance suite against Switchboard in front of the go-sdk everything-server
@@ -35,9 +35,9 @@ func TestConformanceE2E(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the real conformance suite; skipped with -short")
 	}
-	bin := peers.EverythingServer(t)
-	peers.Conformance(t, peers.ConformanceStable) // skip (or fail under SWITCHBOARD_REQUIRE_PEERS=1) early
-	peers.Conformance(t, peers.ConformanceNext)
+	bin := peertest.EverythingServer(t)
+	peertest.Conformance(t, peertest.ConformanceStable) // skip (or fail under SWITCHBOARD_REQUIRE_PEERS=1) early
+	peertest.Conformance(t, peertest.ConformanceNext)
 
 	suites := []struct {
 		name, version string
@@ -45,13 +45,13 @@ func TestConformanceE2E(t *testing.T) {
 		wantPassed    int
 		exact         bool // else: >= wantPassed, and only tasks-* (extension) scenarios may fail
 	}{
-		{"0.1.16", peers.ConformanceStable, nil, 40, true},
-		{"0.2.0-alpha.12/2025-11-25", peers.ConformanceNext, []string{"--requirements", "2025-11-25"}, 82, true},
+		{"0.1.16", peertest.ConformanceStable, nil, 40, true},
+		{"0.2.0-alpha.12/2025-11-25", peertest.ConformanceNext, []string{"--requirements", "2025-11-25"}, 82, true},
 		// 165 passed straight against everything-server; 164 is allowed
 		// because server-stateless runs one check only when a timing allows
 		// it (29 or 30 checks, never a failure), seen on a loaded CI machine.
 		// Every scenario but the tasks-* extension must still fail nothing.
-		{"0.2.0-alpha.12/2026-07-28", peers.ConformanceNext, []string{"--requirements", "2026-07-28"}, 164, false},
+		{"0.2.0-alpha.12/2026-07-28", peertest.ConformanceNext, []string{"--requirements", "2026-07-28"}, 164, false},
 	}
 	for _, isolation := range []string{"shared", "session"} {
 		t.Run("isolation="+isolation, func(t *testing.T) {
@@ -64,7 +64,7 @@ func TestConformanceE2E(t *testing.T) {
 					ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 					defer cancel()
 					began := time.Now()
-					passed, failed, out, err := peers.RunConformance(ctx, t, s.version, h.url("/everything/mcp"), s.extra...)
+					passed, failed, out, err := peertest.RunConformance(ctx, t, s.version, h.url("/everything/mcp"), s.extra...)
 					t.Logf("conformance %s %s, isolation %s: %d passed / %d failed in %v",
 						s.version, strings.Join(s.extra, " "), isolation, passed, failed, time.Since(began).Round(time.Millisecond))
 					if err != nil {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchboard-mcp/switchboard/internal/peers"
+	"github.com/switchboard-mcp/switchboard/internal/peertest"
 )
 
 // Protocol-era translation (package era) against the conformance suites: a
@@ -28,15 +28,15 @@ func TestEraModernClientLegacyServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the real conformance suite; skipped with -short")
 	}
-	bin := peers.EverythingServer(t)
-	peers.Conformance(t, peers.ConformanceNext)
+	bin := peertest.EverythingServer(t)
+	peertest.Conformance(t, peertest.ConformanceNext)
 	h := start(t, "max_sessions: 500\n", dest{name: "everything", command: []string{bin}, extra: "protocol: legacy"})
 	// The figure straight against the stateless everything-server is 165
 	// (164 when server-stateless skips its timing check); every required
 	// scenario, input-required-result-* included, must pass.
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	passed, failed, out, err := peers.RunConformance(ctx, t, peers.ConformanceNext, h.url("/everything/mcp"), "--requirements", "2026-07-28")
+	passed, failed, out, err := peertest.RunConformance(ctx, t, peertest.ConformanceNext, h.url("/everything/mcp"), "--requirements", "2026-07-28")
 	t.Logf("conformance 2026-07-28 through a legacy server: %d passed / %d failed", passed, failed)
 	if err != nil {
 		t.Fatalf("RunConformance: %v\n%s", err, out)
@@ -89,19 +89,19 @@ func TestEraLegacyClientModernServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the real conformance suite; skipped with -short")
 	}
-	peers.Conformance(t, peers.ConformanceStable)
-	peers.Conformance(t, peers.ConformanceNext)
-	url, _ := peers.StartEverythingServer(t, true)
+	peertest.Conformance(t, peertest.ConformanceStable)
+	peertest.Conformance(t, peertest.ConformanceNext)
+	url, _ := peertest.StartEverythingServer(t, true)
 	wantFailing := []string{"tools-call-sampling", "tools-call-elicitation", "elicitation-sep1034-defaults", "elicitation-sep1330-enums"}
 	for _, s := range []eraSuite{
-		{"0.1.16", peers.ConformanceStable, nil, 28},
-		{"0.2.0-alpha.12/2025-11-25", peers.ConformanceNext, []string{"--requirements", "2025-11-25"}, 70},
+		{"0.1.16", peertest.ConformanceStable, nil, 28},
+		{"0.2.0-alpha.12/2025-11-25", peertest.ConformanceNext, []string{"--requirements", "2025-11-25"}, 70},
 	} {
 		t.Run(s.name, func(t *testing.T) {
 			h := startRemote(t, "max_sessions: 500\n", remoteDest{name: "everything", typ: "streamable_http", url: url, extra: "protocol: modern"})
 			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 			defer cancel()
-			passed, failed, out, err := peers.RunConformance(ctx, t, s.version, h.url("/everything/mcp"), s.extra...)
+			passed, failed, out, err := peertest.RunConformance(ctx, t, s.version, h.url("/everything/mcp"), s.extra...)
 			t.Logf("conformance %s %s: %d passed / %d failed", s.version, strings.Join(s.extra, " "), passed, failed)
 			if err != nil {
 				t.Fatalf("RunConformance: %v\n%s", err, out)

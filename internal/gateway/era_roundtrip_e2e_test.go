@@ -9,7 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/switchboard-mcp/switchboard/internal/peers"
+	"github.com/switchboard-mcp/switchboard/internal/peertest"
 )
 
 // TestEraRoundTrips drives the go-sdk client of each era through Switchboard
@@ -25,8 +25,8 @@ import (
 // client as a real elicitation/create request.
 func TestEraRoundTrips(t *testing.T) {
 	skipRemoteShort(t)
-	bin := peers.EverythingServer(t)
-	url, _ := peers.StartEverythingServer(t, true)
+	bin := peertest.EverythingServer(t)
+	url, _ := peertest.StartEverythingServer(t, true)
 	h := startAgg(t, "max_sessions: 100\n",
 		remoteDest{name: "modern", typ: "streamable_http", url: url, extra: "protocol: modern"}.yaml(),
 		dest{name: "legacy", command: []string{bin}, extra: "protocol: legacy"})
@@ -127,9 +127,9 @@ func TestEraRoundTrips(t *testing.T) {
 // covers elicitation and subscriptions with the go-sdk client.)
 func TestEraInspector(t *testing.T) {
 	skipRemoteShort(t)
-	insp := peers.Inspector(t)
-	bin := peers.EverythingServer(t)
-	url, _ := peers.StartEverythingServer(t, true)
+	insp := peertest.Inspector(t)
+	bin := peertest.EverythingServer(t)
+	url, _ := peertest.StartEverythingServer(t, true)
 	h := startAgg(t, "max_sessions: 100\n",
 		remoteDest{name: "modern", typ: "streamable_http", url: url, extra: "protocol: modern"}.yaml(),
 		dest{name: "legacy", command: []string{bin}, extra: "protocol: legacy"})
@@ -138,7 +138,7 @@ func TestEraInspector(t *testing.T) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		out, errOut, _ := peers.Run(ctx, t, "", append(append([]string{}, insp...), args...), "HOME="+home)
+		out, errOut, _ := peertest.Run(ctx, t, "", append(append([]string{}, insp...), args...), "HOME="+home)
 		return out + errOut
 	}
 	for _, era := range []string{"legacy", "modern"} {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/switchboard-mcp/switchboard/internal/peers"
+	"github.com/switchboard-mcp/switchboard/internal/peertest"
 )
 
 // Interop: real MCP clients (the TypeScript inspector-cli, the go-sdk client) through Switchboard
@@ -30,8 +30,8 @@ func skipInteropShort(t *testing.T) {
 // server-everything behind Switchboard, over Streamable HTTP and over legacy SSE.
 func TestInteropInspectorCLI(t *testing.T) {
 	skipInteropShort(t)
-	cli, dir := peers.InspectorCLI(t)
-	h := start(t, "max_sessions: 50\n", dest{name: "ts", command: peers.ServerEverythingTS(t)})
+	cli, dir := peertest.InspectorCLI(t)
+	h := start(t, "max_sessions: 50\n", dest{name: "ts", command: peertest.ServerEverythingTS(t)})
 
 	for _, tr := range []struct{ name, path, transport string }{
 		{"streamable", "/ts/mcp", "http"},
@@ -43,7 +43,7 @@ func TestInteropInspectorCLI(t *testing.T) {
 			defer cancel()
 			base := append(append([]string{}, cli...), h.url(tr.path), "--transport", tr.transport)
 
-			out, errOut, err := peers.Run(ctx, t, dir, append(slices.Clip(base), "--method", "tools/list"))
+			out, errOut, err := peertest.Run(ctx, t, dir, append(slices.Clip(base), "--method", "tools/list"))
 			if err != nil {
 				t.Fatalf("inspector-cli tools/list: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
 			}
@@ -61,7 +61,7 @@ func TestInteropInspectorCLI(t *testing.T) {
 				t.Fatalf("tools/list = %v, want echo among them", names)
 			}
 
-			out, errOut, err = peers.Run(ctx, t, dir, append(slices.Clip(base),
+			out, errOut, err = peertest.Run(ctx, t, dir, append(slices.Clip(base),
 				"--method", "tools/call", "--tool-name", "echo", "--tool-arg", "message=hi"))
 			if err != nil {
 				t.Fatalf("inspector-cli tools/call echo: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
@@ -70,7 +70,7 @@ func TestInteropInspectorCLI(t *testing.T) {
 			if err := json.Unmarshal([]byte(out), &res); err != nil {
 				t.Fatalf("tools/call output is not a CallToolResult: %v\n%s", err, out)
 			}
-			if got := peers.Text(&res); got != "Echo: hi" || res.IsError {
+			if got := peertest.Text(&res); got != "Echo: hi" || res.IsError {
 				t.Fatalf("tools/call echo = %q (isError %v), want \"Echo: hi\"\n%s", got, res.IsError, out)
 			}
 		})
@@ -216,7 +216,7 @@ func interopToolNames(ctx context.Context, t *testing.T, cs *mcp.ClientSession) 
 // behind Switchboard: list tools, call echo, and a progress-emitting long-running tool.
 func TestInteropGoSDKClientTS(t *testing.T) {
 	skipInteropShort(t)
-	h := start(t, "max_sessions: 50\n", dest{name: "ts", command: peers.ServerEverythingTS(t)})
+	h := start(t, "max_sessions: 50\n", dest{name: "ts", command: peertest.ServerEverythingTS(t)})
 	for _, r := range interopRoutes {
 		t.Run(r.name, func(t *testing.T) {
 			t.Parallel()
@@ -231,7 +231,7 @@ func TestInteropGoSDKClientTS(t *testing.T) {
 					t.Fatalf("tools/list = %v, want %s among them", names, want)
 				}
 			}
-			if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "echo",
+			if got := peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "echo",
 				Arguments: map[string]any{"message": "hi from go-sdk"}}); got != "Echo: hi from go-sdk" {
 				t.Errorf("echo = %q, want %q", got, "Echo: hi from go-sdk")
 			}
@@ -240,7 +240,7 @@ func TestInteropGoSDKClientTS(t *testing.T) {
 			params := &mcp.CallToolParams{Name: "trigger-long-running-operation",
 				Arguments: map[string]any{"duration": 0.3, "steps": 3}}
 			params.SetProgressToken(token)
-			if got := peers.CallText(ctx, t, cs, params); !strings.Contains(got, "Long running operation completed") {
+			if got := peertest.CallText(ctx, t, cs, params); !strings.Contains(got, "Long running operation completed") {
 				t.Errorf("trigger-long-running-operation = %q", got)
 			}
 			interopCheckProgress(t, c.progressFor(token, 3), []float64{1, 2, 3}, 3)
@@ -274,7 +274,7 @@ func interopCheckProgress(t *testing.T, got []*mcp.ProgressNotificationParams, w
 // session they run concurrently, each session on its own process.
 func TestInteropGoSDKClientEverything(t *testing.T) {
 	skipInteropShort(t)
-	bin := peers.EverythingServer(t)
+	bin := peertest.EverythingServer(t)
 	for _, isolation := range []string{"shared", "session"} {
 		t.Run("isolation="+isolation, func(t *testing.T) {
 			t.Parallel()
@@ -301,7 +301,7 @@ func TestInteropGoSDKClientEverything(t *testing.T) {
 							t.Fatalf("tools/list = %v, want %s among them", names, want)
 						}
 					}
-					if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "test_simple_text"}); got != "This is a simple text response for testing." {
+					if got := peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "test_simple_text"}); got != "This is a simple text response for testing." {
 						t.Errorf("test_simple_text = %q", got)
 					}
 
@@ -311,7 +311,7 @@ func TestInteropGoSDKClientEverything(t *testing.T) {
 					token := "everything-progress-" + isolation + "-" + r.name
 					params := &mcp.CallToolParams{Name: "test_tool_with_progress"}
 					params.SetProgressToken(token)
-					if got := peers.CallText(ctx, t, cs, params); got == "" || got == "<nil>" {
+					if got := peertest.CallText(ctx, t, cs, params); got == "" || got == "<nil>" {
 						t.Errorf("test_tool_with_progress = %q: the upstream received no progress token", got)
 					}
 					interopCheckProgress(t, c.progressFor(token, 3), []float64{0, 50, 100}, 100)
@@ -319,11 +319,11 @@ func TestInteropGoSDKClientEverything(t *testing.T) {
 					if modern {
 						// 2026-07-28: the tool answers input_required; the client's multi round-trip
 						// middleware runs the handlers and retries with the responses.
-						if got, want := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "test_input_required_result_sampling"}),
+						if got, want := peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "test_input_required_result_sampling"}),
 							"Sampling response: sampled(What is the capital of France?)"; got != want {
 							t.Errorf("test_input_required_result_sampling = %q, want %q", got, want)
 						}
-						if got, want := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "test_input_required_result_elicitation"}),
+						if got, want := peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "test_input_required_result_elicitation"}),
 							"Hello, alice!"; got != want {
 							t.Errorf("test_input_required_result_elicitation = %q, want %q", got, want)
 						}
@@ -334,12 +334,12 @@ func TestInteropGoSDKClientEverything(t *testing.T) {
 						return
 					}
 					prompt := "what is 2+2 (" + r.name + ")"
-					if got, want := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "test_sampling",
+					if got, want := peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "test_sampling",
 						Arguments: map[string]any{"prompt": prompt}}), "LLM response: sampled("+prompt+")"; got != want {
 						t.Errorf("test_sampling = %q, want %q", got, want)
 					}
 					msg := "pick a username (" + r.name + ")"
-					if got, want := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "test_elicitation",
+					if got, want := peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "test_elicitation",
 						Arguments: map[string]any{"message": msg}}), "Elicitation result: action=accept, content=map[username:alice]"; got != want {
 						t.Errorf("test_elicitation = %q, want %q", got, want)
 					}

@@ -24,7 +24,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/switchboard-mcp/switchboard/internal/peers"
+	"github.com/switchboard-mcp/switchboard/internal/peertest"
 )
 
 // remoteLegacy is the protocol version a session-era client pins.
@@ -74,25 +74,25 @@ func skipRemoteShort(t *testing.T) {
 // of the suites against the server directly.
 func TestRemoteConformance(t *testing.T) {
 	skipRemoteShort(t)
-	peers.EverythingServer(t)
-	peers.Conformance(t, peers.ConformanceStable)
-	peers.Conformance(t, peers.ConformanceNext)
+	peertest.EverythingServer(t)
+	peertest.Conformance(t, peertest.ConformanceStable)
+	peertest.Conformance(t, peertest.ConformanceNext)
 	for _, s := range []struct {
 		name, version string
 		extra         []string
 		want          int
 	}{
-		{"0.1.16", peers.ConformanceStable, nil, 40},
-		{"0.2.0-alpha.12/2025-11-25", peers.ConformanceNext, []string{"--requirements", "2025-11-25"}, 82},
+		{"0.1.16", peertest.ConformanceStable, nil, 40},
+		{"0.2.0-alpha.12/2025-11-25", peertest.ConformanceNext, []string{"--requirements", "2025-11-25"}, 82},
 	} {
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel()
-			up, _ := peers.StartEverythingServer(t, false)
+			up, _ := peertest.StartEverythingServer(t, false)
 			h := startRemote(t, "max_sessions: 500\n", remoteDest{name: "everything", typ: "streamable_http", url: up})
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
 			began := time.Now()
-			passed, failed, out, err := peers.RunConformance(ctx, t, s.version, h.url("/everything/mcp"), s.extra...)
+			passed, failed, out, err := peertest.RunConformance(ctx, t, s.version, h.url("/everything/mcp"), s.extra...)
 			t.Logf("conformance %s %s through a streamable_http destination: %d passed / %d failed in %v",
 				s.version, strings.Join(s.extra, " "), passed, failed, time.Since(began).Round(time.Millisecond))
 			if err != nil {
@@ -110,17 +110,17 @@ func TestRemoteConformance(t *testing.T) {
 // ---------------------------------------------------------------------------
 // go-sdk servers on httptest: the upstreams of the feature round trips.
 
-// featureUpstream serves peers.NewFeatureServer on 127.0.0.1 over Streamable HTTP
+// featureUpstream serves peertest.NewFeatureServer on 127.0.0.1 over Streamable HTTP
 // (typ "streamable_http") or legacy HTTP+SSE (typ "sse").
-func featureUpstream(t *testing.T, typ, name string) (*httptest.Server, *peers.RequestLog) {
+func featureUpstream(t *testing.T, typ, name string) (*httptest.Server, *peertest.RequestLog) {
 	t.Helper()
 	ts, log, _ := featureUpstreamServer(t, typ, name)
 	return ts, log
 }
 
-func featureUpstreamServer(t *testing.T, typ, name string) (*httptest.Server, *peers.RequestLog, *mcp.Server) {
+func featureUpstreamServer(t *testing.T, typ, name string) (*httptest.Server, *peertest.RequestLog, *mcp.Server) {
 	t.Helper()
-	srv := peers.NewFeatureServer(name).Server
+	srv := peertest.NewFeatureServer(name).Server
 	var h http.Handler
 	switch typ {
 	case "sse":
@@ -130,15 +130,15 @@ func featureUpstreamServer(t *testing.T, typ, name string) (*httptest.Server, *p
 		h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
 			&mcp.StreamableHTTPOptions{EventStore: mcp.NewMemoryEventStore(nil)})
 	}
-	log := &peers.RequestLog{}
+	log := &peertest.RequestLog{}
 	ts := httptest.NewServer(log.Wrap(h))
 	t.Cleanup(ts.Close)
 	return ts, log, srv
 }
 
-// featureRoundTrips exercises every feature of peers.NewFeatureServer(name)
+// featureRoundTrips exercises every feature of peertest.NewFeatureServer(name)
 // through cs: tools, progress, sampling, elicitation, resources, prompts.
-func featureRoundTrips(ctx context.Context, t *testing.T, c *peers.RecordingClient, cs *mcp.ClientSession, name, tag string) {
+func featureRoundTrips(ctx context.Context, t *testing.T, c *peertest.RecordingClient, cs *mcp.ClientSession, name, tag string) {
 	t.Helper()
 	var tools []string
 	for tool, err := range cs.Tools(ctx, nil) {
@@ -152,14 +152,14 @@ func featureRoundTrips(ctx context.Context, t *testing.T, c *peers.RecordingClie
 			t.Fatalf("tools/list = %v, want %s among them", tools, want)
 		}
 	}
-	if got, want := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": tag}}), name+" echo: "+tag; got != want {
+	if got, want := peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": tag}}), name+" echo: "+tag; got != want {
 		t.Errorf("echo = %q, want %q", got, want)
 	}
 
 	token := "progress-" + tag
 	p := &mcp.CallToolParams{Name: "progress", Arguments: map[string]any{"steps": 3}}
 	p.SetProgressToken(token)
-	if got := peers.CallText(ctx, t, cs, p); got != "3 steps done" {
+	if got := peertest.CallText(ctx, t, cs, p); got != "3 steps done" {
 		t.Errorf("progress = %q", got)
 	}
 	if got := c.WaitProgress(t, token, 3, waitFor); !slices.Equal(got, []float64{1, 2, 3}) {
@@ -167,12 +167,12 @@ func featureRoundTrips(ctx context.Context, t *testing.T, c *peers.RecordingClie
 	}
 
 	prompt := "what is 2+2 (" + tag + ")"
-	if got, want := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "sample", Arguments: map[string]any{"prompt": prompt}}),
+	if got, want := peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "sample", Arguments: map[string]any{"prompt": prompt}}),
 		"model said: sampled("+prompt+")"; got != want {
 		t.Errorf("sample = %q, want %q", got, want)
 	}
 	msg := "pick a username (" + tag + ")"
-	if got, want := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "elicit", Arguments: map[string]any{"message": msg}}),
+	if got, want := peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "elicit", Arguments: map[string]any{"message": msg}}),
 		"user said: accept alice"; got != want {
 		t.Errorf("elicit = %q, want %q", got, want)
 	}
@@ -267,7 +267,7 @@ func TestRemoteFeatures(t *testing.T) {
 					t.Parallel()
 					ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 					defer cancel()
-					c := peers.NewRecordingClient("remote-e2e")
+					c := peertest.NewRecordingClient("remote-e2e")
 					cs := f.connect(ctx, t, h, "r", c.Client)
 					featureRoundTrips(ctx, t, c, cs, "up", typ+"-"+f.name)
 				})
@@ -280,7 +280,7 @@ func TestRemoteFeatures(t *testing.T) {
 // legacy HTTP+SSE upstream: tools/list and tools/call.
 func TestRemoteSSEInspectorCLI(t *testing.T) {
 	skipRemoteShort(t)
-	cli, dir := peers.InspectorCLI(t)
+	cli, dir := peertest.InspectorCLI(t)
 	up, _ := featureUpstream(t, "sse", "old")
 	h := startRemote(t, "", remoteDest{name: "old", typ: "sse", url: up.URL})
 	for _, tr := range []struct{ name, path, transport string }{
@@ -301,7 +301,7 @@ func TestRemoteSSEInspectorCLI(t *testing.T) {
 // target) for tools/list and tools/call echo text=hi.
 func inspectorRoundTrip(ctx context.Context, t *testing.T, dir string, base []string, want string) {
 	t.Helper()
-	out, errOut, err := peers.Run(ctx, t, dir, append(slices.Clip(base), "--method", "tools/list"))
+	out, errOut, err := peertest.Run(ctx, t, dir, append(slices.Clip(base), "--method", "tools/list"))
 	if err != nil {
 		t.Fatalf("inspector-cli tools/list: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
 	}
@@ -318,7 +318,7 @@ func inspectorRoundTrip(ctx context.Context, t *testing.T, dir string, base []st
 	if !slices.Contains(names, "echo") || !slices.Contains(names, "sample") {
 		t.Fatalf("tools/list = %v, want echo and sample among them", names)
 	}
-	out, errOut, err = peers.Run(ctx, t, dir, append(slices.Clip(base), "--method", "tools/call", "--tool-name", "echo", "--tool-arg", "text=hi"))
+	out, errOut, err = peertest.Run(ctx, t, dir, append(slices.Clip(base), "--method", "tools/call", "--tool-name", "echo", "--tool-arg", "text=hi"))
 	if err != nil {
 		t.Fatalf("inspector-cli tools/call echo: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
 	}
@@ -326,7 +326,7 @@ func inspectorRoundTrip(ctx context.Context, t *testing.T, dir string, base []st
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("tools/call output is not a CallToolResult: %v\n%s", err, out)
 	}
-	if got := peers.Text(&res); got != want || res.IsError {
+	if got := peertest.Text(&res); got != want || res.IsError {
 		t.Fatalf("tools/call echo = %q (isError %v), want %q\n%s", got, res.IsError, want, out)
 	}
 }
@@ -519,11 +519,11 @@ func TestRemoteFrontParity(t *testing.T) {
 
 // badUpstreams starts the broken servers of the bad-input tests and returns
 // their URLs by case name, with a request log for each.
-func badUpstreams(t *testing.T) (urls map[string]string, logs map[string]*peers.RequestLog) {
+func badUpstreams(t *testing.T) (urls map[string]string, logs map[string]*peertest.RequestLog) {
 	t.Helper()
-	urls, logs = map[string]string{}, map[string]*peers.RequestLog{}
+	urls, logs = map[string]string{}, map[string]*peertest.RequestLog{}
 	serve := func(name string, h http.HandlerFunc) {
-		logs[name] = &peers.RequestLog{}
+		logs[name] = &peertest.RequestLog{}
 		ts := httptest.NewServer(logs[name].Wrap(h))
 		t.Cleanup(ts.Close)
 		urls[name] = ts.URL + "/mcp"
@@ -543,7 +543,7 @@ func badUpstreams(t *testing.T) (urls map[string]string, logs map[string]*peers.
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"status":"ok","service":"not an MCP server"}`))
 	})
-	tlsLog := &peers.RequestLog{}
+	tlsLog := &peertest.RequestLog{}
 	tlsSrv := httptest.NewTLSServer(tlsLog.Wrap(http.NotFoundHandler()))
 	t.Cleanup(tlsSrv.Close)
 	urls["tls"], logs["tls"] = tlsSrv.URL+"/mcp", tlsLog
@@ -634,9 +634,9 @@ func TestRemoteBadUpstream(t *testing.T) {
 // with an event stream that ends before the response: "drop" after an
 // event with an id (resumable, but a GET with Last-Event-ID is refused),
 // "drop-noid" with no event id at all. It offers no listen stream.
-func dropUpstream(t *testing.T) (*httptest.Server, *peers.RequestLog) {
+func dropUpstream(t *testing.T) (*httptest.Server, *peertest.RequestLog) {
 	t.Helper()
-	log := &peers.RequestLog{}
+	log := &peertest.RequestLog{}
 	ts := httptest.NewServer(log.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.Method {
 		case http.MethodGet:
@@ -697,12 +697,12 @@ func TestRemoteStreamableResumption(t *testing.T) {
 
 	for _, f := range remoteFronts[:2] {
 		t.Run(f.name, func(t *testing.T) {
-			c := peers.NewRecordingClient("remote-e2e")
+			c := peertest.NewRecordingClient("remote-e2e")
 			cs := f.connect(ctx, t, h, "res", c.Client)
 			gets := upLog.Count(http.MethodGet)
 			p := &mcp.CallToolParams{Name: "reconnect"}
 			p.SetProgressToken("resume-" + f.name)
-			if got := peers.CallText(ctx, t, cs, p); got != "answered after the stream closed" {
+			if got := peertest.CallText(ctx, t, cs, p); got != "answered after the stream closed" {
 				t.Errorf("reconnect = %q", got)
 			}
 			c.WaitProgress(t, "resume-"+f.name, 1, waitFor)
@@ -736,7 +736,7 @@ func TestRemoteStreamableResumption(t *testing.T) {
 	}
 }
 
-// restartable serves peers.NewFeatureServer over typ on a fixed 127.0.0.1 port;
+// restartable serves peertest.NewFeatureServer over typ on a fixed 127.0.0.1 port;
 // kill stops it at once (streams included) and restart serves a fresh one
 // (new sessions, new state) on the same port.
 type restartable struct {
@@ -745,7 +745,7 @@ type restartable struct {
 	addr string
 	mu   sync.Mutex
 	srv  *http.Server
-	log  *peers.RequestLog
+	log  *peertest.RequestLog
 }
 
 func startRestartable(t *testing.T, typ string) *restartable {
@@ -763,12 +763,12 @@ func startRestartable(t *testing.T, typ string) *restartable {
 func (r *restartable) url() string { return "http://" + r.addr + "/mcp" }
 
 func (r *restartable) serve(ln net.Listener, name string) {
-	srv := peers.NewFeatureServer(name).Server
+	srv := peertest.NewFeatureServer(name).Server
 	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	if r.typ == "sse" {
 		h = mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	}
-	log := &peers.RequestLog{}
+	log := &peertest.RequestLog{}
 	hs := &http.Server{Handler: log.Wrap(h)}
 	r.mu.Lock()
 	r.srv, r.log = hs, log
@@ -783,7 +783,7 @@ func (r *restartable) kill() {
 	_ = srv.Close()
 }
 
-func (r *restartable) restart(name string) *peers.RequestLog {
+func (r *restartable) restart(name string) *peertest.RequestLog {
 	r.t.Helper()
 	ln, err := net.Listen("tcp", r.addr)
 	if err != nil {
@@ -810,7 +810,7 @@ func TestRemoteUpstreamRestart(t *testing.T) {
 				h := startRemote(t, fastRestart, remoteDest{name: "r", typ: typ, url: up.url()})
 				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 				defer cancel()
-				c := peers.NewRecordingClient("remote-e2e")
+				c := peertest.NewRecordingClient("remote-e2e")
 				cs := f.connect(ctx, t, h, "r", c.Client)
 				featureRoundTrips(ctx, t, c, cs, "first", "before")
 
@@ -819,7 +819,7 @@ func TestRemoteUpstreamRestart(t *testing.T) {
 				if typ == "sse" {
 					log.WaitStarted(t, http.MethodGet, 1, waitFor) // Switchboard re-dialled the event stream
 				}
-				if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "after"}}); got != "second echo: after" {
+				if got := peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "after"}}); got != "second echo: after" {
 					t.Errorf("echo after the restart = %q", got)
 				}
 				featureRoundTrips(ctx, t, c, cs, "second", "after")

@@ -18,7 +18,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/gateway"
-	"github.com/switchboard-mcp/switchboard/internal/peers"
+	"github.com/switchboard-mcp/switchboard/internal/peertest"
 )
 
 // sseAtSSEPath serves a go-sdk feature server over legacy HTTP+SSE at /sse
@@ -26,7 +26,7 @@ import (
 // served: its configured URL is the base, without /sse.
 func sseAtSSEPath(t *testing.T, name string) *httptest.Server {
 	t.Helper()
-	srv := peers.NewFeatureServer(name).Server
+	srv := peertest.NewFeatureServer(name).Server
 	mux := http.NewServeMux()
 	mux.Handle("/sse", mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	ts := httptest.NewServer(mux)
@@ -57,7 +57,7 @@ func TestMithrilDestinationsFile(t *testing.T) {
 			defer h.stop()
 			for _, f := range remoteFronts {
 				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-				cs := f.connect(ctx, t, h, "legacy", peers.NewRecordingClient("mithril").Client)
+				cs := f.connect(ctx, t, h, "legacy", peertest.NewRecordingClient("mithril").Client)
 				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": f.name}})
 				if err != nil || len(res.Content) != 1 {
 					t.Fatalf("%s: echo: %v %+v", f.name, err, res)

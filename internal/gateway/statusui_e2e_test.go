@@ -16,7 +16,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/switchboard-mcp/switchboard/internal/peers"
+	"github.com/switchboard-mcp/switchboard/internal/peertest"
 )
 
 // chromiumPath finds Debian's chromium ($SWITCHBOARD_CHROMIUM first). A
@@ -33,7 +33,7 @@ func chromiumPath(t *testing.T) string {
 		}
 	}
 	msg := "chromium not found (apt-get install --no-install-recommends chromium, or set SWITCHBOARD_CHROMIUM)"
-	if peers.Required() {
+	if peertest.Required() {
 		t.Fatal(msg + " (SWITCHBOARD_REQUIRE_PEERS=1)")
 	}
 	t.Skip(msg)

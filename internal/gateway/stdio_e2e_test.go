@@ -33,7 +33,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/switchboard-mcp/switchboard/internal/peers"
+	"github.com/switchboard-mcp/switchboard/internal/peertest"
 )
 
 // waitFor bounds every wait for something that should happen promptly.
@@ -2258,7 +2258,7 @@ func sdkExercise(t *testing.T, cs *mcp.ClientSession, progress <-chan *mcp.Progr
 }
 
 func TestSDKClientEverythingServer(t *testing.T) {
-	bin := peers.EverythingServer(t)
+	bin := peertest.EverythingServer(t)
 	t.Parallel()
 	for _, iso := range []string{"shared", "session"} {
 		for _, tr := range []string{"streamable", "sse"} {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/switchboard-mcp/switchboard/internal/peers"
+	"github.com/switchboard-mcp/switchboard/internal/peertest"
 )
 
 // TestAggregateStdioFrontReload: `serve --stdio` watches its config too. A
@@ -48,7 +48,7 @@ func TestAggregateStdioFrontReload(t *testing.T) {
 	cmd := exec.Command(sb, "serve", "--config", cfgPath, "--stdio", "--reload-interval", "50ms")
 	var stderr strings.Builder
 	cmd.Stderr = &lockedWriter{w: &stderr}
-	rc := peers.NewRecordingClient("stdio-reload")
+	rc := peertest.NewRecordingClient("stdio-reload")
 	cs, err := rc.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: legacy})
 	if err != nil {
 		t.Fatalf("connect to switchboard --stdio: %v\nstderr:\n%s", err, stderr.String())
@@ -67,7 +67,7 @@ func TestAggregateStdioFrontReload(t *testing.T) {
 	if names := interopToolNames(ctx, t, cs); !slices.Contains(names, "alpha__echo") || !slices.Contains(names, "beta__echo") {
 		t.Fatalf("tools after the reload = %v", names)
 	}
-	if got := peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "beta__echo", Arguments: map[string]any{"x": 1}}); got != `beta:echo:{"x":1}` {
+	if got := peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: "beta__echo", Arguments: map[string]any{"x": 1}}); got != `beta:echo:{"x":1}` {
 		t.Errorf("beta__echo = %q", got)
 	}
 }

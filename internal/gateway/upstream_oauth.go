@@ -9,7 +9,6 @@ import (
 	"os"
 
 	"github.com/switchboard-mcp/switchboard/internal/config"
-	"github.com/switchboard-mcp/switchboard/internal/sse"
 	"github.com/switchboard-mcp/switchboard/internal/upstream"
 	"github.com/switchboard-mcp/switchboard/internal/upstream/oauth"
 )
@@ -38,7 +37,7 @@ func newOAuthTarget(cfg *config.Destination, log *slog.Logger) *oauthTarget {
 	if err != nil {
 		return &oauthTarget{name: cfg.Name, err: err}
 	}
-	c := sse.NewHTTPClient()
+	c := upstream.NewHTTPClient()
 	c.Transport = oc.Transport(c.Transport)
 	return &oauthTarget{name: cfg.Name, oc: oc, client: c}
 }

@@ -30,9 +30,9 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/internal/session"
-	"github.com/switchboard-mcp/switchboard/internal/sse"
 	"github.com/switchboard-mcp/switchboard/internal/streamable"
 	"github.com/switchboard-mcp/switchboard/internal/upstream"
+	"github.com/switchboard-mcp/switchboard/internal/upstream/sse"
 )
 
 // Options configure a relay. Zero values are documented per field.
@@ -45,7 +45,7 @@ type Options struct {
 	Header    http.Header // sent with every upstream request
 	// HTTPClient sends every upstream request, the transport probe
 	// included (a SigV4-signing client, say). Nil means the transports'
-	// default (sse.NewHTTPClient) and http.DefaultClient for the probe.
+	// default (upstream.NewHTTPClient) and http.DefaultClient for the probe.
 	HTTPClient *http.Client
 	// ReconnectDelay is the wait before re-dialling a dropped connection.
 	// Zero means 5 s.
@@ -381,7 +381,7 @@ func (r *relay) modernUpstream() (*upstream.Upstream, error) {
 }
 
 // name is the upstream's name in errors and logs: scheme and host only,
-// since user info, path and query may carry secrets (sse.Origin).
+// since user info, path and query may carry secrets (upstream.Origin).
 func (r *relay) name() string {
 	if r.opts.Dial != nil && r.opts.Name != "" {
 		return r.opts.Name
@@ -390,7 +390,7 @@ func (r *relay) name() string {
 	if err != nil {
 		return "upstream"
 	}
-	return sse.Origin(u)
+	return upstream.Origin(u)
 }
 
 func (r *relay) httpDialer() upstream.Dialer {
@@ -459,7 +459,7 @@ func probeLegacySSE(ctx context.Context, opts Options, init *jsonrpc.Message) (b
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return false, fmt.Errorf("upstream unreachable: %w", sse.UnwrapURLError(err))
+		return false, fmt.Errorf("upstream unreachable: %w", upstream.UnwrapURLError(err))
 	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()

@@ -29,7 +29,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/switchboard-mcp/switchboard/internal/peers"
+	"github.com/switchboard-mcp/switchboard/internal/peertest"
 	"github.com/switchboard-mcp/switchboard/internal/relay"
 )
 
@@ -49,8 +49,8 @@ type sseUpstream struct {
 	addr string
 	mu   sync.Mutex
 	srv  *http.Server
-	f    *peers.FeatureServer
-	log  *peers.RequestLog
+	f    *peertest.FeatureServer
+	log  *peertest.RequestLog
 }
 
 func startSSEUpstream(t *testing.T, name string) *sseUpstream {
@@ -69,8 +69,8 @@ func startSSEUpstream(t *testing.T, name string) *sseUpstream {
 func (u *sseUpstream) url() string { return "http://" + u.addr + "/sse" }
 
 func (u *sseUpstream) serve(ln net.Listener, name string) {
-	f := peers.NewFeatureServer(name)
-	log := &peers.RequestLog{}
+	f := peertest.NewFeatureServer(name)
+	log := &peertest.RequestLog{}
 	srv := &http.Server{Handler: log.Wrap(mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return f.Server }, nil))}
 	u.mu.Lock()
 	u.srv, u.f, u.log = srv, f, log
@@ -97,7 +97,7 @@ func (u *sseUpstream) restart(name string) {
 	u.serve(ln, name)
 }
 
-func (u *sseUpstream) current() (*peers.FeatureServer, *peers.RequestLog) {
+func (u *sseUpstream) current() (*peertest.FeatureServer, *peertest.RequestLog) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return u.f, u.log
@@ -229,11 +229,11 @@ func initLine(id int) []byte {
 
 // badUpstreams starts the broken servers and returns their URLs by case
 // name, with a request log each.
-func badUpstreams(t *testing.T) (urls map[string]string, logs map[string]*peers.RequestLog) {
+func badUpstreams(t *testing.T) (urls map[string]string, logs map[string]*peertest.RequestLog) {
 	t.Helper()
-	urls, logs = map[string]string{}, map[string]*peers.RequestLog{}
+	urls, logs = map[string]string{}, map[string]*peertest.RequestLog{}
 	serve := func(name string, h http.HandlerFunc) {
-		logs[name] = &peers.RequestLog{}
+		logs[name] = &peertest.RequestLog{}
 		ts := httptest.NewServer(logs[name].Wrap(h))
 		t.Cleanup(ts.Close)
 		urls[name] = ts.URL + "/mcp"
@@ -253,7 +253,7 @@ func badUpstreams(t *testing.T) (urls map[string]string, logs map[string]*peers.
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"status":"ok","service":"not an MCP server"}`))
 	})
-	tlsLog := &peers.RequestLog{}
+	tlsLog := &peertest.RequestLog{}
 	tlsSrv := httptest.NewTLSServer(tlsLog.Wrap(http.NotFoundHandler()))
 	t.Cleanup(tlsSrv.Close)
 	urls["tls"], logs["tls"] = tlsSrv.URL+"/mcp", tlsLog
@@ -364,13 +364,13 @@ func buildSwitchboard(t *testing.T) string {
 // the wrapper's stdin, so closing it ends the relay as it would unwrapped.
 type relayProc struct {
 	cmd    *exec.Cmd
-	stdout string        // the copy of the relay's stdout
-	stderr *peers.Buffer // the relay's stderr
+	stdout string           // the copy of the relay's stdout
+	stderr *peertest.Buffer // the relay's stderr
 }
 
 func relayCommand(t *testing.T, bin string, args ...string) *relayProc {
 	t.Helper()
-	p := &relayProc{stdout: filepath.Join(t.TempDir(), "relay.stdout"), stderr: &peers.Buffer{}}
+	p := &relayProc{stdout: filepath.Join(t.TempDir(), "relay.stdout"), stderr: &peertest.Buffer{}}
 	argv := append([]string{"-c", `"$0" "$@" | tee "$RELAY_STDOUT"`, bin, "relay"}, args...)
 	p.cmd = exec.Command("/bin/sh", argv...)
 	p.cmd.Env = append(os.Environ(), "RELAY_STDOUT="+p.stdout)
@@ -415,20 +415,20 @@ func (p *relayProc) closeAndCheck(t *testing.T, cs *mcp.ClientSession) int {
 	return n
 }
 
-// relayClient is the shared recording go-sdk client (peers.RecordingClient)
+// relayClient is the shared recording go-sdk client (peertest.RecordingClient)
 // with the relay tests' helpers.
 type relayClient struct {
-	*peers.RecordingClient
+	*peertest.RecordingClient
 }
 
 func newRelayClient() *relayClient {
-	return &relayClient{peers.NewRecordingClient("relay-e2e")}
+	return &relayClient{peertest.NewRecordingClient("relay-e2e")}
 }
 
 // addToolNotices adds a tool to f and waits for the client to hear of it
 // (notifications/tools/list_changed, sent outside any request: on the
 // upstream's listen stream).
-func (c *relayClient) addToolNotices(t *testing.T, f *peers.FeatureServer) {
+func (c *relayClient) addToolNotices(t *testing.T, f *peertest.FeatureServer) {
 	t.Helper()
 	f.AddTool(&mcp.Tool{Name: "late", InputSchema: map[string]any{"type": "object"}},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -460,7 +460,7 @@ func (c *relayClient) connect(ctx context.Context, t *testing.T, p *relayProc, v
 // (successful) result.
 func callText(ctx context.Context, t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) string {
 	t.Helper()
-	return peers.CallText(ctx, t, cs, &mcp.CallToolParams{Name: name, Arguments: args})
+	return peertest.CallText(ctx, t, cs, &mcp.CallToolParams{Name: name, Arguments: args})
 }
 
 func toolNames(ctx context.Context, t *testing.T, cs *mcp.ClientSession) []string {
@@ -522,7 +522,7 @@ func everythingRoundTrips(ctx context.Context, t *testing.T, c *relayClient, cs 
 	}
 }
 
-// featureRoundTrips exercises a peers.NewFeatureServer(name) through cs.
+// featureRoundTrips exercises a peertest.NewFeatureServer(name) through cs.
 func featureRoundTrips(ctx context.Context, t *testing.T, c *relayClient, cs *mcp.ClientSession, name, tag string) {
 	t.Helper()
 	names := toolNames(ctx, t, cs)
@@ -537,7 +537,7 @@ func featureRoundTrips(ctx context.Context, t *testing.T, c *relayClient, cs *mc
 	token := "progress-" + tag
 	p := &mcp.CallToolParams{Name: "progress", Arguments: map[string]any{"steps": 3}}
 	p.SetProgressToken(token)
-	if res, err := cs.CallTool(ctx, p); err != nil || peers.Text(res) != "3 steps done" {
+	if res, err := cs.CallTool(ctx, p); err != nil || peertest.Text(res) != "3 steps done" {
 		t.Fatalf("progress: %v %+v", err, res)
 	}
 	if got := c.WaitProgress(t, token, 3, waitFor); !slices.Equal(got, []float64{1, 2, 3}) {
@@ -587,11 +587,11 @@ func TestRelayBinary(t *testing.T) {
 	// retries: the client never notices).
 	t.Run("everything-server", func(t *testing.T) {
 		t.Parallel()
-		everything := peers.EverythingServer(t)
+		everything := peertest.EverythingServer(t)
 		for _, transport := range []string{"auto", "http"} {
 			t.Run(transport, func(t *testing.T) {
 				t.Parallel()
-				url, srv := peers.StartEverythingServer(t, false)
+				url, srv := peertest.StartEverythingServer(t, false)
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()
 				logFile := filepath.Join(t.TempDir(), "relay.log")
@@ -602,8 +602,8 @@ func TestRelayBinary(t *testing.T) {
 
 				srv.Stop()
 				addr := strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/mcp")
-				peers.Start(t, []string{everything, "-http", addr, "-stateless=false"}, nil)
-				if err := peers.WaitHTTP(ctx, url); err != nil {
+				peertest.Start(t, []string{everything, "-http", addr, "-stateless=false"}, nil)
+				if err := peertest.WaitHTTP(ctx, url); err != nil {
 					t.Fatal(err)
 				}
 				if got := callText(ctx, t, cs, "test_simple_text", nil); got != "This is a simple text response for testing." {
@@ -689,8 +689,8 @@ func TestRelayBinary(t *testing.T) {
 	// with Last-Event-ID.
 	t.Run("streamable-upstream", func(t *testing.T) {
 		t.Parallel()
-		f := peers.NewFeatureServer("web")
-		log := &peers.RequestLog{}
+		f := peertest.NewFeatureServer("web")
+		log := &peertest.RequestLog{}
 		ts := httptest.NewServer(log.Wrap(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return f.Server },
 			&mcp.StreamableHTTPOptions{EventStore: mcp.NewMemoryEventStore(nil)})))
 		t.Cleanup(ts.Close)
@@ -712,8 +712,8 @@ func TestRelayBinary(t *testing.T) {
 	// SSE server, and to a stateless server that speaks 2026-07-28.
 	t.Run("default-protocol", func(t *testing.T) {
 		t.Parallel()
-		stateful, _ := peers.StartEverythingServer(t, false)
-		stateless, _ := peers.StartEverythingServer(t, true)
+		stateful, _ := peertest.StartEverythingServer(t, false)
+		stateless, _ := peertest.StartEverythingServer(t, true)
 		up := startSSEUpstream(t, "old")
 		for _, tc := range []struct{ name, url, tool, want, version string }{
 			{"everything-stateful", stateful, "test_simple_text", "This is a simple text response for testing.", legacyVersion},
@@ -740,9 +740,9 @@ func TestRelayBinary(t *testing.T) {
 	// inspector-cli with `switchboard relay --url …` as its stdio server.
 	t.Run("inspector-cli", func(t *testing.T) {
 		t.Parallel()
-		cli, dir := peers.InspectorCLI(t)
+		cli, dir := peertest.InspectorCLI(t)
 		up := startSSEUpstream(t, "old")
-		everything, _ := peers.StartEverythingServer(t, false)
+		everything, _ := peertest.StartEverythingServer(t, false)
 		for _, tc := range []struct {
 			name, url, tool, want string
 			args                  []string
@@ -755,7 +755,7 @@ func TestRelayBinary(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()
 				base := append(slices.Clone(cli), bin, "relay", "--url", tc.url)
-				out, errOut, err := peers.Run(ctx, t, dir, append(slices.Clip(base), "--method", "tools/list"))
+				out, errOut, err := peertest.Run(ctx, t, dir, append(slices.Clip(base), "--method", "tools/list"))
 				if err != nil {
 					t.Fatalf("inspector-cli tools/list: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
 				}
@@ -772,7 +772,7 @@ func TestRelayBinary(t *testing.T) {
 				if !slices.Contains(names, tc.tool) {
 					t.Fatalf("tools/list = %v, want %s among them", names, tc.tool)
 				}
-				out, errOut, err = peers.Run(ctx, t, dir, append(append(slices.Clip(base), "--method", "tools/call", "--tool-name", tc.tool), tc.args...))
+				out, errOut, err = peertest.Run(ctx, t, dir, append(append(slices.Clip(base), "--method", "tools/call", "--tool-name", tc.tool), tc.args...))
 				if err != nil {
 					t.Fatalf("inspector-cli tools/call: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
 				}
@@ -780,7 +780,7 @@ func TestRelayBinary(t *testing.T) {
 				if err := json.Unmarshal([]byte(out), &res); err != nil {
 					t.Fatalf("tools/call output is not a CallToolResult: %v\n%s", err, out)
 				}
-				if got := peers.Text(&res); got != tc.want || res.IsError {
+				if got := peertest.Text(&res); got != tc.want || res.IsError {
 					t.Fatalf("tools/call %s = %q (isError %v), want %q", tc.tool, got, res.IsError, tc.want)
 				}
 			})
@@ -875,7 +875,7 @@ func TestRelayOversizedMessages(t *testing.T) {
 	for _, typ := range []string{"http", "sse"} {
 		t.Run(typ, func(t *testing.T) {
 			t.Parallel()
-			f := peers.NewFeatureServer("big")
+			f := peertest.NewFeatureServer("big")
 			var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return f.Server }, nil)
 			if typ == "sse" {
 				h = mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return f.Server }, nil)

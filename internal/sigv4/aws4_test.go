@@ -4,7 +4,7 @@ package sigv4
 // same generated requests (POSTs with JSON bodies, percent-encoded ARN
 // paths, queries, session tokens, AgentCore headers) signed by the Signer
 // at a fixed time and by aws4 under Node must carry the same Authorization,
-// which the verifier of package peers (a third implementation) accepts.
+// which the verifier of package peertest (a third implementation) accepts.
 
 import (
 	"bytes"
@@ -21,7 +21,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/switchboard-mcp/switchboard/internal/peers"
+	"github.com/switchboard-mcp/switchboard/internal/peertest"
 )
 
 // aws4Script signs each request of a JSON array read from stdin with aws4
@@ -140,8 +140,8 @@ func TestDifferentialAWS4(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: runs Node")
 	}
-	node := peers.Node(t)
-	aws4js := peers.AWS4(t)
+	node := peertest.Node(t)
+	aws4js := peertest.AWS4(t)
 	const n = 60
 	rng := rand.New(rand.NewPCG(7, 2026))
 	at := time.Now().UTC().Truncate(time.Second) // one instant for both signers, recent enough for the verifier
@@ -188,7 +188,7 @@ func TestDifferentialAWS4(t *testing.T) {
 		// The request as a server receives it passes the peers verifier.
 		srv := httptest.NewRequest(method, c.req.URL.RequestURI(), strings.NewReader(body))
 		srv.Host, srv.Header = u.Host, c.req.Header.Clone()
-		if err := peers.VerifySigV4Scope(service, region, map[string]peers.Credentials{creds.AccessKeyID: {Secret: creds.SecretAccessKey, SessionToken: creds.SessionToken}})(srv, []byte(body)); err != nil {
+		if err := peertest.VerifySigV4Scope(service, region, map[string]peertest.Credentials{creds.AccessKeyID: {Secret: creds.SecretAccessKey, SessionToken: creds.SessionToken}})(srv, []byte(body)); err != nil {
 			t.Errorf("request %d (%s %s): the peers verifier refuses the Signer's signature: %v", i, method, rawURL, err)
 		}
 		if strings.HasPrefix(u.Path, "/runtimes/") && !strings.Contains(canon, "/runtimes/arn%253Aaws%253Abedrock-agentcore%253A") {

@@ -15,7 +15,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/switchboard-mcp/switchboard/internal/peers"
+	"github.com/switchboard-mcp/switchboard/internal/peertest"
 	"github.com/switchboard-mcp/switchboard/internal/sigv4"
 )
 
@@ -27,7 +27,7 @@ const (
 // awsEnv isolates the AWS configuration: static keys in the environment,
 // empty config and credentials files, no profile, no IMDS, and STS at sts
 // (when not nil). It returns the credential map the verifiers use.
-func awsEnv(t *testing.T, sts bool) (map[string]peers.Credentials, *peers.STS) {
+func awsEnv(t *testing.T, sts bool) (map[string]peertest.Credentials, *peertest.STS) {
 	t.Helper()
 	dir := t.TempDir()
 	for _, f := range []string{"config", "credentials"} {
@@ -44,10 +44,10 @@ func awsEnv(t *testing.T, sts bool) (map[string]peers.Credentials, *peers.STS) {
 	} {
 		t.Setenv(k, v)
 	}
-	creds := map[string]peers.Credentials{testKey: {Secret: testSecret}}
-	var s *peers.STS
+	creds := map[string]peertest.Credentials{testKey: {Secret: testSecret}}
+	var s *peertest.STS
 	if sts {
-		s = peers.NewSTS(t, creds)
+		s = peertest.NewSTS(t, creds)
 		t.Setenv("AWS_ENDPOINT_URL_STS", s.URL)
 	}
 	return creds, s
@@ -169,7 +169,7 @@ const arnPath = "/runtimes/arn%3Aaws%3Abedrock-agentcore%3Aus-west-2%3A123456789
 
 func TestTransportSigns(t *testing.T) {
 	creds, _ := awsEnv(t, false)
-	up := newUpstream(t, peers.VerifySigV4Scope("bedrock-agentcore", "us-west-2", creds))
+	up := newUpstream(t, peertest.VerifySigV4Scope("bedrock-agentcore", "us-west-2", creds))
 	s, err := sigv4.New(context.Background(), up.URL, sigv4.Options{Service: "bedrock-agentcore", Region: "us-west-2"})
 	if err != nil {
 		t.Fatal(err)
@@ -221,8 +221,8 @@ func TestTransportSessionToken(t *testing.T) {
 	creds, _ := awsEnv(t, false)
 	t.Setenv("AWS_ACCESS_KEY_ID", "ASIATEMP")
 	t.Setenv("AWS_SESSION_TOKEN", "tok/en+==")
-	creds["ASIATEMP"] = peers.Credentials{Secret: testSecret, SessionToken: "tok/en+=="}
-	up := newUpstream(t, peers.VerifySigV4(creds))
+	creds["ASIATEMP"] = peertest.Credentials{Secret: testSecret, SessionToken: "tok/en+=="}
+	up := newUpstream(t, peertest.VerifySigV4(creds))
 	s, err := sigv4.New(context.Background(), up.URL, sigv4.Options{Region: "eu-west-1"})
 	if err != nil {
 		t.Fatal(err)
@@ -243,7 +243,7 @@ func TestTransportSessionToken(t *testing.T) {
 // TestVerifierRejects: the peer verifier is not a rubber stamp.
 func TestVerifierRejects(t *testing.T) {
 	creds, _ := awsEnv(t, false)
-	up := newUpstream(t, peers.VerifySigV4Scope("svc", "us-east-1", creds))
+	up := newUpstream(t, peertest.VerifySigV4Scope("svc", "us-east-1", creds))
 	sign := func(opts sigv4.Options, key string) int {
 		t.Setenv("AWS_ACCESS_KEY_ID", key)
 		s, err := sigv4.New(context.Background(), up.URL, opts)
@@ -280,8 +280,8 @@ func TestVerifierRejects(t *testing.T) {
 // errors and a second expiry come back as they are.
 func TestRetryOnce(t *testing.T) {
 	creds, _ := awsEnv(t, false)
-	up := newUpstream(t, peers.VerifySigV4(creds))
-	var logs peers.Buffer
+	up := newUpstream(t, peertest.VerifySigV4(creds))
+	var logs peertest.Buffer
 	s, err := sigv4.New(context.Background(), up.URL, sigv4.Options{Region: "us-east-1",
 		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
@@ -358,7 +358,7 @@ func TestRetryOnce(t *testing.T) {
 // credentials, not the role.
 func TestAssumeRoleRefresh(t *testing.T) {
 	creds, sts := awsEnv(t, true)
-	up := newUpstream(t, peers.VerifySigV4Scope("svc", "us-west-2", creds))
+	up := newUpstream(t, peertest.VerifySigV4Scope("svc", "us-west-2", creds))
 	role := "arn:aws:iam::123456789012:role/mcp-reader"
 	s, err := sigv4.New(context.Background(), up.URL, sigv4.Options{Service: "svc", Region: "us-west-2", AssumeRoleARN: role, RoleSessionName: "sess"})
 	if err != nil {

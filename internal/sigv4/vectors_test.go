@@ -32,7 +32,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/smithy-go/logging"
 
-	"github.com/switchboard-mcp/switchboard/internal/peers"
+	"github.com/switchboard-mcp/switchboard/internal/peertest"
 )
 
 // parseSuiteRequest reads a case's request.txt: the request line (the path
@@ -96,7 +96,7 @@ func testSigner(service, region string, creds aws.Credentials, now time.Time, ca
 }
 
 func TestOfficialVectors(t *testing.T) {
-	dir, cases := peers.SigV4Suite(t)
+	dir, cases := peertest.SigV4Suite(t)
 	passed, skipped := 0, map[string]string{}
 	for _, name := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -107,7 +107,7 @@ func TestOfficialVectors(t *testing.T) {
 				}
 				return strings.TrimRight(string(b), "\n")
 			}
-			ctx, err := peers.ReadSigV4SuiteContext(dir, name)
+			ctx, err := peertest.ReadSigV4SuiteContext(dir, name)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -205,7 +205,7 @@ func TestOfficialVectors(t *testing.T) {
 	}
 }
 
-// suiteTB records whether peers.SigV4Suite skipped or failed, ending the
+// suiteTB records whether peertest.SigV4Suite skipped or failed, ending the
 // goroutine as the testing package's Skipf and Fatalf do.
 type suiteTB struct {
 	testing.TB
@@ -226,7 +226,7 @@ func TestSigV4SuiteRequiredInCI(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			peers.SigV4Suite(f)
+			peertest.SigV4Suite(f)
 		}()
 		<-done
 		if want := ci == "true"; f.failed != want || f.skipped == want {

@@ -1,9 +1,10 @@
 // Package sse implements the text/event-stream format (Server-Sent Events) as
 // the WHATWG HTML standard defines it: a [Writer] that frames and flushes
 // events onto an HTTP response, and a [Reader] that parses a stream from an
-// upstream server. The codec (writer.go, reader.go) uses only the standard
-// library and knows nothing about MCP; the Streamable HTTP transport and
-// this package's legacy HTTP+SSE [Server] build on it.
+// upstream server, with the [MessageReader] the upstream clients read MCP
+// messages with. It is the codec only and knows nothing about MCP sessions:
+// the fronts (front/streamable, front/sse) write with it, the upstream
+// clients (upstream/streamable, upstream/sse) read with it.
 package sse
 
 import (

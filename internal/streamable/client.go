@@ -56,7 +56,7 @@ var ErrConnClosed = errors.New("streamable: connection closed")
 
 // ClientOptions configure a Streamable HTTP upstream connection; they are
 // the legacy SSE client's options, with URL the MCP endpoint.
-type ClientOptions = sse.ClientOptions
+type ClientOptions = upstream.HTTPOptions
 
 // ClientConn is a connection to a Streamable HTTP server. It implements
 // upstream.Conn: each Write is one POST, made on a goroutine the connection
@@ -197,10 +197,10 @@ type reinitTask struct {
 func Dial(ctx context.Context, opts ClientOptions, deliver func([]byte), oversize func([]byte)) (*ClientConn, error) {
 	u, err := url.Parse(opts.URL)
 	if err != nil {
-		return nil, fmt.Errorf("streamable: invalid URL: %v", sse.UnwrapURLError(err))
+		return nil, fmt.Errorf("streamable: invalid URL: %v", upstream.UnwrapURLError(err))
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("streamable: invalid URL %s: want an http or https URL", sse.Origin(u))
+		return nil, fmt.Errorf("streamable: invalid URL %s: want an http or https URL", upstream.Origin(u))
 	}
 	c := &ClientConn{
 		reinitialized: make(chan struct{}, 1),
@@ -216,12 +216,12 @@ func Dial(ctx context.Context, opts ClientOptions, deliver func([]byte), oversiz
 		inflight:      map[string]*flight{},
 	}
 	if c.client == nil {
-		c.client = sse.NewHTTPClient()
+		c.client = upstream.NewHTTPClient()
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
-	c.log = c.log.With("upstream", sse.Origin(u))
+	c.log = c.log.With("upstream", upstream.Origin(u))
 	if c.max <= 0 {
 		c.max = sse.DefaultMaxMessage
 	}
@@ -344,13 +344,13 @@ func (c *ClientConn) exchange(p *post, retried bool) {
 		trace := &httptrace.ClientTrace{GotConn: gotConn, WroteRequest: func(httptrace.WroteRequestInfo) { p.release() }}
 		req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
 		resp, err = c.client.Do(req)
-		err = sse.UnwrapURLError(err)
+		err = upstream.UnwrapURLError(err)
 	} else {
 		trace := &httptrace.ClientTrace{GotConn: gotConn, WroteRequest: func(httptrace.WroteRequestInfo) {
 			time.AfterFunc(orderTimeout, p.release)
 		}}
 		req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
-		resp, err = sse.DoWithin(c.client, req, headerTimeout)
+		resp, err = upstream.DoWithin(c.client, req, headerTimeout)
 	}
 	p.release()
 	if err != nil && reused && !p.staleRetried && p.ctx.Err() == nil && staleConnection(err) {
@@ -417,7 +417,7 @@ func (c *ClientConn) exchange(p *post, retried bool) {
 		c.failPost(p, fmt.Sprintf("upstream accepted the request without answering it (%s)", resp.Status))
 		return
 	}
-	switch ct := sse.MediaType(resp.Header); ct {
+	switch ct := upstream.MediaType(resp.Header); ct {
 	case "application/json":
 		c.readJSON(p, resp.Body)
 	case "text/event-stream":
@@ -433,11 +433,11 @@ func (c *ClientConn) newPost(p *post) (req *http.Request, sid string, err error)
 	if err != nil {
 		return nil, "", err
 	}
-	sse.CopyHeader(req.Header, c.opts.Header)
+	upstream.CopyHeader(req.Header, c.opts.Header)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	if c.opts.TraceHeader {
-		sse.SetTraceHeader(req.Header, p.msg.Params)
+		upstream.SetTraceHeader(req.Header, p.msg.Params)
 	}
 	switch {
 	case p.modern != "":
@@ -633,7 +633,7 @@ func (c *ClientConn) readEvents(mr *sse.MessageReader, fn func(raw []byte, m *js
 		}
 		m, err := jsonrpc.Decode(ev.Data)
 		if err != nil {
-			c.log.Warn("event that is not a JSON-RPC message skipped", "err", err, "data", sse.Clip(ev.Data))
+			c.log.Warn("event that is not a JSON-RPC message skipped", "err", err, "data", upstream.Clip(ev.Data))
 			continue
 		}
 		if fn(ev.Data, m) {
@@ -792,7 +792,7 @@ func (c *ClientConn) reinitialize(initMsg, initedMsg []byte) (sid, version strin
 	}
 	resp, err := c.client.Do(req)
 	if err != nil {
-		return "", "", fmt.Errorf("initialize: upstream unreachable: %v", sse.UnwrapURLError(err))
+		return "", "", fmt.Errorf("initialize: upstream unreachable: %v", upstream.UnwrapURLError(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -812,7 +812,7 @@ func (c *ClientConn) reinitialize(initMsg, initedMsg []byte) (sid, version strin
 		c.deliver(raw)
 		return false
 	}
-	switch ct := sse.MediaType(resp.Header); ct {
+	switch ct := upstream.MediaType(resp.Header); ct {
 	case "application/json":
 		b, err := io.ReadAll(io.LimitReader(resp.Body, int64(c.max)+1))
 		if err != nil {
@@ -847,7 +847,7 @@ func (c *ClientConn) reinitialize(initMsg, initedMsg []byte) (sid, version strin
 		c.setHeaders(req, sid, version)
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
-		resp, err := sse.DoWithin(c.client, req, headerTimeout)
+		resp, err := upstream.DoWithin(c.client, req, headerTimeout)
 		if err != nil {
 			return "", "", fmt.Errorf("initialized: upstream unreachable: %v", err)
 		}
@@ -980,7 +980,7 @@ func (c *ClientConn) probe(sid string) (lost, known bool) {
 	c.setHeaders(req, sid, version)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := sse.DoWithin(c.client, req, headerTimeout)
+	resp, err := upstream.DoWithin(c.client, req, headerTimeout)
 	if err != nil {
 		return false, false
 	}
@@ -1012,12 +1012,12 @@ func (c *ClientConn) get(ctx context.Context, lastID string) (resp *http.Respons
 	if lastID != "" {
 		req.Header.Set("Last-Event-ID", lastID)
 	}
-	resp, err = sse.DoWithin(c.client, req, headerTimeout)
+	resp, err = upstream.DoWithin(c.client, req, headerTimeout)
 	if err != nil {
 		return nil, sid, err
 	}
 	if resp.StatusCode == http.StatusOK {
-		if ct := sse.MediaType(resp.Header); ct != "text/event-stream" {
+		if ct := upstream.MediaType(resp.Header); ct != "text/event-stream" {
 			resp.Body.Close()
 			return nil, sid, fmt.Errorf("upstream response is not MCP (Content-Type %s)", ct)
 		}
@@ -1026,7 +1026,7 @@ func (c *ClientConn) get(ctx context.Context, lastID string) (resp *http.Respons
 }
 
 func (c *ClientConn) setHeaders(req *http.Request, sid, version string) {
-	sse.CopyHeader(req.Header, c.opts.Header)
+	upstream.CopyHeader(req.Header, c.opts.Header)
 	if sid != "" {
 		req.Header.Set(HeaderSessionID, sid)
 	}
@@ -1103,7 +1103,7 @@ func (c *ClientConn) deleteSession(ctx context.Context, sid, version string) {
 		return
 	}
 	c.setHeaders(req, sid, version)
-	resp, err := sse.DoWithin(c.client, req, headerTimeout)
+	resp, err := upstream.DoWithin(c.client, req, headerTimeout)
 	if err != nil {
 		c.log.Debug("ending the upstream session failed", "err", err)
 		return
@@ -1132,14 +1132,14 @@ func answerIn(body []byte, id json.RawMessage) []byte {
 func detail(h http.Header, body []byte) string {
 	if m, err := jsonrpc.Decode(body); err == nil {
 		if e := m.ErrorOf(); e != nil && e.Message != "" {
-			return ": " + sse.OneLine(e.Message)
+			return ": " + upstream.OneLine(e.Message)
 		}
 		return ""
 	}
-	if sse.MediaType(h) != "text/plain" || len(bytes.TrimSpace(body)) == 0 {
+	if upstream.MediaType(h) != "text/plain" || len(bytes.TrimSpace(body)) == 0 {
 		return ""
 	}
-	return ": " + sse.OneLine(string(body))
+	return ": " + upstream.OneLine(string(body))
 }
 
 // rpcReason is the text of a jsonrpc.Decode error, without the Go prefix.

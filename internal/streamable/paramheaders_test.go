@@ -24,7 +24,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/gateway"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
-	"github.com/switchboard-mcp/switchboard/internal/peers"
+	"github.com/switchboard-mcp/switchboard/internal/peertest"
 	"github.com/switchboard-mcp/switchboard/internal/session"
 	"github.com/switchboard-mcp/switchboard/internal/streamable"
 )
@@ -447,7 +447,7 @@ func tryPost(url, tool string, arguments map[string]any, extra map[string]string
 // learns test_x_mcp_header's binding (region → Mcp-Param-Region) from the
 // server's own tools/list.
 func TestParamHeadersEverythingServer(t *testing.T) {
-	url := startGateway(t, stdioYAML([]string{peers.EverythingServer(t)}, nil)) + "/up/mcp"
+	url := startGateway(t, stdioYAML([]string{peertest.EverythingServer(t)}, nil)) + "/up/mcp"
 	const tool = "test_x_mcp_header"
 	tests := []struct {
 		name   string
@@ -668,7 +668,7 @@ func TestParamHeadersCache(t *testing.T) {
 // call succeeds only if Switchboard's upstream connection mirrors the
 // header, as a 2026-07-28 client must (from the tools/list it saw).
 func TestParamHeadersRemoteUpstream(t *testing.T) {
-	mcpURL, _ := peers.StartEverythingServer(t, true)
+	mcpURL, _ := peertest.StartEverythingServer(t, true)
 	url := startGateway(t, "listen: 127.0.0.1:0\ndestinations:\n  up:\n    type: streamable_http\n    url: "+mcpURL+"\n") + "/up/mcp"
 	const tool = "test_x_mcp_header"
 	for _, tt := range []struct {

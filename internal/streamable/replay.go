@@ -9,6 +9,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/internal/sse"
+	"github.com/switchboard-mcp/switchboard/internal/upstream"
 )
 
 // Handshake replay after an error answer.
@@ -111,7 +112,7 @@ func (c *ClientConn) pingRefused(sid string) bool {
 	c.setHeaders(req, sid, version)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := sse.DoWithin(c.client, req, headerTimeout)
+	resp, err := upstream.DoWithin(c.client, req, headerTimeout)
 	if err != nil {
 		return false
 	}
@@ -124,7 +125,7 @@ func (c *ClientConn) pingRefused(sid string) bool {
 		}
 		return false // anything else on the probe's stream is dropped
 	}
-	switch sse.MediaType(resp.Header) {
+	switch upstream.MediaType(resp.Header) {
 	case "application/json":
 		var raw json.RawMessage
 		if json.NewDecoder(http.MaxBytesReader(nil, resp.Body, 1<<20)).Decode(&raw) != nil {

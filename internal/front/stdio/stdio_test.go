@@ -1,4 +1,4 @@
-package stdiofront
+package stdio
 
 import (
 	"bufio"

@@ -8,8 +8,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/switchboard-mcp/switchboard/internal/agentcore"
-	"github.com/switchboard-mcp/switchboard/internal/peers"
+	"github.com/switchboard-mcp/switchboard/internal/peertest"
+	"github.com/switchboard-mcp/switchboard/internal/upstream/agentcore"
 )
 
 // BenchmarkRelayAgentCore: calls/s of a 64-byte echo through relay →
@@ -25,11 +25,11 @@ func BenchmarkRelayAgentCore(b *testing.B) {
 			name = "signed"
 		}
 		b.Run(name, func(b *testing.B) {
-			emu := peers.NewAgentCore(b, peers.AgentCoreOptions{})
+			emu := peertest.NewAgentCore(b, peertest.AgentCoreOptions{})
 			b.Setenv("AWS_ENDPOINT_URL_BEDROCK_AGENTCORE", emu.URL)
 			var cs *mcp.ClientSession
 			if signed {
-				peers.NewAWSEnv(b)
+				peertest.NewAWSEnv(b)
 				_, cs = startRelayVersion(b, agentcore.Options{ARN: testARN}, "2025-11-25")
 			} else {
 				rt, err := agentcore.New(context.Background(), agentcore.Options{ARN: testARN})
@@ -51,7 +51,7 @@ func BenchmarkRelayAgentCore(b *testing.B) {
 					defer wg.Done()
 					defer func() { <-sem }()
 					res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": text}})
-					if err != nil || peers.Text(res) != "agentcore echo: "+text {
+					if err != nil || peertest.Text(res) != "agentcore echo: "+text {
 						b.Errorf("echo: %v", err)
 					}
 				}()

@@ -1,4 +1,4 @@
-// Package peers is test support: it finds and runs the real MCP peers that Switchboard is tested
+// Package peertest is test support: it finds and runs the real MCP peers that Switchboard is tested
 // against (the go-sdk conformance everything-server, the official conformance suite, the
 // TypeScript reference servers server-everything, server-filesystem and server-memory, and
 // inspector-cli, all under Node 22).
@@ -11,7 +11,7 @@
 //
 // Every process started here runs in its own process group and is killed (the whole group) by PID
 // at test cleanup or when its deadline passes; servers are only ever bound to 127.0.0.1.
-package peers
+package peertest
 
 import (
 	"encoding/json"
@@ -70,9 +70,9 @@ func missing(t testing.TB, format string, args ...any) {
 	t.Helper()
 	msg := fmt.Sprintf(format, args...) + "; " + installHint
 	if Required() {
-		t.Fatal("peers: " + msg + " (SWITCHBOARD_REQUIRE_PEERS=1)")
+		t.Fatal("peertest: " + msg + " (SWITCHBOARD_REQUIRE_PEERS=1)")
 	}
-	t.Skip("peers: " + msg)
+	t.Skip("peertest: " + msg)
 }
 
 // need returns the absolute path of rel under Dir() if it exists (and is executable when exe).
@@ -150,7 +150,7 @@ func Conformance(t testing.TB, version string) []string {
 	t.Helper()
 	sub, ok := conformanceDirs[version]
 	if !ok {
-		t.Fatalf("peers: unknown conformance version %q (have %s and %s)", version, ConformanceStable, ConformanceNext)
+		t.Fatalf("peertest: unknown conformance version %q (have %s and %s)", version, ConformanceStable, ConformanceNext)
 	}
 	node := Node(t)
 	needVersion(t, sub, "@modelcontextprotocol/conformance", version)

@@ -1,4 +1,4 @@
-package peers
+package peertest
 
 import (
 	"bytes"
@@ -46,7 +46,7 @@ type Process struct {
 func Start(t testing.TB, argv []string, env []string) *Process {
 	t.Helper()
 	if len(argv) == 0 {
-		t.Fatal("peers.Start: empty argv")
+		t.Fatal("peertest.Start: empty argv")
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = childEnv(env)
@@ -55,7 +55,7 @@ func Start(t testing.TB, argv []string, env []string) *Process {
 	cmd.Stdout = p.out
 	cmd.Stderr = p.out
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("peers.Start %q: %v", argv, err)
+		t.Fatalf("peertest.Start %q: %v", argv, err)
 	}
 	go func() {
 		p.waitErr = cmd.Wait()
@@ -68,7 +68,7 @@ func Start(t testing.TB, argv []string, env []string) *Process {
 	t.Cleanup(func() {
 		p.Stop()
 		if t.Failed() {
-			t.Logf("peers: output of %s (pid %d, %v):\n%s", name, cmd.Process.Pid, p.waitErr, p.Log())
+			t.Logf("peertest: output of %s (pid %d, %v):\n%s", name, cmd.Process.Pid, p.waitErr, p.Log())
 		}
 	})
 	return p
@@ -110,7 +110,7 @@ func FreePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("peers.FreePort: %v", err)
+		t.Fatalf("peertest.FreePort: %v", err)
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
@@ -121,7 +121,7 @@ func FreePort(t testing.TB) int {
 func WaitHTTP(ctx context.Context, rawURL string) error {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return fmt.Errorf("peers.WaitHTTP: %w", err)
+		return fmt.Errorf("peertest.WaitHTTP: %w", err)
 	}
 	addr := u.Host
 	if u.Port() == "" {
@@ -147,7 +147,7 @@ func WaitHTTP(ctx context.Context, rawURL string) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("peers.WaitHTTP %s: %w (last dial error: %v)", addr, ctx.Err(), err)
+			return fmt.Errorf("peertest.WaitHTTP %s: %w (last dial error: %v)", addr, ctx.Err(), err)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -183,9 +183,9 @@ func StartEverythingServer(t testing.TB, stateless bool) (mcpURL string, p *Proc
 			return "http://" + addr + "/mcp", p
 		}
 		p.Stop()
-		t.Logf("peers: everything-server on %s did not come up (%v): %s", addr, lastErr, p.Log())
+		t.Logf("peertest: everything-server on %s did not come up (%v): %s", addr, lastErr, p.Log())
 	}
-	t.Fatalf("peers: everything-server did not start: %v", lastErr)
+	t.Fatalf("peertest: everything-server did not start: %v", lastErr)
 	return "", nil
 }
 
@@ -205,7 +205,7 @@ func Run(ctx context.Context, t testing.TB, dir string, argv []string, env ...st
 
 func run(ctx context.Context, dir string, argv, env []string, stdout, stderr *bytes.Buffer, def time.Duration) error {
 	if len(argv) == 0 {
-		return errors.New("peers: empty argv")
+		return errors.New("peertest: empty argv")
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -221,12 +221,12 @@ func run(ctx context.Context, dir string, argv, env []string, stdout, stderr *by
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = waitDelay
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("peers: start %q: %w", argv, err)
+		return fmt.Errorf("peertest: start %q: %w", argv, err)
 	}
 	err := cmd.Wait()
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // stragglers in the group
 	if ctx.Err() != nil {
-		return fmt.Errorf("peers: %s killed: %w (%v)", filepath.Base(argv[len(argv)-1]), ctx.Err(), err)
+		return fmt.Errorf("peertest: %s killed: %w (%v)", filepath.Base(argv[len(argv)-1]), ctx.Err(), err)
 	}
 	return err
 }

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/audit"
-	"github.com/switchboard-mcp/switchboard/internal/peers"
+	"github.com/switchboard-mcp/switchboard/internal/peertest"
 )
 
 // countHandler counts what a Process logs: lines of child output, and the
@@ -142,7 +142,7 @@ func TestLoggedLinesRedactedBeforeClip(t *testing.T) {
 	t.Parallel()
 	const secret = "sk-test-STRADDLES-THE-CLIP-0123"
 	for _, withSpec := range []bool{false, true} {
-		var buf peers.Buffer
+		var buf peertest.Buffer
 		s := spec(t, "secretlines", "STDIO_TEST_SECRET="+secret)
 		red := audit.NewRedactor([]string{secret})
 		s.Logger = slog.New(audit.RedactingHandler(slog.NewTextHandler(&buf, nil), red))

@@ -1,4 +1,4 @@
-package sse
+package upstream
 
 import (
 	"strings"

@@ -1,11 +1,12 @@
-// Package stdiofront serves one MCP destination (normally an aggregating
-// router) on a pair of streams, as a stdio MCP server does: newline-delimited
-// JSON-RPC in, newline-delimited JSON-RPC out, one session.
+// Package stdio is the stdio front: it serves one MCP destination (normally
+// an aggregating router) on a pair of streams, as a stdio MCP server does:
+// newline-delimited JSON-RPC in, newline-delimited JSON-RPC out, one session.
+// (Its counterpart on the upstream side, a child process, is upstream/stdio.)
 //
 // Requests are handled concurrently; every message is written whole, one per
 // line, under one mutex. Nothing but protocol messages is ever written to
 // out: logs go to the Logger.
-package stdiofront
+package stdio
 
 import (
 	"bufio"

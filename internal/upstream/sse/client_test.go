@@ -10,93 +10,18 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"testing/iotest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/sse"
 )
 
 const waitLimit = 10 * time.Second
-
-// ---- MessageReader ----
-
-func TestMessageReader(t *testing.T) {
-	big := strings.Repeat("x", 100)
-	stream := "retry: 250\n\n" +
-		"id: 1\ndata: {\"a\":1}\n\n" +
-		"id: 2\r\ndata: {\"id\":7,\"big\":\"" + big + "\"}\r\n\r\n" +
-		": comment\n" +
-		"event: note\ndata: {\"b\":2}\n\n" +
-		"id: 3\nevent: close\nretry: 40\n\n"
-	for name, src := range map[string]func(string) io.Reader{
-		"whole":    func(s string) io.Reader { return strings.NewReader(s) },
-		"bytewise": func(s string) io.Reader { return iotest.OneByteReader(strings.NewReader(s)) },
-	} {
-		t.Run(name, func(t *testing.T) {
-			var prefixes []string
-			mr := NewMessageReader(src(stream), 64, func(p []byte) { prefixes = append(prefixes, string(p)) })
-			var got []string
-			for {
-				ev, err := mr.Next()
-				if err == io.EOF {
-					break
-				}
-				if err != nil {
-					t.Fatalf("Next: %v", err)
-				}
-				got = append(got, ev.Name+" "+ev.ID+" "+string(ev.Data))
-			}
-			want := []string{`message 1 {"a":1}`, `note 2 {"b":2}`}
-			if strings.Join(got, "|") != strings.Join(want, "|") {
-				t.Errorf("events %q, want %q", got, want)
-			}
-			if len(prefixes) != 1 || !strings.HasPrefix(prefixes[0], `{"id":7,"big":"xxx`) {
-				t.Errorf("oversize prefixes %q", prefixes)
-			}
-			if id, ok := jsonrpc.PeekID([]byte(prefixes[0])); !ok || string(id) != "7" {
-				t.Errorf("PeekID(prefix) = %s, %v", id, ok)
-			}
-			if mr.LastEventID() != "3" {
-				t.Errorf("LastEventID = %q", mr.LastEventID())
-			}
-			if mr.Retry() != 40*time.Millisecond {
-				t.Errorf("Retry = %v", mr.Retry())
-			}
-		})
-	}
-}
-
-func TestMessageReaderOversizeAtEnd(t *testing.T) {
-	mr := NewMessageReader(strings.NewReader("data: "+strings.Repeat("y", 100)), 10, nil)
-	if _, err := mr.Next(); err != io.ErrUnexpectedEOF {
-		t.Fatalf("Next = %v, want io.ErrUnexpectedEOF", err)
-	}
-}
-
-func TestSameOrigin(t *testing.T) {
-	for _, tt := range []struct {
-		a, b string
-		want bool
-	}{
-		{"http://h/sse", "http://h:80/message?x=1", true},
-		{"https://H:443/a", "https://h/b", true},
-		{"http://h/a", "https://h/a", false},
-		{"http://h:8080/a", "http://h:8081/a", false},
-		{"http://h/a", "http://evil/a", false},
-	} {
-		a, _ := url.Parse(tt.a)
-		b, _ := url.Parse(tt.b)
-		if got := SameOrigin(a, b); got != tt.want {
-			t.Errorf("SameOrigin(%s, %s) = %v", tt.a, tt.b, got)
-		}
-	}
-}
 
 // ---- a legacy go-sdk server ----
 
@@ -413,13 +338,13 @@ func TestDialFailures(t *testing.T) {
 	defer html.Close()
 	foreign := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
-		NewWriter(w).Event("endpoint", "", []byte("http://elsewhere.example/message?session=1"))
+		sse.NewWriter(w).Event("endpoint", "", []byte("http://elsewhere.example/message?session=1"))
 		<-r.Context().Done()
 	}))
 	defer func() { foreign.CloseClientConnections(); foreign.Close() }()
 	silent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
-		NewWriter(w).Comment("no endpoint for you")
+		sse.NewWriter(w).Comment("no endpoint for you")
 		<-r.Context().Done()
 	}))
 	defer func() { silent.CloseClientConnections(); silent.Close() }()

@@ -14,23 +14,23 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/switchboard-mcp/switchboard/internal/agentcore"
-	"github.com/switchboard-mcp/switchboard/internal/peers"
+	"github.com/switchboard-mcp/switchboard/internal/peertest"
 	"github.com/switchboard-mcp/switchboard/internal/relay"
 	"github.com/switchboard-mcp/switchboard/internal/sigv4"
+	"github.com/switchboard-mcp/switchboard/internal/upstream/agentcore"
 )
 
 const testARN = "arn:aws:bedrock-agentcore:us-west-2:123456789012:runtime/echo_agent-AbC123"
 
 // signedEmulator starts an AgentCore emulator that checks every request's
 // SigV4 signature (service bedrock-agentcore, the ARN's region) with the
-// independent verifier of package peers, in an isolated AWS environment
+// independent verifier of package peertest, in an isolated AWS environment
 // (static keys, an STS emulator) whose keys the runtime signs with.
-func signedEmulator(t testing.TB, opts peers.AgentCoreOptions) (*peers.AgentCore, *peers.AWSEnv) {
+func signedEmulator(t testing.TB, opts peertest.AgentCoreOptions) (*peertest.AgentCore, *peertest.AWSEnv) {
 	t.Helper()
-	env := peers.NewAWSEnv(t)
+	env := peertest.NewAWSEnv(t)
 	opts.Verify = env.Verify(agentcore.Service, "us-west-2")
-	emu := peers.NewAgentCore(t, opts)
+	emu := peertest.NewAgentCore(t, opts)
 	t.Setenv("AWS_ENDPOINT_URL_BEDROCK_AGENTCORE", emu.URL)
 	return emu, env
 }
@@ -38,7 +38,7 @@ func signedEmulator(t testing.TB, opts peers.AgentCoreOptions) (*peers.AgentCore
 // checkSigned fails the test unless every invocation the emulator saw was
 // accepted, or refused only as expired (allowed of them), and signed with
 // a key whose id starts with keyPrefix.
-func checkSigned(t *testing.T, emu *peers.AgentCore, keyPrefix string, expired int) {
+func checkSigned(t *testing.T, emu *peertest.AgentCore, keyPrefix string, expired int) {
 	t.Helper()
 	refused := 0
 	for _, c := range emu.Calls() {
@@ -160,7 +160,7 @@ func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any)
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
-	return peers.Text(res)
+	return peertest.Text(res)
 }
 
 var sessionShape = map[string]*regexp.Regexp{
@@ -170,7 +170,7 @@ var sessionShape = map[string]*regexp.Regexp{
 }
 
 func TestRelayAgentCoreFeatures(t *testing.T) {
-	emu, env := signedEmulator(t, peers.AgentCoreOptions{})
+	emu, env := signedEmulator(t, peertest.AgentCoreOptions{})
 	c, cs := startRelay(t, agentcore.Options{ARN: testARN, Qualifier: "prod"})
 	if got := call(t, cs, "echo", map[string]any{"text": "hi"}); got != "agentcore echo: hi" {
 		t.Errorf("echo = %q", got)
@@ -224,7 +224,7 @@ func TestRelayAgentCoreFeatures(t *testing.T) {
 func TestRelayAgentCoreSessionModes(t *testing.T) {
 	for _, mode := range []string{agentcore.ModeSession, agentcore.ModeIdentity, agentcore.ModeRequest} {
 		t.Run(mode, func(t *testing.T) {
-			emu, env := signedEmulator(t, peers.AgentCoreOptions{Stateless: mode == agentcore.ModeRequest})
+			emu, env := signedEmulator(t, peertest.AgentCoreOptions{Stateless: mode == agentcore.ModeRequest})
 			opts := agentcore.Options{ARN: testARN, SessionMode: mode}
 			_, cs := startRelay(t, opts)
 			for i := range 2 {
@@ -267,7 +267,7 @@ func TestRelayAgentCoreSessionModes(t *testing.T) {
 // until initialized) is replayed transparently, every time, and the client
 // is told; a genuine -32602 from a healthy server comes back unchanged.
 func TestRelayAgentCoreContainerRestart(t *testing.T) {
-	emu, env := signedEmulator(t, peers.AgentCoreOptions{})
+	emu, env := signedEmulator(t, peertest.AgentCoreOptions{})
 	c, cs := startRelay(t, agentcore.Options{ARN: testARN})
 	if err := cs.SetLoggingLevel(context.Background(), &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
 		t.Fatal(err)
@@ -319,7 +319,7 @@ func TestRelayAgentCoreContainerRestart(t *testing.T) {
 // TestRelayAgentCoreModern: a 2026-07-28 client's sessionless requests go
 // through the relay and AgentCore too.
 func TestRelayAgentCoreModern(t *testing.T) {
-	emu, _ := signedEmulator(t, peers.AgentCoreOptions{})
+	emu, _ := signedEmulator(t, peertest.AgentCoreOptions{})
 	_, cs := startRelayVersion(t, agentcore.Options{ARN: testARN}, "")
 	if v := cs.InitializeResult().ProtocolVersion; v < "2026" {
 		t.Skipf("negotiated %s", v)
@@ -340,7 +340,7 @@ func TestRelayAgentCoreModern(t *testing.T) {
 // AssumeRole and one retry; the identity mode still names the base
 // caller, not the role.
 func TestRelayAgentCoreAssumeRole(t *testing.T) {
-	emu, env := signedEmulator(t, peers.AgentCoreOptions{})
+	emu, env := signedEmulator(t, peertest.AgentCoreOptions{})
 	role := "arn:aws:iam::123456789012:role/agentcore-invoker"
 	_, cs := startRelay(t, agentcore.Options{ARN: testARN, SessionMode: agentcore.ModeIdentity,
 		AWS: sigv4.Options{AssumeRoleARN: role, RoleSessionName: "relay-test"}})
@@ -389,7 +389,7 @@ func TestRelayAgentCoreAssumeRole(t *testing.T) {
 
 // TestResolveErrors: bad ARNs and unknown profiles fail at Resolve.
 func TestResolveErrors(t *testing.T) {
-	peers.NewAWSEnv(t)
+	peertest.NewAWSEnv(t)
 	ctx := context.Background()
 	if _, err := agentcore.Resolve(ctx, agentcore.Options{ARN: "arn:aws:lambda:us-east-1:123456789012:function:f"}); err == nil || !strings.Contains(err.Error(), "not a runtime ARN") {
 		t.Errorf("bad ARN: %v", err)
@@ -407,7 +407,7 @@ func TestResolveErrors(t *testing.T) {
 // type (as AgentCore answers some refusals) reaches the caller with that
 // message, not a bare "403 Forbidden".
 func TestRefusalMessage(t *testing.T) {
-	peers.NewAWSEnv(t)
+	peertest.NewAWSEnv(t)
 	const msg = "Access denied to runtime echo_agent-AbC123 for this caller"
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)

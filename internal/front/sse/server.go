@@ -1,3 +1,7 @@
+// Package sse is the legacy HTTP+SSE front (protocol 2024-11-05): GET
+// /{d}/sse opens a session and its event stream, whose first event names
+// the URL the client POSTs its messages to; every answer travels on that
+// one stream. Events are written with the codec of package internal/sse.
 package sse
 
 import (
@@ -15,6 +19,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/internal/reqbody"
 	"github.com/switchboard-mcp/switchboard/internal/session"
+	"github.com/switchboard-mcp/switchboard/internal/sse"
 )
 
 // Destination is what the legacy front serves (the gateway implements it;
@@ -103,12 +108,12 @@ func (s *Server) ServeStream(w http.ResponseWriter, r *http.Request) {
 	hd.Set("Cache-Control", "no-cache, no-store")
 	hd.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	ev := NewWriter(w)
+	ev := sse.NewWriter(w)
 	endpoint := s.opts.MessagePath + "?session_id=" + url.QueryEscape(sess.ID)
 	if err := ev.Event("endpoint", "", []byte(endpoint)); err != nil {
 		return
 	}
-	keep := NewKeepAlive(s.opts.KeepAlive)
+	keep := sse.NewKeepAlive(s.opts.KeepAlive)
 	defer keep.Stop()
 	q := sess.Listen()
 	for {

@@ -1,0 +1,195 @@
+package upstream
+
+// This file is the HTTP plumbing the upstream HTTP clients share
+// (upstream/streamable, upstream/sse, upstream/agentcore, and the commands
+// that build their http.Client).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/audit"
+	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+)
+
+// HTTPOptions configure a connection of an upstream HTTP client: the
+// Streamable HTTP and legacy SSE clients' ClientOptions are this type.
+type HTTPOptions struct {
+	// URL is the endpoint: the SSE stream (GET) for the legacy transport,
+	// the MCP endpoint for Streamable HTTP. Required, http or https.
+	URL string
+	// Header is sent on every request (configured headers, secrets,
+	// forwarded client headers). It is never logged.
+	Header http.Header
+	// HTTPClient sends the requests. Nil means [NewHTTPClient]: no overall
+	// timeout (streams are long), bounded dial and TLS handshake, redirects
+	// only within the origin.
+	HTTPClient *http.Client
+	// MaxMessage is the largest message accepted, in bytes; larger ones are
+	// reported to oversize and skipped. Zero means 16 MiB.
+	MaxMessage int
+	Logger     *slog.Logger // nil discards
+	// TraceHeader copies a message's params._meta.traceparent, when it has
+	// one, into the traceparent header of its POST (the gateway sets it
+	// when tracing is on). False sends the message's headers unchanged.
+	TraceHeader bool
+}
+
+// SetTraceHeader sets h's traceparent to params._meta.traceparent, if any.
+func SetTraceHeader(h http.Header, params []byte) {
+	if tp, ok := jsonrpc.StringMember(params, "_meta", "traceparent"); ok {
+		h.Set("Traceparent", tp)
+	}
+}
+
+// NewHTTPClient returns the HTTP client the upstream transports use when
+// none is configured. It has no overall timeout (event streams live as long
+// as the connection) but bounds dialing and the TLS handshake, and it
+// follows redirects only within the origin of the first request, so headers
+// carrying secrets never reach another host.
+func NewHTTPClient() *http.Client {
+	return &http.Client{
+		Transport: &http.Transport{
+			Proxy:                 http.ProxyFromEnvironment,
+			DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			TLSHandshakeTimeout:   10 * time.Second,
+			ExpectContinueTimeout: time.Second,
+			IdleConnTimeout:       90 * time.Second,
+			MaxIdleConnsPerHost:   16,
+			ForceAttemptHTTP2:     true,
+		},
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) >= 10 {
+				return errors.New("stopped after 10 redirects")
+			}
+			if !SameOrigin(req.URL, via[0].URL) {
+				return fmt.Errorf("redirect to another origin (%s) refused", Origin(req.URL))
+			}
+			return nil
+		},
+	}
+}
+
+// SameOrigin reports whether a and b have the same scheme, host and port
+// (default ports made explicit).
+func SameOrigin(a, b *url.URL) bool {
+	return strings.EqualFold(a.Scheme, b.Scheme) &&
+		strings.EqualFold(a.Hostname(), b.Hostname()) &&
+		portOf(a) == portOf(b)
+}
+
+func portOf(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "https":
+		return "443"
+	case "http":
+		return "80"
+	}
+	return ""
+}
+
+// Origin returns scheme://host of u: what logs and errors name of an
+// upstream URL, since user info, path (some services put a key in it) and
+// query may carry secrets.
+func Origin(u *url.URL) string { return u.Scheme + "://" + u.Host }
+
+// UnwrapURLError drops the "Post \"URL\": " wrapping of an HTTP client
+// error: the URL may carry a secret in its query, and the cause is what a
+// user needs to read.
+func UnwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// DoWithin sends req with client and gives up if its response headers take
+// longer than d. The deadline does not apply to reading the body. A
+// *url.Error is unwrapped (UnwrapURLError).
+func DoWithin(client *http.Client, req *http.Request, d time.Duration) (*http.Response, error) {
+	ctx, cancel := context.WithCancelCause(req.Context())
+	errTimeout := fmt.Errorf("no response headers within %v", d)
+	t := time.AfterFunc(d, func() { cancel(errTimeout) })
+	resp, err := client.Do(req.WithContext(ctx))
+	if !t.Stop() {
+		if err == nil {
+			resp.Body.Close()
+		}
+		cancel(nil)
+		return nil, errTimeout
+	}
+	if err != nil {
+		cancel(nil)
+		return nil, UnwrapURLError(err)
+	}
+	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: func() { cancel(nil) }}
+	return resp, nil
+}
+
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel func()
+}
+
+func (b *cancelOnClose) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
+}
+
+// CopyHeader sets in dst a copy of every header of src.
+func CopyHeader(dst, src http.Header) {
+	for k, vs := range src {
+		dst[k] = append([]string(nil), vs...)
+	}
+}
+
+// MediaType is the media type of h's Content-Type, without parameters:
+// "none" when there is none, "invalid" when it does not parse.
+func MediaType(h http.Header) string {
+	ct := h.Get("Content-Type")
+	if ct == "" {
+		return "none"
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return "invalid"
+	}
+	return mt
+}
+
+// OneLine returns the first line of s, trimmed, without control
+// characters and cut to at most 200 bytes (between words), for an error
+// or log message.
+func OneLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return -1
+		}
+		return r
+	}, s)
+	if len(s) > 200 {
+		// Never inside a word: this text is redacted only after the
+		// cut, and a secret cut in two would show its prefix.
+		s = strings.TrimRight(s[:audit.WordCut(s, 200)], " ") + "…"
+	}
+	return s
+}
+
+// Clip returns b as a log value cut to 256 bytes; a redacting log handler
+// redacts it whole before the cut (audit.Clipped).
+func Clip(b []byte) audit.Clipped { return audit.Clip(b, 256) }
