@@ -29,25 +29,26 @@ const (
 type ToolOverride struct {
 	// Name is the name the tool is exposed under, as written: no prefix is
 	// added (`name`). The server's own name no longer reaches it.
-	Name string
+	Name string `yaml:"name"`
 	// Title and Description replace the server's (`title`, `description`).
-	Title, Description string
+	Title       string `yaml:"title"`
+	Description string `yaml:"description"`
 	// Hide removes the tool from the namespace: it is not listed and cannot
 	// be called, directly or from a script (`hide`).
-	Hide bool
+	Hide bool `yaml:"hide"`
 	// Annotations are set on the tool's annotations, each key replacing the
 	// server's value (`annotations`: readOnlyHint, destructiveHint,
 	// idempotentHint, openWorldHint, title, or any other key).
-	Annotations map[string]any
+	Annotations map[string]any `yaml:"annotations"`
 }
 
 // Sandbox bounds the scripts of a namespace's execute tool (`sandbox`).
 type Sandbox struct {
-	Timeout     time.Duration // wall time of one script (`timeout`)
-	Memory      int64         // heap growth allowed while a script runs (`memory`)
-	MaxCalls    int           // tool calls one script may make (`max_calls`)
-	MaxOutput   int64         // printed output and result, each (`max_output`)
-	Concurrency int           // scripts running at once in the namespace (`concurrency`)
+	Timeout     time.Duration `yaml:"timeout"`     // wall time of one script (`timeout`)
+	Memory      int64         `yaml:"memory"`      // heap growth allowed while a script runs (`memory`)
+	MaxCalls    int           `yaml:"max_calls"`   // tool calls one script may make (`max_calls`)
+	MaxOutput   int64         `yaml:"max_output"`  // printed output and result, each (`max_output`)
+	Concurrency int           `yaml:"concurrency"` // scripts running at once in the namespace (`concurrency`)
 }
 
 // withDefaults fills the zero fields of s.
