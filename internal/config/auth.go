@@ -213,125 +213,6 @@ func (c *Config) AuthConfigured() bool {
 	return c.Auth.Required || len(c.Clients) > 0 || c.Auth.OAuth != nil
 }
 
-func (d *decoder) decodeAuth(c *Config, v *yaml.Node, path string) {
-	d.each(v, path, func(key string, v *yaml.Node, path string) {
-		switch key {
-		case "required":
-			d.setBool(&c.Auth.Required, v, path)
-		case "resource":
-			d.setString(&c.Auth.Resource, v, path, scope{})
-		case "realm":
-			d.setString(&c.Auth.Realm, v, path, scope{})
-		case "identity_header":
-			d.setString(&c.Auth.IdentityHeader, v, path, scope{})
-		case "identity_meta":
-			d.setString(&c.Auth.IdentityMeta, v, path, scope{})
-		case "oauth":
-			c.Auth.OAuth = d.oauth(v, path)
-		default:
-			d.unknown(path, key)
-		}
-	})
-}
-
-func (d *decoder) oauth(n *yaml.Node, path string) *OAuth {
-	o := &OAuth{GroupsClaim: "groups", Leeway: 30 * time.Second, JWKSCacheTTL: time.Hour, JWKSMinRefresh: 10 * time.Second}
-	d.each(n, path, func(key string, v *yaml.Node, path string) {
-		switch key {
-		case "issuer":
-			d.setString(&o.Issuer, v, path, scope{})
-		case "jwks_url":
-			d.setString(&o.JWKSURL, v, path, scope{})
-		case "audiences":
-			d.setStrings(&o.Audiences, v, path, scope{})
-		case "algorithms":
-			d.setStrings(&o.Algorithms, v, path, scope{})
-		case "required_scopes":
-			d.setStrings(&o.RequiredScopes, v, path, scope{})
-		case "scopes_supported":
-			d.setStrings(&o.ScopesSupported, v, path, scope{})
-		case "groups_claim":
-			d.setString(&o.GroupsClaim, v, path, scope{})
-		case "leeway":
-			d.setDuration(&o.Leeway, v, path)
-		case "jwks_cache_ttl":
-			d.setDuration(&o.JWKSCacheTTL, v, path)
-		case "jwks_min_refresh":
-			d.setDuration(&o.JWKSMinRefresh, v, path)
-		default:
-			d.unknown(path, key)
-		}
-	})
-	if o.Algorithms == nil {
-		o.Algorithms = slices.Clone(defaultAlgorithms)
-	}
-	if o.ScopesSupported == nil {
-		o.ScopesSupported = o.RequiredScopes
-	}
-	return o
-}
-
-func (d *decoder) decodeClients(c *Config, v *yaml.Node, path string) {
-	d.each(v, path, func(name string, v *yaml.Node, path string) {
-		d.order["clients"] = append(d.order["clients"], name)
-		c.ClientOrder = append(c.ClientOrder, name)
-		d.paths["clients."+name] = path
-		if c.Clients == nil {
-			c.Clients = map[string]*Client{}
-		}
-		c.Clients[name] = d.client(name, v, path)
-	})
-}
-
-func (d *decoder) client(name string, n *yaml.Node, path string) *Client {
-	cl := &Client{Name: name}
-	filter := func(f *ToolFilter, v *yaml.Node, path string) {
-		d.each(v, path, func(key string, v *yaml.Node, path string) {
-			switch key {
-			case "allow":
-				d.setStrings(&f.Allow, v, path, scope{})
-			case "deny":
-				d.setStrings(&f.Deny, v, path, scope{})
-			default:
-				d.unknown(path, key)
-			}
-		})
-	}
-	d.each(n, path, func(key string, v *yaml.Node, path string) {
-		switch key {
-		case "tokens":
-			d.setTokens(&cl.Tokens, v, path, d.secrets[name])
-		case "subjects":
-			d.setStrings(&cl.Subjects, v, path, scope{})
-		case "groups":
-			d.setStrings(&cl.Groups, v, path, scope{})
-		case "scopes":
-			d.setStrings(&cl.Scopes, v, path, scope{})
-		case "cert_names":
-			d.setStrings(&cl.CertNames, v, path, scope{})
-		case "destinations":
-			d.setStrings(&cl.Destinations, v, path, scope{})
-		case "namespaces":
-			d.setStrings(&cl.Namespaces, v, path, scope{})
-		case "status":
-			d.setBool(&cl.Status, v, path)
-		case "tools":
-			filter(&cl.Tools, v, path)
-		case "prompts":
-			filter(&cl.Prompts, v, path)
-		case "resources":
-			filter(&cl.Resources, v, path)
-		case "read_only":
-			d.setBool(&cl.ReadOnly, v, path)
-		case "rate_limit":
-			cl.RateLimit = d.rateLimit(v, path)
-		default:
-			d.unknown(path, key)
-		}
-	})
-	return cl
-}
-
 // setTokens decodes a client's tokens: "sha256:<hex>" as written, or a
 // ${VAR} reference whose value (the token itself) is hashed here and
 // recorded as a secret, so that it is redacted from every log. VAR is
@@ -371,80 +252,19 @@ func (d *decoder) setTokens(p *[]string, n *yaml.Node, path string, secrets Secr
 	*p = out
 }
 
-func (d *decoder) rateLimit(n *yaml.Node, path string) *RateLimit {
-	rl := &RateLimit{}
-	d.each(n, path, func(key string, v *yaml.Node, path string) {
-		switch key {
-		case "rate":
-			d.setFloat(&rl.Rate, v, path)
-		case "burst":
-			d.setInt(&rl.Burst, v, path)
-		default:
-			d.unknown(path, key)
-		}
-	})
-	return rl
-}
-
-func (d *decoder) decodeLimits(c *Config, v *yaml.Node, path string) {
-	d.each(v, path, func(key string, v *yaml.Node, path string) {
-		switch key {
-		case "destinations":
-			d.each(v, path, func(name string, v *yaml.Node, path string) {
-				d.order["limits"] = append(d.order["limits"], name)
-				d.paths["limits."+name] = path
-				dl := &DestinationLimits{}
-				d.each(v, path, func(key string, v *yaml.Node, path string) {
-					switch key {
-					case "rate_limit":
-						dl.RateLimit = d.rateLimit(v, path)
-					case "max_concurrent":
-						d.setInt(&dl.MaxConcurrent, v, path)
-					case "tools":
-						d.each(v, path, func(tool string, v *yaml.Node, path string) {
-							if dl.Tools == nil {
-								dl.Tools = map[string]*RateLimit{}
-							}
-							dl.Tools[tool] = d.rateLimit(v, path)
-						})
-					default:
-						d.unknown(path, key)
-					}
-				})
-				if c.Limits.Destinations == nil {
-					c.Limits.Destinations = map[string]*DestinationLimits{}
-				}
-				c.Limits.Destinations[name] = dl
-			})
-		default:
-			d.unknown(path, key)
-		}
-	})
-}
-
-func (d *decoder) decodeTLS(c *Config, v *yaml.Node, path string) {
-	if isNull(resolve(v)) {
-		return
-	}
-	t := &TLS{}
-	d.each(v, path, func(key string, v *yaml.Node, path string) {
-		switch key {
-		case "cert":
-			d.setString(&t.Cert, v, path, scope{})
-		case "key":
-			d.setString(&t.Key, v, path, scope{})
-		case "client_ca":
-			d.setString(&t.ClientCA, v, path, scope{})
-		default:
-			d.unknown(path, key)
-		}
-	})
-	c.TLS = t
+func (o *OAuth) setDefaults() {
+	*o = OAuth{GroupsClaim: "groups", Leeway: 30 * time.Second, JWKSCacheTTL: time.Hour, JWKSMinRefresh: 10 * time.Second}
 }
 
 // finishAuth fills the defaults of the auth blocks and resolves the TLS
 // files against dir.
 func (d *decoder) finishAuth(c *Config, dir string) {
+	if o := c.Auth.OAuth; o != nil && o.Algorithms == nil {
+		o.Algorithms = slices.Clone(defaultAlgorithms)
+	}
+	if o := c.Auth.OAuth; o != nil && o.ScopesSupported == nil {
+		o.ScopesSupported = o.RequiredScopes
+	}
 	if !d.has("auth.required") && (c.Auth.OAuth != nil || len(c.Clients) > 0) {
 		// Configuring callers means wanting them checked.
 		c.Auth.Required = true
@@ -593,8 +413,8 @@ func (d *decoder) validateAuth(c *Config) {
 		d.validGlobs(p+".subjects", cl.Subjects)
 		d.validRate(p+".rate_limit", cl.RateLimit)
 	}
-	for _, name := range d.order["limits"] {
-		dl, p := c.Limits.Destinations[name], d.paths["limits."+name]
+	for _, name := range d.order["limits.destinations"] {
+		dl, p := c.Limits.Destinations[name], "limits.destinations."+name
 		if _, ok := c.Destinations[name]; !ok {
 			d.errorAt(p, p, "unknown destination %q", name)
 		}

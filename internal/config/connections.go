@@ -2,8 +2,6 @@ package config
 
 import (
 	"time"
-
-	"go.yaml.in/yaml/v3"
 )
 
 // Connections bounds what clients' connections may hold of the gateway
@@ -69,30 +67,6 @@ const (
 func defaultConnections() Connections {
 	return Connections{Reserved: DefaultConnReserved, GetStreams: DefaultGetStreams,
 		ReadHeaderTimeout: DefaultReadHeaderTimeout, BodyTimeout: DefaultBodyTimeout}
-}
-
-// decodeConnections decodes the `connections` block into c.
-func (d *decoder) decodeConnections(c *Connections, v *yaml.Node, path string) {
-	d.each(v, path, func(key string, v *yaml.Node, path string) {
-		switch key {
-		case "max":
-			d.setInt(&c.Max, v, path)
-		case "reserved":
-			d.setInt(&c.Reserved, v, path)
-		case "per_address":
-			d.setInt(&c.PerAddress, v, path)
-		case "per_client":
-			d.setInt(&c.PerClient, v, path)
-		case "get_streams":
-			d.setInt(&c.GetStreams, v, path)
-		case "read_header_timeout":
-			d.setDuration(&c.ReadHeaderTimeout, v, path)
-		case "body_timeout":
-			d.setDuration(&c.BodyTimeout, v, path)
-		default:
-			d.unknown(path, key)
-		}
-	})
 }
 
 // validateConnections reports the invalid values of c.

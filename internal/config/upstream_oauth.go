@@ -4,8 +4,6 @@ import (
 	"net"
 	"net/url"
 	"strings"
-
-	"go.yaml.in/yaml/v3"
 )
 
 // Grants of an upstream oauth block.
@@ -62,35 +60,6 @@ type UpstreamOAuth struct {
 	// else ~/.local/state/switchboard/oauth. Relative paths are resolved
 	// against the configuration file's directory.
 	TokenDir string `yaml:"token_dir"`
-}
-
-// upstreamOAuth decodes a destination's oauth block. A null value is an
-// empty block: writing the key asks for OAuth with every default.
-func (d *decoder) upstreamOAuth(n *yaml.Node, path string, secret scope) *UpstreamOAuth {
-	o := &UpstreamOAuth{}
-	if !d.each(n, path, func(key string, v *yaml.Node, path string) {
-		switch key {
-		case "grant":
-			d.setString(&o.Grant, v, path, secret)
-		case "client_id":
-			d.setString(&o.ClientID, v, path, secret)
-		case "client_secret":
-			d.setString(&o.ClientSecret, v, path, secret)
-		case "client_key_file":
-			d.setString(&o.ClientKeyFile, v, path, secret)
-		case "client_metadata_url":
-			d.setString(&o.ClientMetadataURL, v, path, secret)
-		case "redirect_url":
-			d.setString(&o.RedirectURL, v, path, secret)
-		case "token_dir":
-			d.setString(&o.TokenDir, v, path, secret)
-		default:
-			d.unknown(path, key)
-		}
-	}) {
-		return nil
-	}
-	return o
 }
 
 // validateUpstreamOAuth checks the oauth block of an HTTP destination.
