@@ -25,34 +25,34 @@ type Auth struct {
 	// oauth (everything open, as before); true when either is configured.
 	// Written false, requests without credentials are served unrestricted
 	// while those with credentials get their client's scope.
-	Required bool
+	Required bool `yaml:"required"`
 
 	// Resource is this gateway's canonical URL (`resource`), such as
 	// https://mcp.example.com: the "resource" of the RFC 9728 metadata and
 	// the audience OAuth tokens must carry (RFC 8707), with the requested
 	// path appended for /{d}/mcp and /mcp/{ns} when Audiences is empty.
 	// Required with `oauth`.
-	Resource string
+	Resource string `yaml:"resource"`
 
 	// Realm is the realm of the WWW-Authenticate challenge (`realm`).
 	// Default "switchboard".
-	Realm string
+	Realm string `yaml:"realm"`
 
 	// IdentityHeader names a header sent upstream (HTTP destinations) with
 	// the authenticated client's name (`identity_header`), replacing any
 	// the client sent. The client's own Authorization is never forwarded
 	// by it. Default "": none.
-	IdentityHeader string
+	IdentityHeader string `yaml:"identity_header"`
 
 	// IdentityMeta names a params._meta key set, in every request sent
 	// upstream (any destination type, both protocol eras), to the
 	// authenticated client's name (`identity_meta`), such as
 	// dev.switchboard/client; a value the client sent is replaced, and
 	// removed for an anonymous caller. Default "": none.
-	IdentityMeta string
+	IdentityMeta string `yaml:"identity_meta"`
 
 	// OAuth validates JWT access tokens (`oauth`); nil when absent.
-	OAuth *OAuth
+	OAuth *OAuth `yaml:"oauth"`
 }
 
 // OAuth makes the gateway an OAuth 2.1 resource server: bearer tokens that
@@ -60,45 +60,45 @@ type Auth struct {
 type OAuth struct {
 	// Issuer is the authorization server (`issuer`); tokens' "iss" must
 	// equal it. Required.
-	Issuer string
+	Issuer string `yaml:"issuer"`
 
 	// JWKSURL is where the issuer's keys are fetched (`jwks_url`).
 	// Required; https unless the host is loopback.
-	JWKSURL string
+	JWKSURL string `yaml:"jwks_url"`
 
 	// Audiences are the accepted "aud" values (`audiences`). Default:
 	// Resource and Resource plus the request's endpoint path.
-	Audiences []string
+	Audiences []string `yaml:"audiences"`
 
 	// Algorithms are the accepted signature algorithms (`algorithms`).
 	// Only asymmetric ones are valid ("none" and HS* never are). Default
 	// RS256, RS384, RS512, PS256, PS384, PS512, ES256, ES384, ES512, EdDSA.
-	Algorithms []string
+	Algorithms []string `yaml:"algorithms"`
 
 	// RequiredScopes must all be in a token's "scope" (or "scp") claim
 	// (`required_scopes`); a token lacking one gets 403 insufficient_scope.
-	RequiredScopes []string
+	RequiredScopes []string `yaml:"required_scopes"`
 
 	// ScopesSupported is advertised in the metadata (`scopes_supported`).
 	// Default RequiredScopes.
-	ScopesSupported []string
+	ScopesSupported []string `yaml:"scopes_supported"`
 
 	// GroupsClaim names the claim holding the caller's groups
 	// (`groups_claim`). Default "groups".
-	GroupsClaim string
+	GroupsClaim string `yaml:"groups_claim"`
 
 	// Leeway is the clock skew allowed on exp, nbf and iat (`leeway`).
 	// Default 30s.
-	Leeway time.Duration
+	Leeway time.Duration `yaml:"leeway"`
 
 	// JWKSCacheTTL is how long fetched keys are used before they are
 	// fetched again (`jwks_cache_ttl`). Default 1h.
-	JWKSCacheTTL time.Duration
+	JWKSCacheTTL time.Duration `yaml:"jwks_cache_ttl"`
 
 	// JWKSMinRefresh is the least time between two fetches caused by a
 	// token with an unknown key id (`jwks_min_refresh`): a flood of made-up
 	// kids costs the issuer one request per interval. Default 10s.
-	JWKSMinRefresh time.Duration
+	JWKSMinRefresh time.Duration `yaml:"jwks_min_refresh"`
 }
 
 // Client is one caller of the gateway (`clients.NAME`): how it proves who
@@ -114,89 +114,91 @@ type Client struct {
 	// After loading every entry is "sha256:<hex>". Compared in constant
 	// time. A token is sent as "Authorization: Bearer <token>" or
 	// "X-API-Key: <token>".
-	Tokens []string
+	Tokens []string `yaml:"tokens" decode:"tokens"`
 
 	// Subjects are path.Match globs of OAuth "sub" claims that are this
 	// client (`subjects`).
-	Subjects []string
+	Subjects []string `yaml:"subjects"`
 
 	// Groups are groups ("groups" claim) whose members are this client
 	// (`groups`).
-	Groups []string
+	Groups []string `yaml:"groups"`
 
 	// Scopes are OAuth scopes whose holders are this client (`scopes`).
 	// A token is the first client (in file order) one of whose subjects,
 	// groups or scopes it matches.
-	Scopes []string
+	Scopes []string `yaml:"scopes"`
 
 	// CertNames are TLS client-certificate names (subject CN, DNS or email
 	// SANs) that are this client (`cert_names`).
-	CertNames []string
+	CertNames []string `yaml:"cert_names"`
 
 	// Destinations are the servers the client reaches (`destinations`),
 	// on every endpoint: /{d}/mcp and /{d}/sse, and their items inside
 	// any view it may open; "*" means all. Default none, which inside
 	// views means every member (package policy states the rule).
-	Destinations []string
+	Destinations []string `yaml:"destinations"`
 
 	// Namespaces are the namespaces and groups the client may open at
 	// /mcp/{ns} and /sse/{ns} (`namespaces`); "mcp" stands for the default
 	// view at /mcp and /sse, "*" for all. They add endpoints only: a view
 	// shows the client the members in its Destinations. Default none.
-	Namespaces []string
+	Namespaces []string `yaml:"namespaces"`
 
 	// Status lets the client read /ui, /metrics and /healthz (`status`).
 	// Default false.
-	Status bool
+	Status bool `yaml:"status"`
 
 	// Tools, Prompts and Resources filter what the client sees and may
 	// call (`tools`, `prompts`, `resources`), by exposed name (resources by
 	// URI), with path.Match globs: allowed when Allow is empty or matches,
 	// and Deny does not.
-	Tools, Prompts, Resources ToolFilter
+	Tools     ToolFilter `yaml:"tools"`
+	Prompts   ToolFilter `yaml:"prompts"`
+	Resources ToolFilter `yaml:"resources"`
 
 	// ReadOnly shows and allows only tools annotated readOnlyHint: true
 	// (`read_only`). Default false.
-	ReadOnly bool
+	ReadOnly bool `yaml:"read_only"`
 
 	// RateLimit bounds the client's requests (`rate_limit`); nil: none.
-	RateLimit *RateLimit
+	RateLimit *RateLimit `yaml:"rate_limit"`
 }
 
 // RateLimit is a token bucket: Rate requests a second on average, bursts
 // of up to Burst.
 type RateLimit struct {
-	Rate  float64 // `rate`, requests per second; > 0
-	Burst int     // `burst`; default max(1, ceil(rate))
+	Rate  float64 `yaml:"rate"`  // `rate`, requests per second; > 0
+	Burst int     `yaml:"burst"` // `burst`; default max(1, ceil(rate))
 }
 
 // Limits bounds the traffic to each destination (`limits`).
 type Limits struct {
 	// Destinations holds the limits by destination name
 	// (`limits.destinations`).
-	Destinations map[string]*DestinationLimits
+	Destinations map[string]*DestinationLimits `yaml:"destinations"`
 }
 
 // DestinationLimits bound one destination, all clients together.
 type DestinationLimits struct {
 	// RateLimit bounds its requests (`rate_limit`); nil: none.
-	RateLimit *RateLimit
+	RateLimit *RateLimit `yaml:"rate_limit"`
 	// MaxConcurrent caps its requests in flight (`max_concurrent`); more
 	// wait for a slot until their deadline. Default 0: no cap.
-	MaxConcurrent int
+	MaxConcurrent int `yaml:"max_concurrent"`
 	// Tools bound tools/call per tool name (`tools`), as the destination
 	// names it.
-	Tools map[string]*RateLimit
+	Tools map[string]*RateLimit `yaml:"tools"`
 }
 
 // TLS serves HTTPS (`tls`). The files are read again when they change.
 type TLS struct {
-	Cert string // `cert`: PEM certificate chain; required
-	Key  string // `key`: PEM private key; required
+	Cert string `yaml:"cert"` // `cert`: PEM certificate chain; required
+	Key  string `yaml:"key"`  // `key`: PEM private key; required
 	// ClientCA is a PEM bundle of CAs whose client certificates are
 	// verified and mapped to clients by CertNames (`client_ca`). A
 	// connection without a certificate may still use a token.
-	ClientCA string
+	ClientCA string `yaml:"client_ca"`
 }
 
 // metaKeyRE is an MCP _meta key: an optional prefix of dot-separated
@@ -209,125 +211,6 @@ var defaultAlgorithms = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "P
 // authConfigured reports whether c turns authentication on.
 func (c *Config) AuthConfigured() bool {
 	return c.Auth.Required || len(c.Clients) > 0 || c.Auth.OAuth != nil
-}
-
-func (d *decoder) decodeAuth(c *Config, v *yaml.Node, path string) {
-	d.each(v, path, func(key string, v *yaml.Node, path string) {
-		switch key {
-		case "required":
-			d.setBool(&c.Auth.Required, v, path)
-		case "resource":
-			d.setString(&c.Auth.Resource, v, path, scope{})
-		case "realm":
-			d.setString(&c.Auth.Realm, v, path, scope{})
-		case "identity_header":
-			d.setString(&c.Auth.IdentityHeader, v, path, scope{})
-		case "identity_meta":
-			d.setString(&c.Auth.IdentityMeta, v, path, scope{})
-		case "oauth":
-			c.Auth.OAuth = d.oauth(v, path)
-		default:
-			d.unknown(path, key)
-		}
-	})
-}
-
-func (d *decoder) oauth(n *yaml.Node, path string) *OAuth {
-	o := &OAuth{GroupsClaim: "groups", Leeway: 30 * time.Second, JWKSCacheTTL: time.Hour, JWKSMinRefresh: 10 * time.Second}
-	d.each(n, path, func(key string, v *yaml.Node, path string) {
-		switch key {
-		case "issuer":
-			d.setString(&o.Issuer, v, path, scope{})
-		case "jwks_url":
-			d.setString(&o.JWKSURL, v, path, scope{})
-		case "audiences":
-			d.setStrings(&o.Audiences, v, path, scope{})
-		case "algorithms":
-			d.setStrings(&o.Algorithms, v, path, scope{})
-		case "required_scopes":
-			d.setStrings(&o.RequiredScopes, v, path, scope{})
-		case "scopes_supported":
-			d.setStrings(&o.ScopesSupported, v, path, scope{})
-		case "groups_claim":
-			d.setString(&o.GroupsClaim, v, path, scope{})
-		case "leeway":
-			d.setDuration(&o.Leeway, v, path)
-		case "jwks_cache_ttl":
-			d.setDuration(&o.JWKSCacheTTL, v, path)
-		case "jwks_min_refresh":
-			d.setDuration(&o.JWKSMinRefresh, v, path)
-		default:
-			d.unknown(path, key)
-		}
-	})
-	if o.Algorithms == nil {
-		o.Algorithms = slices.Clone(defaultAlgorithms)
-	}
-	if o.ScopesSupported == nil {
-		o.ScopesSupported = o.RequiredScopes
-	}
-	return o
-}
-
-func (d *decoder) decodeClients(c *Config, v *yaml.Node, path string) {
-	d.each(v, path, func(name string, v *yaml.Node, path string) {
-		d.order["clients"] = append(d.order["clients"], name)
-		c.ClientOrder = append(c.ClientOrder, name)
-		d.paths["clients."+name] = path
-		if c.Clients == nil {
-			c.Clients = map[string]*Client{}
-		}
-		c.Clients[name] = d.client(name, v, path)
-	})
-}
-
-func (d *decoder) client(name string, n *yaml.Node, path string) *Client {
-	cl := &Client{Name: name}
-	filter := func(f *ToolFilter, v *yaml.Node, path string) {
-		d.each(v, path, func(key string, v *yaml.Node, path string) {
-			switch key {
-			case "allow":
-				d.setStrings(&f.Allow, v, path, scope{})
-			case "deny":
-				d.setStrings(&f.Deny, v, path, scope{})
-			default:
-				d.unknown(path, key)
-			}
-		})
-	}
-	d.each(n, path, func(key string, v *yaml.Node, path string) {
-		switch key {
-		case "tokens":
-			d.setTokens(&cl.Tokens, v, path, d.secrets[name])
-		case "subjects":
-			d.setStrings(&cl.Subjects, v, path, scope{})
-		case "groups":
-			d.setStrings(&cl.Groups, v, path, scope{})
-		case "scopes":
-			d.setStrings(&cl.Scopes, v, path, scope{})
-		case "cert_names":
-			d.setStrings(&cl.CertNames, v, path, scope{})
-		case "destinations":
-			d.setStrings(&cl.Destinations, v, path, scope{})
-		case "namespaces":
-			d.setStrings(&cl.Namespaces, v, path, scope{})
-		case "status":
-			d.setBool(&cl.Status, v, path)
-		case "tools":
-			filter(&cl.Tools, v, path)
-		case "prompts":
-			filter(&cl.Prompts, v, path)
-		case "resources":
-			filter(&cl.Resources, v, path)
-		case "read_only":
-			d.setBool(&cl.ReadOnly, v, path)
-		case "rate_limit":
-			cl.RateLimit = d.rateLimit(v, path)
-		default:
-			d.unknown(path, key)
-		}
-	})
-	return cl
 }
 
 // setTokens decodes a client's tokens: "sha256:<hex>" as written, or a
@@ -369,80 +252,19 @@ func (d *decoder) setTokens(p *[]string, n *yaml.Node, path string, secrets Secr
 	*p = out
 }
 
-func (d *decoder) rateLimit(n *yaml.Node, path string) *RateLimit {
-	rl := &RateLimit{}
-	d.each(n, path, func(key string, v *yaml.Node, path string) {
-		switch key {
-		case "rate":
-			d.setFloat(&rl.Rate, v, path)
-		case "burst":
-			d.setInt(&rl.Burst, v, path)
-		default:
-			d.unknown(path, key)
-		}
-	})
-	return rl
-}
-
-func (d *decoder) decodeLimits(c *Config, v *yaml.Node, path string) {
-	d.each(v, path, func(key string, v *yaml.Node, path string) {
-		switch key {
-		case "destinations":
-			d.each(v, path, func(name string, v *yaml.Node, path string) {
-				d.order["limits"] = append(d.order["limits"], name)
-				d.paths["limits."+name] = path
-				dl := &DestinationLimits{}
-				d.each(v, path, func(key string, v *yaml.Node, path string) {
-					switch key {
-					case "rate_limit":
-						dl.RateLimit = d.rateLimit(v, path)
-					case "max_concurrent":
-						d.setInt(&dl.MaxConcurrent, v, path)
-					case "tools":
-						d.each(v, path, func(tool string, v *yaml.Node, path string) {
-							if dl.Tools == nil {
-								dl.Tools = map[string]*RateLimit{}
-							}
-							dl.Tools[tool] = d.rateLimit(v, path)
-						})
-					default:
-						d.unknown(path, key)
-					}
-				})
-				if c.Limits.Destinations == nil {
-					c.Limits.Destinations = map[string]*DestinationLimits{}
-				}
-				c.Limits.Destinations[name] = dl
-			})
-		default:
-			d.unknown(path, key)
-		}
-	})
-}
-
-func (d *decoder) decodeTLS(c *Config, v *yaml.Node, path string) {
-	if isNull(resolve(v)) {
-		return
-	}
-	t := &TLS{}
-	d.each(v, path, func(key string, v *yaml.Node, path string) {
-		switch key {
-		case "cert":
-			d.setString(&t.Cert, v, path, scope{})
-		case "key":
-			d.setString(&t.Key, v, path, scope{})
-		case "client_ca":
-			d.setString(&t.ClientCA, v, path, scope{})
-		default:
-			d.unknown(path, key)
-		}
-	})
-	c.TLS = t
+func (o *OAuth) setDefaults() {
+	*o = OAuth{GroupsClaim: "groups", Leeway: 30 * time.Second, JWKSCacheTTL: time.Hour, JWKSMinRefresh: 10 * time.Second}
 }
 
 // finishAuth fills the defaults of the auth blocks and resolves the TLS
 // files against dir.
 func (d *decoder) finishAuth(c *Config, dir string) {
+	if o := c.Auth.OAuth; o != nil && o.Algorithms == nil {
+		o.Algorithms = slices.Clone(defaultAlgorithms)
+	}
+	if o := c.Auth.OAuth; o != nil && o.ScopesSupported == nil {
+		o.ScopesSupported = o.RequiredScopes
+	}
 	if !d.has("auth.required") && (c.Auth.OAuth != nil || len(c.Clients) > 0) {
 		// Configuring callers means wanting them checked.
 		c.Auth.Required = true
@@ -591,8 +413,8 @@ func (d *decoder) validateAuth(c *Config) {
 		d.validGlobs(p+".subjects", cl.Subjects)
 		d.validRate(p+".rate_limit", cl.RateLimit)
 	}
-	for _, name := range d.order["limits"] {
-		dl, p := c.Limits.Destinations[name], d.paths["limits."+name]
+	for _, name := range d.order["limits.destinations"] {
+		dl, p := c.Limits.Destinations[name], "limits.destinations."+name
 		if _, ok := c.Destinations[name]; !ok {
 			d.errorAt(p, p, "unknown destination %q", name)
 		}

@@ -56,7 +56,7 @@ const (
 type Config struct {
 	// Listen is the address of the HTTP listener (`listen`), host:port.
 	// Default "127.0.0.1:8080".
-	Listen string
+	Listen string `yaml:"listen"`
 
 	// SecretsFile is the secrets file (`secrets_file`). Relative paths are
 	// resolved against the configuration file's directory. When empty,
@@ -65,16 +65,16 @@ type Config struct {
 	// error. The environment variable SECRETS_CONFIG, when set, names the
 	// file instead (relative to the working directory). After loading it
 	// holds the path that was read, or "" if none.
-	SecretsFile string
+	SecretsFile string `yaml:"secrets_file"`
 
 	// Timeout bounds each request forwarded upstream (`timeout`, e.g. "30s").
 	// Default 30s; 0 disables the bound. The environment variable
 	// STDIO_RESPONSE_TIMEOUT_SECS (seconds) replaces it when set.
-	Timeout time.Duration
+	Timeout time.Duration `yaml:"timeout"`
 
 	// SessionIdleTimeout closes a client session idle that long
 	// (`session_idle_timeout`). Default 30m; "0s" disables expiry.
-	SessionIdleTimeout time.Duration
+	SessionIdleTimeout time.Duration `yaml:"session_idle_timeout"`
 
 	// SessionChildIdleTimeout closes sooner a client session that owns a
 	// child process (a stdio destination with `isolation: session`, also
@@ -83,7 +83,7 @@ type Config struct {
 	// SessionIdleTimeout applies to them too. It is also how long a
 	// legacy connection kept for 2026-07-28 clients (era translation)
 	// may go unused before it is closed ("0s": 5m).
-	SessionChildIdleTimeout time.Duration
+	SessionChildIdleTimeout time.Duration `yaml:"session_child_idle_timeout"`
 
 	// SessionOrphanTimeout ends a session that owns a child process once
 	// its client has left without DELETE: it opened a listen stream (GET),
@@ -91,7 +91,7 @@ type Config struct {
 	// (`session_orphan_timeout`). Default 30s; "0s" turns the rule off,
 	// leaving SessionChildIdleTimeout. A client that never opens a GET
 	// stream is not subject to it.
-	SessionOrphanTimeout time.Duration
+	SessionOrphanTimeout time.Duration `yaml:"session_orphan_timeout"`
 
 	// MaxChildren caps the processes of each stdio destination with
 	// `isolation: session`, its direct and aggregated sessions together
@@ -100,89 +100,89 @@ type Config struct {
 	// stops; when every one is busy the new session gets 503. Zero (the
 	// default) means MaxSessions. Never negative. The legacy connections
 	// kept for 2026-07-28 clients (at most 8 per destination) are apart.
-	MaxChildren int
+	MaxChildren int `yaml:"max_children"`
 
 	// MaxBodyBytes caps client request bodies (`max_body_bytes`, an integer
 	// or a size like "16MiB"); larger bodies get 413. Default 16 MiB;
 	// always > 0.
-	MaxBodyBytes int64
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
 
 	// MaxMessageBytes caps one message from an upstream
 	// (`max_message_bytes`); larger messages fail the request with 502.
 	// Default 16 MiB; always > 0.
-	MaxMessageBytes int64
+	MaxMessageBytes int64 `yaml:"max_message_bytes"`
 
 	// MaxSessions caps the client sessions of each destination
 	// (`max_sessions`). Default 10. The environment variable
 	// MAX_STDIO_CONNECTIONS replaces it when set. Always > 0.
-	MaxSessions int
+	MaxSessions int `yaml:"max_sessions"`
 
 	// KeepAlive is the interval of SSE keep-alive comments (`keep_alive`).
 	// Default 15s; 0 disables them.
-	KeepAlive time.Duration
+	KeepAlive time.Duration `yaml:"keep_alive"`
 
 	// AllowedOrigins lists the origins (scheme://host[:port]) whose browser
 	// requests are accepted (`allowed_origins`). A request whose Origin
 	// header is neither listed nor a loopback origin
 	// (http(s)://localhost, 127.0.0.1 or [::1], any port) gets 403. "*"
 	// allows any origin. Default empty: loopback origins only.
-	AllowedOrigins []string
+	AllowedOrigins []string `yaml:"allowed_origins"`
 
 	// AllowedHosts lists the accepted Host header names, guarding against
 	// DNS rebinding (`allowed_hosts`); entries are host names or IPs without
 	// a port, "*" allows any. Default empty, which means the loopback names
 	// (localhost, 127.0.0.1, ::1) plus the host of Listen.
-	AllowedHosts []string
+	AllowedHosts []string `yaml:"allowed_hosts"`
 
 	// Restart is the restart policy of stdio processes (`restart`).
-	Restart Restart
+	Restart Restart `yaml:"restart"`
 
 	// Audit configures the audit log (`audit`).
-	Audit Audit
+	Audit Audit `yaml:"audit"`
 
 	// Log configures the operational log (`log`).
-	Log Log
+	Log Log `yaml:"log"`
 
 	// Metrics configures the Prometheus endpoint, /metrics (`metrics`).
-	Metrics Metrics
+	Metrics Metrics `yaml:"metrics"`
 
 	// UI configures the status page, /ui (`ui`).
-	UI UI
+	UI UI `yaml:"ui"`
 
 	// Tracing configures OpenTelemetry traces (`tracing`). Off unless the
 	// block is present.
-	Tracing Tracing
+	Tracing Tracing `yaml:"tracing" decode:"enable"`
 
 	// Connections bounds clients' connections (`connections`,
 	// connections.go).
-	Connections Connections
+	Connections Connections `yaml:"connections"`
 
 	// Auth configures inbound authentication (`auth`; auth.go).
-	Auth Auth
+	Auth Auth `yaml:"auth"`
 
 	// Clients holds the gateway's callers by name (`clients`; auth.go).
 	// Nil when none are configured.
-	Clients map[string]*Client
+	Clients map[string]*Client `yaml:"clients"`
 
 	// ClientOrder lists the keys of Clients in file order: an OAuth token
 	// is the first client it matches.
 	ClientOrder []string
 
 	// Limits bounds the traffic to destinations (`limits`; auth.go).
-	Limits Limits
+	Limits Limits `yaml:"limits"`
 
 	// TLS serves HTTPS when set (`tls`; auth.go). Read at start, its
 	// files reloaded when they change.
-	TLS *TLS
+	TLS *TLS `yaml:"tls" decode:"optional"`
 
 	// Destinations holds the upstream servers by name (`destinations`).
-	Destinations map[string]*Destination
+	Destinations map[string]*Destination `yaml:"destinations"`
 
 	// Namespaces holds the namespaces by name (`namespaces`).
-	Namespaces map[string]*Namespace
+	Namespaces map[string]*Namespace `yaml:"namespaces"`
 
 	// Groups holds the groups by name (`groups`).
-	Groups map[string]*Group
+	Groups map[string]*Group `yaml:"groups"`
 
 	// Names lists the keys of Destinations in file order, for
 	// deterministic iteration.
@@ -209,21 +209,21 @@ type Restart struct {
 	// Delays are the waits before successive restart attempts (`delays`).
 	// Attempt i waits Delays[i], or the last delay once i is past the end;
 	// an explicitly empty list restarts at once. Default [500ms, 1s, 2s].
-	Delays []time.Duration
+	Delays []time.Duration `yaml:"delays"`
 
 	// MaxAttempts is the number of restarts tried before the destination is
 	// marked failed (`max_attempts`). Default len(Delays); 0 never restarts.
-	MaxAttempts int
+	MaxAttempts int `yaml:"max_attempts"`
 
 	// RetryAfter is how long a failed destination refuses new work before
 	// the next request (or a config reload) starts it again (`retry_after`).
 	// Each retry that fails doubles it, up to RetryMax. Default 30s; always
 	// > 0.
-	RetryAfter time.Duration
+	RetryAfter time.Duration `yaml:"retry_after"`
 
 	// RetryMax caps the doubled RetryAfter (`retry_max`). Default 10m;
 	// raised to RetryAfter when smaller.
-	RetryMax time.Duration
+	RetryMax time.Duration `yaml:"retry_max"`
 }
 
 // Audit configures the audit log of MCP traffic.
@@ -234,12 +234,12 @@ type Audit struct {
 	// Default "" (not set): the file audit.jsonl in the state directory
 	// (see DefaultAuditPath), so that the JSON lines never interleave with
 	// the text log.
-	Path string
+	Path string `yaml:"path"`
 
 	// LogBodies records request and response bodies (`log_bodies`).
 	// Default false; the environment variable AUDIT_LOG_BODIES=1 or true
 	// turns it on.
-	LogBodies bool
+	LogBodies bool `yaml:"log_bodies"`
 }
 
 // Values of Audit.Path with a meaning of their own.
@@ -270,12 +270,12 @@ func DefaultAuditPath() string {
 type Log struct {
 	// Level is the minimum level logged (`level`): debug, info, warn or
 	// error. Default "info".
-	Level string
+	Level string `yaml:"level"`
 
 	// File is the log file (`file`), relative to the configuration file's
 	// directory. Default "": standard error. The environment variable
 	// LOG_FILE (relative to the working directory) replaces it when set.
-	File string
+	File string `yaml:"file"`
 }
 
 // Metrics configures the Prometheus metrics served at /metrics on the
@@ -285,7 +285,7 @@ type Metrics struct {
 	// Enabled serves /metrics (`enabled`). Default true: the listener is
 	// loopback unless `listen` says otherwise, and the metrics carry no
 	// session ids, arguments or secrets. false answers 404.
-	Enabled bool
+	Enabled bool `yaml:"enabled"`
 
 	// ToolLabels is how many tool names per destination get a series of
 	// their own in switchboard_mcp_tool_calls_total (`tool_labels`). A name
@@ -293,7 +293,7 @@ type Metrics struct {
 	// made-up names cannot fill the set; once N are admitted, every other
 	// name counts as "other". Default 0: no per-tool series (tools/call is
 	// still counted by destination). At most MaxToolLabels.
-	ToolLabels int
+	ToolLabels int `yaml:"tool_labels"`
 }
 
 // MaxToolLabels bounds Metrics.ToolLabels.
@@ -304,7 +304,7 @@ const MaxToolLabels = 1000
 type UI struct {
 	// Enabled serves /ui and /ui/status.json (`enabled`). Default true;
 	// false answers 404. Changes take effect on reload.
-	Enabled bool
+	Enabled bool `yaml:"enabled"`
 }
 
 // Tracing configures OpenTelemetry traces, exported over OTLP/HTTP
@@ -314,22 +314,22 @@ type UI struct {
 type Tracing struct {
 	// Enabled turns tracing on. Default false; a `tracing` block sets it
 	// true unless it says `enabled: false`.
-	Enabled bool
+	Enabled bool `yaml:"enabled"`
 
 	// Endpoint is the collector's OTLP/HTTP base URL (`endpoint`), such as
 	// http://127.0.0.1:4318; spans are posted to its /v1/traces. An http
 	// URL is sent in clear text. Default empty: OTEL_EXPORTER_OTLP_ENDPOINT,
 	// else http://localhost:4318.
-	Endpoint string
+	Endpoint string `yaml:"endpoint"`
 
 	// SampleRatio is the share of traces started here that are recorded
 	// (`sample_ratio`, 0 to 1); a client's sampled flag is followed either
 	// way. Default 1: every trace.
-	SampleRatio float64
+	SampleRatio float64 `yaml:"sample_ratio"`
 
 	// ServiceName is the service.name resource attribute (`service_name`).
 	// Default "switchboard".
-	ServiceName string
+	ServiceName string `yaml:"service_name"`
 }
 
 // Destination is one upstream MCP server, served under /{Name}/.
@@ -340,7 +340,7 @@ type Destination struct {
 
 	// Type is TypeStdio, TypeStreamableHTTP, TypeSSE or TypeAgentCore
 	// (`type`). Required.
-	Type string
+	Type string `yaml:"type"`
 
 	// Command is the program and its leading arguments (`command`), stdio
 	// only and required there. No shell ever runs it. The list form is
@@ -349,69 +349,69 @@ type Destination struct {
 	// $( ` a line break, $NAME or a leading ~ is an error showing the list
 	// to write instead (${NAME} is Switchboard's own interpolation and
 	// fine). A JSON "command" is one program, never split.
-	Command []string
+	Command []string `yaml:"command" decode:"command"`
 
 	// Args are appended to Command (`args`), stdio only; passed as written,
 	// so `a|b`, `https://h/?a=1&b=2` and `[sh, -c, "x | y"]` mean what they
 	// say.
-	Args []string
+	Args []string `yaml:"args"`
 
 	// Env holds extra environment variables for the process (`env`), stdio
 	// only. Non-string scalars are taken as written (PORT: 8080 is "8080").
-	Env map[string]string
+	Env map[string]string `yaml:"env" decode:"env"`
 
 	// Cwd is the process's working directory (`cwd`), stdio only; relative
 	// paths are resolved against the configuration file's directory.
 	// Default "": Switchboard's working directory. Whether it exists is
 	// checked when the process starts, not here.
-	Cwd string
+	Cwd string `yaml:"cwd"`
 
 	// Isolation is IsolationShared or IsolationSession (`isolation`), stdio
 	// only. Default IsolationShared for stdio, "" for other types.
-	Isolation string
+	Isolation string `yaml:"isolation"`
 
 	// Protocol is the protocol era the server speaks (`protocol`): ProtocolAuto
 	// (default, probed with server/discover), ProtocolLegacy (2025-11-25 and
 	// earlier: initialize handshake) or ProtocolModern (2026-07-28,
 	// stateless). Clients of the other era are translated. Type sse is
 	// always legacy.
-	Protocol string
+	Protocol string `yaml:"protocol"`
 
 	// LegacySSE serves the deprecated HTTP+SSE transport at /{Name}/sse and
 	// /{Name}/message besides /{Name}/mcp (`legacy_sse`). Default true.
-	LegacySSE bool
+	LegacySSE bool `yaml:"legacy_sse"`
 
 	// URL is the upstream endpoint (`url`), http or https; required for
 	// streamable_http and sse, invalid for stdio.
-	URL string
+	URL string `yaml:"url" decode:"secret"`
 
 	// Headers are sent with every upstream request (`headers`), HTTP types
 	// only. Keys are canonicalised (textproto.CanonicalMIMEHeaderKey);
 	// ${VAR} references in values are already resolved, from the
 	// destination's secrets first.
-	Headers map[string]string
+	Headers map[string]string `yaml:"headers" decode:"headers"`
 
 	// ForwardHeaders names client request headers passed upstream
 	// (`forward_headers`, e.g. Authorization), HTTP types only;
 	// canonicalised.
-	ForwardHeaders []string
+	ForwardHeaders []string `yaml:"forward_headers"`
 
 	// ARN is the Bedrock AgentCore runtime (`arn`), agentcore only and
 	// required there:
 	// arn:aws[-partition]:bedrock-agentcore:REGION:ACCOUNT:runtime/NAME.
 	// Requests go to the region's endpoint unless the environment sets
 	// AWS_ENDPOINT_URL_BEDROCK_AGENTCORE or AWS_ENDPOINT_URL.
-	ARN string
+	ARN string `yaml:"arn"`
 
 	// Qualifier is the runtime endpoint invoked (`qualifier`), agentcore
 	// only. Default "": DEFAULT.
-	Qualifier string
+	Qualifier string `yaml:"qualifier"`
 
 	// SessionMode chooses the AgentCore runtime session id (`session_mode`),
 	// agentcore only: SessionModeSession (one per client session, the
 	// default), SessionModeIdentity (one per AWS caller identity) or
 	// SessionModeRequest (a new one per request: stateless servers only).
-	SessionMode string
+	SessionMode string `yaml:"session_mode"`
 
 	// AWS signs the upstream requests with AWS Signature Version 4
 	// (`aws`), for streamable_http, sse and agentcore destinations; it is
@@ -419,18 +419,18 @@ type Destination struct {
 	// requests unsigned; agentcore signs with the default credential chain
 	// and no role. The key written with no value (`aws:` or `aws: {}`) is
 	// a non-nil AWS of zero values: sign, inferring everything.
-	AWS *AWS
+	AWS *AWS `yaml:"aws"`
 
 	// OAuth makes Switchboard an OAuth 2.1 client of the server
 	// (`oauth`), streamable_http and sse only: see UpstreamOAuth. Nil (the
 	// key left out): no OAuth. The key written with no value (`oauth:`) is
 	// a non-nil UpstreamOAuth of zero values: the authorization code grant
 	// with every default.
-	OAuth *UpstreamOAuth
+	OAuth *UpstreamOAuth `yaml:"oauth" decode:"secret"`
 
 	// Timeout overrides Config.Timeout for this destination (`timeout`).
 	// Default 0: use Config.Timeout.
-	Timeout time.Duration
+	Timeout time.Duration `yaml:"timeout"`
 
 	// ToolPrefix is reserved and always "": namespaces carry the prefix
 	// policy. It is not settable from the file.
@@ -453,7 +453,7 @@ type AWS struct {
 	// (*.{region}.amazonaws.com, *.{region}.api.aws), else AWS_REGION
 	// and the profile's region. For agentcore the ARN names the region: a
 	// Region set there must be the same.
-	Region string
+	Region string `yaml:"region"`
 
 	// Service is the signing name (`service`), like billing-mcp; HTTP
 	// types only. Written, it must be a non-empty token of lower-case
@@ -461,23 +461,23 @@ type AWS struct {
 	// host: bedrock-agentcore for *.bedrock-agentcore.{region}.amazonaws.com,
 	// svc for svc.{region}.api.aws, else the host's first label.
 	// agentcore always signs as bedrock-agentcore.
-	Service string
+	Service string `yaml:"service" decode:"nonempty"`
 
 	// Profile is the shared-config profile whose credentials sign
 	// (`profile`). Default "": AWS_PROFILE, else the default profile.
-	Profile string
+	Profile string `yaml:"profile"`
 
 	// AssumeRoleARN is an IAM role assumed with sts:AssumeRole on the
 	// profile's credentials (`assume_role_arn`),
 	// arn:aws[-partition]:iam::ACCOUNT:role/[PATH/]NAME. Its temporary
 	// credentials sign, and are refreshed before they expire. Default "":
 	// sign with the profile's own credentials.
-	AssumeRoleARN string
+	AssumeRoleARN string `yaml:"assume_role_arn"`
 
 	// RoleSessionName names the assumed role's session
 	// (`role_session_name`): 2 to 64 letters, digits or +=,.@_-; only with
 	// AssumeRoleARN. Default "": "switchboard".
-	RoleSessionName string
+	RoleSessionName string `yaml:"role_session_name"`
 }
 
 // Namespace is a named subset of destinations served as one aggregated
@@ -487,35 +487,35 @@ type Namespace struct {
 	Name string
 
 	// Servers are the destinations it includes (`servers`).
-	Servers []string
+	Servers []string `yaml:"servers"`
 
 	// Isolated keeps the namespace out of the default aggregate and out of
 	// groups that do not name it with "!" (`isolated`). Default false.
-	Isolated bool
+	Isolated bool `yaml:"isolated"`
 
 	// Extends names namespaces whose servers are included too
 	// (`extends`, a name or a list). Cycles are rejected.
-	Extends []string
+	Extends []string `yaml:"extends" decode:"names"`
 
 	// ToolPrefix is ToolPrefixAlways, ToolPrefixConflict or ToolPrefixNever
 	// (`tool_prefix`). Default ToolPrefixAlways.
-	ToolPrefix string
+	ToolPrefix string `yaml:"tool_prefix"`
 
 	// Tools filters the aggregated tools (`tools`).
-	Tools ToolFilter
+	Tools ToolFilter `yaml:"tools"`
 
 	// Prefix overrides ToolPrefix per server (`prefix`): always, conflict,
 	// never, or a custom prefix used instead of the server's name.
-	Prefix map[string]string
+	Prefix map[string]string `yaml:"prefix"`
 	// Overrides rename, re-describe, hide or annotate tools, by server and
 	// the server's own tool name (`overrides`). See ToolOverride.
-	Overrides map[string]map[string]*ToolOverride
+	Overrides map[string]map[string]*ToolOverride `yaml:"overrides"`
 	// ToolSearch adds the search and inspect meta-tools (`tool_search`).
-	ToolSearch bool
+	ToolSearch bool `yaml:"tool_search"`
 	// CodeMode is CodeModeOff, CodeModeOn or CodeModeOnly (`code_mode`).
-	CodeMode string
+	CodeMode string `yaml:"code_mode" decode:"code_mode"`
 	// Sandbox bounds code mode's scripts (`sandbox`); defaults filled.
-	Sandbox    Sandbox
+	Sandbox    Sandbox `yaml:"sandbox"`
 	sandboxSet bool
 }
 
@@ -523,8 +523,8 @@ type Namespace struct {
 // the exposed (prefixed) tool name. A tool passes when Allow is empty or
 // one Allow pattern matches, and no Deny pattern matches.
 type ToolFilter struct {
-	Allow []string // `allow`
-	Deny  []string // `deny`
+	Allow []string `yaml:"allow"` // `allow`
+	Deny  []string `yaml:"deny"`  // `deny`
 }
 
 // Group is a named union of namespaces.
@@ -535,7 +535,7 @@ type Group struct {
 
 	// Namespaces are the member namespaces (`namespaces`), with any "!"
 	// prefix removed. An isolated namespace must be written "!name".
-	Namespaces []string
+	Namespaces []string `yaml:"namespaces"`
 
 	// Forced lists the members written "!name": isolated namespaces that
 	// were included on purpose. The gateway logs a warning for them.

@@ -814,10 +814,29 @@ func TestCommandWarnings(t *testing.T) {
 	}
 }
 
-// TestKeysOfAreAccepted: every key the "did you mean" table lists is one
-// the decoder takes (a key it does not know would be suggested wrongly).
+// TestKeysOfAreAccepted: every key the structs' tags name, which "did you
+// mean" suggests, is one the decoder takes (a key it does not know would be
+// suggested wrongly).
 func TestKeysOfAreAccepted(t *testing.T) {
 	t.Parallel()
+	// The keys of each mapping of the schema, by path with names as "*".
+	keysOf := map[string][]string{}
+	var walk func(rt reflect.Type, path string)
+	walk = func(rt reflect.Type, path string) {
+		for rt.Kind() == reflect.Pointer {
+			rt = rt.Elem()
+		}
+		switch rt.Kind() {
+		case reflect.Struct:
+			for _, f := range fieldsOf(rt) {
+				keysOf[path] = append(keysOf[path], f.key)
+				walk(rt.Field(f.index).Type, strings.TrimPrefix(path+"."+f.key, "."))
+			}
+		case reflect.Map:
+			walk(rt.Elem(), path+".*")
+		}
+	}
+	walk(reflect.TypeFor[Config](), "")
 	// A document nesting parent's path, with key under it.
 	doc := func(parent, key string) string {
 		var b strings.Builder

@@ -2,8 +2,6 @@ package config
 
 import (
 	"time"
-
-	"go.yaml.in/yaml/v3"
 )
 
 // Connections bounds what clients' connections may hold of the gateway
@@ -16,7 +14,7 @@ type Connections struct {
 	// requests, or opened without a complete request head) is closed for
 	// a new one. 0 (the default): min(1024, ¾ of the file-descriptor
 	// limit); -1: no cap.
-	Max int
+	Max int `yaml:"max"`
 
 	// Reserved is how many connections beyond Max are kept for the
 	// gateway's probes and scrapes (`reserved`): when every connection
@@ -24,37 +22,37 @@ type Connections struct {
 	// where only GET /healthz, /readyz, /health and /metrics are served
 	// (anything else gets 503 and the connection is closed). Default 16;
 	// 0: no reserve.
-	Reserved int
+	Reserved int `yaml:"reserved"`
 
 	// PerAddress caps the connections of one client IP address
 	// (`per_address`); over it the address's connection idle longest is
 	// closed for the new one, or, when all are busy, the new one goes to
 	// the reserve. Default 0: no bound per address (behind a reverse proxy
 	// every client has the proxy's address).
-	PerAddress int
+	PerAddress int `yaml:"per_address"`
 
 	// PerClient caps the requests in progress of one authenticated client
 	// (`per_client`), streams included: on HTTP/1.1 each holds a
 	// connection. Beyond it the request gets 429. 0 (the default): half of
 	// the connection cap (Max); -1: no bound. Without auth there are no
 	// clients and no bound.
-	PerClient int
+	PerClient int `yaml:"per_client"`
 
 	// GetStreams caps the concurrent GET listen streams of one session
 	// on /{destination}/mcp (`get_streams`); one more gets 409 Conflict.
 	// Default 8; always > 0.
-	GetStreams int
+	GetStreams int `yaml:"get_streams"`
 
 	// ReadHeaderTimeout closes a connection whose request head does not
 	// arrive whole within it (`read_header_timeout`): a silent or one-byte
 	// connection. Default 10s; always > 0.
-	ReadHeaderTimeout time.Duration
+	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
 
 	// BodyTimeout bounds the whole of a request body's arrival, from the
 	// first read (`body_timeout`); a body still incomplete then gets 408.
 	// The body idle bound (no byte for 30 s) applies besides. Default 1m;
 	// "0s": no bound.
-	BodyTimeout time.Duration
+	BodyTimeout time.Duration `yaml:"body_timeout"`
 }
 
 // Defaults of Connections.
@@ -69,30 +67,6 @@ const (
 func defaultConnections() Connections {
 	return Connections{Reserved: DefaultConnReserved, GetStreams: DefaultGetStreams,
 		ReadHeaderTimeout: DefaultReadHeaderTimeout, BodyTimeout: DefaultBodyTimeout}
-}
-
-// decodeConnections decodes the `connections` block into c.
-func (d *decoder) decodeConnections(c *Connections, v *yaml.Node, path string) {
-	d.each(v, path, func(key string, v *yaml.Node, path string) {
-		switch key {
-		case "max":
-			d.setInt(&c.Max, v, path)
-		case "reserved":
-			d.setInt(&c.Reserved, v, path)
-		case "per_address":
-			d.setInt(&c.PerAddress, v, path)
-		case "per_client":
-			d.setInt(&c.PerClient, v, path)
-		case "get_streams":
-			d.setInt(&c.GetStreams, v, path)
-		case "read_header_timeout":
-			d.setDuration(&c.ReadHeaderTimeout, v, path)
-		case "body_timeout":
-			d.setDuration(&c.BodyTimeout, v, path)
-		default:
-			d.unknown(path, key)
-		}
-	})
 }
 
 // validateConnections reports the invalid values of c.

@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/textproto"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -128,240 +129,75 @@ func (d *decoder) syntaxErr(err error) {
 	d.errorLine(0, "", "%s", strings.TrimPrefix(msg, "yaml: "))
 }
 
-// decodeNative decodes the Switchboard schema.
+// decodeNative decodes the Switchboard schema: the fields of Config, then,
+// once the secrets file is read, the sections that may use it.
 func (d *decoder) decodeNative(root *yaml.Node, c *Config, dir string, readFile func(string) ([]byte, error)) {
-	type pair struct {
-		key, path string
-		v         *yaml.Node
-	}
-	var later []pair // decoded after the secrets file is read
-	d.each(root, "", func(key string, v *yaml.Node, path string) {
+	var later []func()
+	d.decodeStruct(reflect.ValueOf(c).Elem(), root, "", scope{}, func(key string, v *yaml.Node, path string) bool {
 		switch key {
-		case "listen":
-			d.setString(&c.Listen, v, path, scope{})
-		case "secrets_file":
-			d.setString(&c.SecretsFile, v, path, scope{})
-		case "timeout":
-			d.setDuration(&c.Timeout, v, path)
-		case "session_idle_timeout":
-			d.setDuration(&c.SessionIdleTimeout, v, path)
-		case "session_child_idle_timeout":
-			d.setDuration(&c.SessionChildIdleTimeout, v, path)
-		case "session_orphan_timeout":
-			d.setDuration(&c.SessionOrphanTimeout, v, path)
-		case "max_children":
-			d.setInt(&c.MaxChildren, v, path)
-		case "max_body_bytes":
-			d.setSize(&c.MaxBodyBytes, v, path)
-		case "max_message_bytes":
-			d.setSize(&c.MaxMessageBytes, v, path)
-		case "max_sessions":
-			d.setInt(&c.MaxSessions, v, path)
-		case "keep_alive":
-			d.setDuration(&c.KeepAlive, v, path)
-		case "allowed_origins":
-			d.setStrings(&c.AllowedOrigins, v, path, scope{})
-		case "allowed_hosts":
-			d.setStrings(&c.AllowedHosts, v, path, scope{})
-		case "restart":
-			d.each(v, path, func(key string, v *yaml.Node, path string) {
-				switch key {
-				case "delays":
-					d.setDurations(&c.Restart.Delays, v, path)
-				case "max_attempts":
-					d.setInt(&c.Restart.MaxAttempts, v, path)
-				case "retry_after":
-					d.setDuration(&c.Restart.RetryAfter, v, path)
-				case "retry_max":
-					d.setDuration(&c.Restart.RetryMax, v, path)
-				default:
-					d.unknown(path, key)
-				}
+		case "destinations", "namespaces", "groups", "clients":
+			later = append(later, func() {
+				d.each(v, path, func(name string, v *yaml.Node, path string) { d.add(c, key, name, path, v) })
 			})
-		case "audit":
-			d.each(v, path, func(key string, v *yaml.Node, path string) {
-				switch key {
-				case "path":
-					d.setString(&c.Audit.Path, v, path, scope{})
-				case "log_bodies":
-					d.setBool(&c.Audit.LogBodies, v, path)
-				default:
-					d.unknown(path, key)
-				}
-			})
-		case "log":
-			d.each(v, path, func(key string, v *yaml.Node, path string) {
-				switch key {
-				case "level":
-					d.setString(&c.Log.Level, v, path, scope{})
-				case "file":
-					d.setString(&c.Log.File, v, path, scope{})
-				default:
-					d.unknown(path, key)
-				}
-			})
-		case "metrics":
-			d.each(v, path, func(key string, v *yaml.Node, path string) {
-				switch key {
-				case "enabled":
-					d.setBool(&c.Metrics.Enabled, v, path)
-				case "tool_labels":
-					d.setInt(&c.Metrics.ToolLabels, v, path)
-				default:
-					d.unknown(path, key)
-				}
-			})
-		case "ui":
-			d.each(v, path, func(key string, v *yaml.Node, path string) {
-				switch key {
-				case "enabled":
-					d.setBool(&c.UI.Enabled, v, path)
-				default:
-					d.unknown(path, key)
-				}
-			})
-		case "connections":
-			d.decodeConnections(&c.Connections, v, path)
-		case "tracing":
-			if v = resolve(v); !isNull(v) {
-				c.Tracing.Enabled = true
-			}
-			d.each(v, path, func(key string, v *yaml.Node, path string) {
-				switch key {
-				case "enabled":
-					d.setBool(&c.Tracing.Enabled, v, path)
-				case "endpoint":
-					d.setString(&c.Tracing.Endpoint, v, path, scope{})
-				case "sample_ratio":
-					d.setFloat(&c.Tracing.SampleRatio, v, path)
-				case "service_name":
-					d.setString(&c.Tracing.ServiceName, v, path, scope{})
-				default:
-					d.unknown(path, key)
-				}
-			})
-		case "auth":
-			d.decodeAuth(c, v, path)
-		case "tls":
-			d.decodeTLS(c, v, path)
-		case "destinations", "namespaces", "groups", "clients", "limits":
-			later = append(later, pair{key, path, v})
+		case "limits":
+			later = append(later, func() { d.decodeValue(reflect.ValueOf(&c.Limits).Elem(), v, path, scope{}) })
 		default:
-			if !strings.HasPrefix(key, "x-") { // extension keys, for anchors
-				d.unknown(path, key)
-			}
+			return strings.HasPrefix(key, "x-") // extension keys, for anchors
 		}
+		return true
 	})
 	d.loadSecrets(c, dir, readFile)
-	for _, p := range later {
-		switch p.key {
-		case "clients":
-			d.decodeClients(c, p.v, p.path)
-		case "limits":
-			d.decodeLimits(c, p.v, p.path)
-		default:
-			d.each(p.v, p.path, func(name string, v *yaml.Node, path string) {
-				d.add(c, p.key, name, path, v)
-			})
-		}
+	for _, f := range later {
+		f()
 	}
 }
 
-// add decodes the entry name of section ("destinations", "namespaces" or
-// "groups") from v and adds it to c.
-func (d *decoder) add(c *Config, section, name, path string, v *yaml.Node) {
+// add decodes the entry name of section ("destinations", "namespaces",
+// "groups" or "clients") from n and adds it to c.
+func (d *decoder) add(c *Config, section, name, path string, n *yaml.Node) {
 	d.order[section] = append(d.order[section], name)
 	d.paths[section+"."+name] = path
-	switch section {
+	d.ent = d.secrets[name]
+	switch r := resolve(n); section {
 	case "destinations":
-		c.Destinations[name] = d.destination(name, v, path)
+		dst := &Destination{Name: name, LegacySSE: true}
+		if r.Kind == yaml.ScalarNode && r.ShortTag() == "!!str" {
+			// mithril-proxy's flat form, name: url: a legacy SSE server.
+			d.setString(&dst.URL, r, path, scope{secrets: d.ent, record: true})
+			dst.Type, dst.URL = TypeSSE, flatSSEURL(dst.URL)
+		} else {
+			d.decode(dst, n, path)
+		}
+		c.Destinations[name] = dst
 		c.Names = append(c.Names, name)
 	case "namespaces":
-		c.Namespaces[name] = d.namespace(name, v, path)
+		ns := &Namespace{Name: name, ToolPrefix: ToolPrefixAlways}
+		if r.Kind == yaml.SequenceNode {
+			// MCProxy's shorthand: a namespace written as its list of servers.
+			d.setStrings(&ns.Servers, r, join(path, "servers"), scope{})
+		} else {
+			d.decode(ns, n, path)
+		}
+		c.Namespaces[name] = ns
 	case "groups":
-		c.Groups[name] = d.group(name, v, path)
-	}
-}
-
-func (d *decoder) destination(name string, n *yaml.Node, path string) *Destination {
-	dst := &Destination{Name: name, LegacySSE: true}
-	secret := scope{secrets: d.secrets[name], record: true}
-	if r := resolve(n); r != nil && r.Kind == yaml.ScalarNode && r.ShortTag() == "!!str" {
-		// mithril-proxy's flat form, name: url: a legacy SSE server.
-		d.setString(&dst.URL, r, path, secret)
-		dst.Type, dst.URL = TypeSSE, flatSSEURL(dst.URL)
-		return dst
-	}
-	d.each(n, path, func(key string, v *yaml.Node, path string) {
-		switch key {
-		case "type":
-			d.setString(&dst.Type, v, path, scope{})
-		case "command":
-			d.setCommand(&dst.Command, v, path)
-		case "args":
-			d.setStrings(&dst.Args, v, path, scope{})
-		case "env":
-			d.setStringMap(&dst.Env, v, path, scope{record: true}, nil)
-		case "cwd":
-			d.setString(&dst.Cwd, v, path, scope{})
-		case "isolation":
-			d.setString(&dst.Isolation, v, path, scope{})
-		case "legacy_sse":
-			d.setBool(&dst.LegacySSE, v, path)
-		case "protocol":
-			d.setString(&dst.Protocol, v, path, scope{})
-		case "url":
-			d.setString(&dst.URL, v, path, secret)
-		case "headers":
-			d.setStringMap(&dst.Headers, v, path, secret, textproto.CanonicalMIMEHeaderKey)
-		case "forward_headers":
-			d.setStrings(&dst.ForwardHeaders, v, path, scope{})
-		case "timeout":
-			d.setDuration(&dst.Timeout, v, path)
-		case "arn":
-			d.setString(&dst.ARN, v, path, scope{})
-		case "qualifier":
-			d.setString(&dst.Qualifier, v, path, scope{})
-		case "session_mode":
-			d.setString(&dst.SessionMode, v, path, scope{})
-		case "aws":
-			dst.AWS = d.aws(v, path)
-		case "oauth":
-			dst.OAuth = d.upstreamOAuth(v, path, secret)
-		default:
-			d.unknown(path, key)
-		}
-	})
-	return dst
-}
-
-// aws decodes a destination's aws block. A null value is an empty block:
-// writing the key asks for signing.
-func (d *decoder) aws(n *yaml.Node, path string) *AWS {
-	a := &AWS{}
-	if !d.each(n, path, func(key string, v *yaml.Node, path string) {
-		switch key {
-		case "region":
-			d.setString(&a.Region, v, path, scope{})
-		case "service":
-			d.setString(&a.Service, v, path, scope{})
-			if a.Service == "" && !isNull(resolve(v)) && !d.failed[path] {
-				// "" would silently mean "infer it".
-				d.errorf(v, path, "empty; leave the key out to infer the service from the host")
+		g := &Group{Name: name}
+		d.decode(g, n, path)
+		for i, ns := range g.Namespaces {
+			if forced, ok := strings.CutPrefix(ns, "!"); ok {
+				g.Namespaces[i] = forced
+				g.Forced = append(g.Forced, forced)
 			}
-		case "profile":
-			d.setString(&a.Profile, v, path, scope{})
-		case "assume_role_arn":
-			d.setString(&a.AssumeRoleARN, v, path, scope{})
-		case "role_session_name":
-			d.setString(&a.RoleSessionName, v, path, scope{})
-		default:
-			d.unknown(path, key)
 		}
-	}) {
-		return nil
+		c.Groups[name] = g
+	case "clients":
+		cl := &Client{Name: name}
+		d.decode(cl, n, path)
+		if c.Clients == nil {
+			c.Clients = map[string]*Client{}
+		}
+		c.Clients[name] = cl
+		c.ClientOrder = append(c.ClientOrder, name)
 	}
-	return a
 }
 
 // isFlatDestinations reports whether root is a mapping of names to http(s)
@@ -422,62 +258,6 @@ func (d *decoder) setCommand(p *[]string, n *yaml.Node, path string) {
 	default:
 		d.typeErr(n, path, "a string or a list of strings")
 	}
-}
-
-func (d *decoder) namespace(name string, n *yaml.Node, path string) *Namespace {
-	ns := &Namespace{Name: name, ToolPrefix: ToolPrefixAlways}
-	if n = resolve(n); n.Kind == yaml.SequenceNode {
-		// MCProxy's shorthand: a namespace written as its list of servers.
-		d.setStrings(&ns.Servers, n, join(path, "servers"), scope{})
-		return ns
-	}
-	d.each(n, path, func(key string, v *yaml.Node, path string) {
-		switch key {
-		case "servers":
-			d.setStrings(&ns.Servers, v, path, scope{})
-		case "isolated":
-			d.setBool(&ns.Isolated, v, path)
-		case "extends":
-			d.setNameList(&ns.Extends, v, path)
-		case "tool_prefix":
-			d.setString(&ns.ToolPrefix, v, path, scope{})
-		case "tools":
-			d.each(v, path, func(key string, v *yaml.Node, path string) {
-				switch key {
-				case "allow":
-					d.setStrings(&ns.Tools.Allow, v, path, scope{})
-				case "deny":
-					d.setStrings(&ns.Tools.Deny, v, path, scope{})
-				default:
-					d.unknown(path, key)
-				}
-			})
-		default:
-			if !d.namespaceShaping(ns, key, v, path) {
-				d.unknown(path, key)
-			}
-		}
-	})
-	return ns
-}
-
-func (d *decoder) group(name string, n *yaml.Node, path string) *Group {
-	g := &Group{Name: name}
-	d.each(n, path, func(key string, v *yaml.Node, path string) {
-		switch key {
-		case "namespaces":
-			d.setStrings(&g.Namespaces, v, path, scope{})
-		default:
-			d.unknown(path, key)
-		}
-	})
-	for i, ns := range g.Namespaces {
-		if forced, ok := strings.CutPrefix(ns, "!"); ok {
-			g.Namespaces[i] = forced
-			g.Forced = append(g.Forced, forced)
-		}
-	}
-	return g
 }
 
 // attachSecrets moves the secrets file's entries onto their destinations.

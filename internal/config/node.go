@@ -27,6 +27,7 @@ type decoder struct {
 	secretsAt map[string]int              // secrets file: destination name -> line
 	failed    map[string]bool             // paths whose value could not be decoded
 	unset     map[string]*unsetRef        // "${NAME}" -> its first "is not set" error
+	ent       Secrets                     // the secrets of the destination or client being decoded
 }
 
 // unsetRef is the error of an unset variable's first use; later uses add

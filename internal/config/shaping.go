@@ -4,8 +4,6 @@ import (
 	"regexp"
 	"slices"
 	"time"
-
-	"go.yaml.in/yaml/v3"
 )
 
 // Code mode of a namespace (`code_mode`).
@@ -29,25 +27,26 @@ const (
 type ToolOverride struct {
 	// Name is the name the tool is exposed under, as written: no prefix is
 	// added (`name`). The server's own name no longer reaches it.
-	Name string
+	Name string `yaml:"name"`
 	// Title and Description replace the server's (`title`, `description`).
-	Title, Description string
+	Title       string `yaml:"title"`
+	Description string `yaml:"description"`
 	// Hide removes the tool from the namespace: it is not listed and cannot
 	// be called, directly or from a script (`hide`).
-	Hide bool
+	Hide bool `yaml:"hide"`
 	// Annotations are set on the tool's annotations, each key replacing the
 	// server's value (`annotations`: readOnlyHint, destructiveHint,
 	// idempotentHint, openWorldHint, title, or any other key).
-	Annotations map[string]any
+	Annotations map[string]any `yaml:"annotations"`
 }
 
 // Sandbox bounds the scripts of a namespace's execute tool (`sandbox`).
 type Sandbox struct {
-	Timeout     time.Duration // wall time of one script (`timeout`)
-	Memory      int64         // heap growth allowed while a script runs (`memory`)
-	MaxCalls    int           // tool calls one script may make (`max_calls`)
-	MaxOutput   int64         // printed output and result, each (`max_output`)
-	Concurrency int           // scripts running at once in the namespace (`concurrency`)
+	Timeout     time.Duration `yaml:"timeout"`     // wall time of one script (`timeout`)
+	Memory      int64         `yaml:"memory"`      // heap growth allowed while a script runs (`memory`)
+	MaxCalls    int           `yaml:"max_calls"`   // tool calls one script may make (`max_calls`)
+	MaxOutput   int64         `yaml:"max_output"`  // printed output and result, each (`max_output`)
+	Concurrency int           `yaml:"concurrency"` // scripts running at once in the namespace (`concurrency`)
 }
 
 // withDefaults fills the zero fields of s.
@@ -68,103 +67,6 @@ func (s Sandbox) withDefaults() Sandbox {
 		s.Concurrency = DefaultSandboxConcurrency
 	}
 	return s
-}
-
-// namespaceShaping decodes the keys of a namespace that shape its tools
-// and add meta-tools. It reports whether key was one of them.
-func (d *decoder) namespaceShaping(ns *Namespace, key string, v *yaml.Node, path string) bool {
-	switch key {
-	case "prefix":
-		ns.Prefix = map[string]string{}
-		d.each(v, path, func(server string, v *yaml.Node, path string) {
-			var s string
-			d.setString(&s, v, path, scope{})
-			ns.Prefix[server] = s
-		})
-	case "overrides":
-		ns.Overrides = map[string]map[string]*ToolOverride{}
-		d.each(v, path, func(server string, v *yaml.Node, path string) {
-			tools := map[string]*ToolOverride{}
-			ns.Overrides[server] = tools
-			d.each(v, path, func(tool string, v *yaml.Node, path string) {
-				tools[tool] = d.toolOverride(v, path)
-			})
-		})
-	case "tool_search":
-		d.setBool(&ns.ToolSearch, v, path)
-	case "code_mode":
-		n := resolve(v)
-		if isNull(n) {
-			break
-		}
-		switch {
-		case n.Kind == yaml.ScalarNode && n.ShortTag() == "!!bool":
-			var on bool
-			d.setBool(&on, n, path)
-			if on {
-				ns.CodeMode = CodeModeOn
-			}
-		case n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str" && n.Value == CodeModeOnly:
-			ns.CodeMode = CodeModeOnly
-		default:
-			d.errorf(n, path, "expected true, false or only, got %s", describe(n))
-		}
-	case "sandbox":
-		ns.sandboxSet = true
-		d.each(v, path, func(key string, v *yaml.Node, path string) {
-			switch key {
-			case "timeout":
-				d.setDuration(&ns.Sandbox.Timeout, v, path)
-			case "memory":
-				d.setSize(&ns.Sandbox.Memory, v, path)
-			case "max_calls":
-				d.setInt(&ns.Sandbox.MaxCalls, v, path)
-			case "max_output":
-				d.setSize(&ns.Sandbox.MaxOutput, v, path)
-			case "concurrency":
-				d.setInt(&ns.Sandbox.Concurrency, v, path)
-			default:
-				d.unknown(path, key)
-			}
-		})
-	default:
-		return false
-	}
-	return true
-}
-
-func (d *decoder) toolOverride(n *yaml.Node, path string) *ToolOverride {
-	o := &ToolOverride{}
-	d.each(n, path, func(key string, v *yaml.Node, path string) {
-		switch key {
-		case "name":
-			d.setString(&o.Name, v, path, scope{})
-		case "title":
-			d.setString(&o.Title, v, path, scope{})
-		case "description":
-			d.setString(&o.Description, v, path, scope{})
-		case "hide":
-			d.setBool(&o.Hide, v, path)
-		case "annotations":
-			o.Annotations = map[string]any{}
-			d.each(v, path, func(key string, v *yaml.Node, path string) {
-				n := resolve(v)
-				if n.Kind != yaml.ScalarNode {
-					d.typeErr(n, path, "a boolean, string or number")
-					return
-				}
-				var x any
-				if err := n.Decode(&x); err != nil {
-					d.errorf(n, path, "%v", err)
-					return
-				}
-				o.Annotations[key] = x
-			})
-		default:
-			d.unknown(path, key)
-		}
-	})
-	return o
 }
 
 // customPrefixRE is the syntax of a custom prefix (`prefix: {server: mem}`).
@@ -237,7 +139,7 @@ func (d *decoder) validateShaping(c *Config, ns *Namespace, p string) {
 			}
 		}
 	}
-	if ns.sandboxSet && ns.CodeMode == CodeModeOff {
+	if ns.sandboxSet = d.has(p + ".sandbox"); ns.sandboxSet && ns.CodeMode == CodeModeOff {
 		d.errorAt(p+".sandbox", p, "sandbox is set but code_mode is off")
 	}
 	s := ns.Sandbox

@@ -4,8 +4,6 @@ import (
 	"net"
 	"net/url"
 	"strings"
-
-	"go.yaml.in/yaml/v3"
 )
 
 // Grants of an upstream oauth block.
@@ -25,72 +23,43 @@ type UpstreamOAuth struct {
 	// logs in once with `switchboard auth login NAME`; or
 	// GrantClientCredentials: machine to machine, with ClientID and
 	// ClientSecret, no login.
-	Grant string
+	Grant string `yaml:"grant"`
 
 	// ClientID is a pre-registered client (`client_id`). Default "": a
 	// client-ID metadata document when ClientMetadataURL is set and the
 	// server supports them, else dynamic client registration (RFC 7591)
 	// at login. Required for GrantClientCredentials.
-	ClientID string
+	ClientID string `yaml:"client_id"`
 
 	// ClientSecret is ClientID's secret (`client_secret`); best given as
 	// ${VAR}. Default "": a public client. Required for
 	// GrantClientCredentials. Never logged.
-	ClientSecret string
+	ClientSecret string `yaml:"client_secret"`
 
 	// ClientKeyFile is a PEM private key file (EC, RSA or Ed25519) with
 	// which a GrantClientCredentials client authenticates instead of a
 	// secret (`client_key_file`): private_key_jwt (RFC 7523), a new signed
 	// assertion per token request. Relative paths are resolved against the
 	// configuration file's directory. Default "": ClientSecret.
-	ClientKeyFile string
+	ClientKeyFile string `yaml:"client_key_file"`
 
 	// ClientMetadataURL is the https URL (with a path) of this client's
 	// metadata document (`client_metadata_url`), its client_id where the
 	// authorization server supports them. Default "": none.
-	ClientMetadataURL string
+	ClientMetadataURL string `yaml:"client_metadata_url"`
 
 	// RedirectURL is the login's redirect (`redirect_url`): an http URL
 	// on a loopback address, such as http://127.0.0.1:8976/callback (what
 	// a pre-registered client was registered with). Default "":
 	// http://127.0.0.1:<a free port>/callback.
-	RedirectURL string
+	RedirectURL string `yaml:"redirect_url"`
 
 	// TokenDir is the directory of the token files (`token_dir`), one
 	// NAME.json of mode 0600 per destination. Default "":
 	// $SWITCHBOARD_STATE_DIR/oauth, else $XDG_STATE_HOME/switchboard/oauth,
 	// else ~/.local/state/switchboard/oauth. Relative paths are resolved
 	// against the configuration file's directory.
-	TokenDir string
-}
-
-// upstreamOAuth decodes a destination's oauth block. A null value is an
-// empty block: writing the key asks for OAuth with every default.
-func (d *decoder) upstreamOAuth(n *yaml.Node, path string, secret scope) *UpstreamOAuth {
-	o := &UpstreamOAuth{}
-	if !d.each(n, path, func(key string, v *yaml.Node, path string) {
-		switch key {
-		case "grant":
-			d.setString(&o.Grant, v, path, secret)
-		case "client_id":
-			d.setString(&o.ClientID, v, path, secret)
-		case "client_secret":
-			d.setString(&o.ClientSecret, v, path, secret)
-		case "client_key_file":
-			d.setString(&o.ClientKeyFile, v, path, secret)
-		case "client_metadata_url":
-			d.setString(&o.ClientMetadataURL, v, path, secret)
-		case "redirect_url":
-			d.setString(&o.RedirectURL, v, path, secret)
-		case "token_dir":
-			d.setString(&o.TokenDir, v, path, secret)
-		default:
-			d.unknown(path, key)
-		}
-	}) {
-		return nil
-	}
-	return o
+	TokenDir string `yaml:"token_dir"`
 }
 
 // validateUpstreamOAuth checks the oauth block of an HTTP destination.
