@@ -210,6 +210,7 @@ func TestImportRules(t *testing.T) {
 		{"internal/stdio", func(imp string) bool { return isStd(imp) || imp == module+"/internal/audit" }, "the standard library and internal/audit only"},
 		{"internal/audit", isStd, "the standard library only"},
 		{"internal/buildinfo", isStd, "the standard library only"},
+		{"internal/backoff", isStd, "the standard library only"},
 		{"internal/sigv4", func(imp string) bool { return !isInternal(imp) }, "no internal package"},
 		// The upstream OAuth client is self-contained, so that it can move.
 		{"internal/upstream/oauth", func(imp string) bool { return !isInternal(imp) }, "no internal package"},
