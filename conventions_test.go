@@ -7,6 +7,7 @@ package switchboard_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"go/build"
 	"go/parser"
 	"go/token"
@@ -209,6 +210,7 @@ func TestImportRules(t *testing.T) {
 		{"internal/upstream/stdio", func(imp string) bool { return isStd(imp) || imp == module+"/internal/audit" }, "the standard library and internal/audit only"},
 		{"internal/audit", isStd, "the standard library only"},
 		{"internal/buildinfo", isStd, "the standard library only"},
+		{"internal/backoff", isStd, "the standard library only"},
 		{"internal/sigv4", func(imp string) bool { return !isInternal(imp) }, "no internal package"},
 		// The upstream OAuth client is self-contained, so that it can move.
 		{"internal/upstream/oauth", func(imp string) bool { return !isInternal(imp) }, "no internal package"},
@@ -249,27 +251,166 @@ func TestImportRules(t *testing.T) {
 	}
 }
 
-// TestReadmeConfig checks that the YAML examples in README.md are valid
-// configs: the first on its own, the aggregation one on top of it (with the
-// destinations it names).
+// TestReadmeConfig checks that the YAML examples of the docs are valid
+// configs: the README's on its own, the aggregation example of
+// docs/configuration.md on top of it (with the destinations it names).
 func TestReadmeConfig(t *testing.T) {
+	yamlBlocks := func(name string) []string {
+		t.Helper()
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var blocks []string
+		for _, m := range regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(b), -1) {
+			blocks = append(blocks, m[1])
+		}
+		return blocks
+	}
+	readme := yamlBlocks("README.md")
+	if len(readme) != 1 {
+		t.Fatalf("README.md has %d yaml blocks, want the one config example", len(readme))
+	}
+	t.Setenv("REMOTE_TOKEN", "example-token")
+	base := readme[0]
+	if _, err := config.Parse([]byte(base), "README.md"); err != nil {
+		t.Errorf("README config example: %v", err)
+	}
+	var agg string
+	for _, b := range yamlBlocks(filepath.Join("docs", "configuration.md")) {
+		if strings.HasPrefix(b, "namespaces:") && strings.Contains(b, "groups:") {
+			agg = b
+		}
+	}
+	if agg == "" {
+		t.Fatal("docs/configuration.md has no aggregation example (namespaces: and groups:)")
+	}
+	agg = base + "  hass:\n    type: stdio\n    command: [hass-mcp]\n  wiki:\n    type: stdio\n    command: [wiki-mcp]\n" + agg
+	if _, err := config.Parse([]byte(agg), "docs/configuration.md"); err != nil {
+		t.Errorf("docs/configuration.md aggregation example: %v", err)
+	}
+}
+
+// maxReadmeLines bounds README.md: what Switchboard is, the two commands,
+// a feature map into docs/, one config example and two tables; the rest is
+// in docs/.
+const maxReadmeLines = 300
+
+// TestDocs: README.md stays within maxReadmeLines, and every relative link
+// in README.md and docs/*.md names a file that exists and, with a
+// #fragment, a heading in it (GitHub's anchors). The checker is shown to
+// catch a missing file and a missing heading.
+func TestDocs(t *testing.T) {
 	readme, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(readme), -1)
-	if len(blocks) < 2 {
-		t.Fatalf("README.md has %d yaml blocks, want the config and the aggregation examples", len(blocks))
+	if n := bytes.Count(readme, []byte("\n")); n > maxReadmeLines {
+		t.Errorf("README.md has %d lines, want at most %d: move the detail to docs/", n, maxReadmeLines)
 	}
-	t.Setenv("REMOTE_TOKEN", "example-token")
-	base := blocks[0][1]
-	if _, err := config.Parse([]byte(base), "README.md"); err != nil {
-		t.Errorf("README config example: %v", err)
+	files, err := filepath.Glob(filepath.Join("docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	agg := base + "  hass:\n    type: stdio\n    command: [hass-mcp]\n  wiki:\n    type: stdio\n    command: [wiki-mcp]\n" + blocks[1][1]
-	if _, err := config.Parse([]byte(agg), "README.md"); err != nil {
-		t.Errorf("README aggregation example: %v", err)
+	files = append([]string{"README.md"}, files...)
+	anchors := map[string]map[string]bool{}
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range brokenLinks(name, string(b), anchors) {
+			t.Error(e)
+		}
 	}
+	// The checker itself.
+	bad := brokenLinks("docs/x.md", "# Here\n\n[a](nowhere.md) [b](../README.md#no-such-heading) [c](#here) `[d](nowhere.md)`\n", anchors)
+	if len(bad) != 2 {
+		t.Errorf("brokenLinks found %q in a doc with two broken links, want two", bad)
+	}
+}
+
+var (
+	mdLink       = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	mdInlineCode = regexp.MustCompile("`[^`]*`")
+	mdSlugDrop   = regexp.MustCompile(`[^\p{L}\p{N} _-]`)
+)
+
+// brokenLinks returns the relative links of the Markdown text of the file
+// name that point at no file, or at no heading of it. anchors caches each
+// file's heading anchors.
+func brokenLinks(name, text string, anchors map[string]map[string]bool) []string {
+	var errs []string
+	for i, line := range strings.Split(stripFences(text), "\n") {
+		for _, m := range mdLink.FindAllStringSubmatch(mdInlineCode.ReplaceAllString(line, ""), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			path, frag, _ := strings.Cut(target, "#")
+			file := name
+			if path != "" {
+				file = filepath.Join(filepath.Dir(name), path)
+				if _, err := os.Stat(file); err != nil {
+					errs = append(errs, fmt.Sprintf("%s:%d: link %s: %s does not exist", name, i+1, target, file))
+					continue
+				}
+			}
+			if frag == "" {
+				continue
+			}
+			if anchors[file] == nil {
+				anchors[file] = headingAnchors(file, name, text)
+			}
+			if !anchors[file][frag] {
+				errs = append(errs, fmt.Sprintf("%s:%d: link %s: %s has no heading #%s", name, i+1, target, file, frag))
+			}
+		}
+	}
+	return errs
+}
+
+// headingAnchors returns the anchors GitHub gives the headings of the
+// Markdown file (text when file is self, the file being checked).
+func headingAnchors(file, self, text string) map[string]bool {
+	if file != self {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil
+		}
+		text = string(b)
+	}
+	set := map[string]bool{}
+	seen := map[string]int{}
+	for _, line := range strings.Split(stripFences(text), "\n") {
+		h := strings.TrimLeft(line, "#")
+		if h == line || !strings.HasPrefix(h, " ") || len(line)-len(h) > 6 {
+			continue
+		}
+		slug := strings.ReplaceAll(mdSlugDrop.ReplaceAllString(strings.ToLower(strings.TrimSpace(h)), ""), " ", "-")
+		if n := seen[slug]; n > 0 {
+			set[fmt.Sprintf("%s-%d", slug, n)] = true
+		} else {
+			set[slug] = true
+		}
+		seen[slug]++
+	}
+	return set
+}
+
+// stripFences blanks the lines of fenced code blocks, keeping line numbers.
+func stripFences(text string) string {
+	lines := strings.Split(text, "\n")
+	in := false
+	for i, l := range lines {
+		if strings.HasPrefix(strings.TrimSpace(l), "```") {
+			in = !in
+			lines[i] = ""
+		} else if in {
+			lines[i] = ""
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // forbiddenDeps are what the switchboard binary must not depend on (in the

@@ -822,7 +822,7 @@ var pinnedImage = regexp.MustCompile(`^[a-z0-9][a-z0-9./_-]*:([A-Za-z0-9_][A-Za-
 // emulation (no RUN in a stage of the target platform: RUN steps run in
 // --platform=$BUILDPLATFORM stages, cross-compiling or installing for the
 // target), as does the general base target; the default command downloads
-// nothing at start (no uvx …@latest); the README's commands match the image.
+// nothing at start (no uvx …@latest); the commands of docs/aws-agentcore.md match the image.
 func TestContainerBasesPinned(t *testing.T) {
 	files := []string{"container/Containerfile", "agentcore/Containerfile"}
 	for _, p := range files {
@@ -858,29 +858,29 @@ func TestContainerBasesPinned(t *testing.T) {
 		}
 	}
 
-	// The README builds and runs the AgentCore image as it is.
+	// docs/aws-agentcore.md builds and runs the AgentCore image as it is.
 	b, _ := os.ReadFile("agentcore/Containerfile")
 	cmd := regexp.MustCompile(`(?m)^ARG SERVER_CMD=(\S+)$`).FindSubmatch(b)
 	pkg := regexp.MustCompile(`(?m)^ARG SERVER_PACKAGE=([^=\s]+)==\S+$`).FindSubmatch(b)
 	if cmd == nil || pkg == nil || !bytes.Contains(b, []byte("MCP_SERVER_CMD=${SERVER_CMD}")) {
 		t.Fatalf("agentcore/Containerfile: want ARG SERVER_CMD, a pinned ARG SERVER_PACKAGE (name==version) and MCP_SERVER_CMD=${SERVER_CMD}")
 	}
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/aws-agentcore.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	run := regexp.MustCompile(`(?s)docker buildx build --platform linux/arm64 -f deploy/agentcore/Containerfile.*?docker run (?:[^\n]*\\\n)*[^\n]*`).Find(readme)
 	if run == nil {
-		t.Fatal("README: no docker buildx build … deploy/agentcore/Containerfile followed by docker run")
+		t.Fatal("docs/aws-agentcore.md: no docker buildx build … deploy/agentcore/Containerfile followed by docker run")
 	}
 	for _, m := range regexp.MustCompile(`MCP_SERVER_CMD="?([^"\s]+)`).FindAllSubmatch(run, -1) {
 		if string(m[1]) != string(cmd[1]) {
-			t.Errorf("README runs MCP_SERVER_CMD=%s; the image's command is %s", m[1], cmd[1])
+			t.Errorf("docs/aws-agentcore.md runs MCP_SERVER_CMD=%s; the image's command is %s", m[1], cmd[1])
 		}
 	}
 	for _, m := range regexp.MustCompile(`SERVER_PACKAGE=([^=\s"]+)`).FindAllSubmatch(run, -1) {
 		if string(m[1]) != string(pkg[1]) {
-			t.Errorf("README builds SERVER_PACKAGE=%s; the image's is %s", m[1], pkg[1])
+			t.Errorf("docs/aws-agentcore.md builds SERVER_PACKAGE=%s; the image's is %s", m[1], pkg[1])
 		}
 	}
 }

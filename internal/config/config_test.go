@@ -725,11 +725,11 @@ func TestAWSBlock(t *testing.T) {
 	}
 }
 
-// TestReadmeAWSExample: the README's gateway example of the aws block
-// loads, with the values it shows.
+// TestReadmeAWSExample: the gateway example of the aws block in
+// docs/aws-agentcore.md loads, with the values it shows.
 func TestReadmeAWSExample(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/aws-agentcore.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -740,7 +740,7 @@ func TestReadmeAWSExample(t *testing.T) {
 		}
 	}
 	if block == "" {
-		t.Fatal("README.md has no yaml example with an agentcore destination and an aws block")
+		t.Fatal("docs/aws-agentcore.md has no yaml example with an agentcore destination and an aws block")
 	}
 	c, err := testLoader(nil).parse([]byte(block), "testdata/none/README.md")
 	if err != nil {

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/backoff"
 )
 
 // connLimit bounds the client connections the gateway's HTTP servers hold
@@ -324,7 +326,7 @@ type limitListener struct {
 
 // Accept waits for room, then accepts.
 func (ll *limitListener) Accept() (net.Conn, error) {
-	var backoff time.Duration
+	wait := backoff.Backoff{Base: 5 * time.Millisecond, Max: time.Second}
 	for {
 		if !ll.lim.wait(ll.done) {
 			return nil, net.ErrClosed
@@ -343,13 +345,10 @@ func (ll *limitListener) Accept() (net.Conn, error) {
 			if victim != nil {
 				_ = victim.Conn.Close()
 			}
-			if backoff == 0 {
-				backoff = 5 * time.Millisecond
+			if wait.Waits() == 0 {
 				ll.lim.log.Warn("accept: out of file descriptors; closing idle connections and retrying", "err", err)
-			} else {
-				backoff = min(2*backoff, time.Second)
 			}
-			t := time.NewTimer(backoff)
+			t := time.NewTimer(wait.Next())
 			select {
 			case <-t.C:
 			case <-ll.done:
@@ -358,7 +357,7 @@ func (ll *limitListener) Accept() (net.Conn, error) {
 			}
 			continue
 		}
-		backoff = 0
+		wait.Reset()
 		if c := ll.lim.add(nc); c != nil {
 			return c, nil
 		}

@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/internal/backoff"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/internal/sse"
 	"github.com/switchboard-mcp/switchboard/internal/upstream"
@@ -37,7 +38,7 @@ var (
 	// next message while its 202 is awaited.
 	orderTimeout = 10 * time.Second
 	// listenBackoff is the first wait before reopening a dropped listen
-	// stream; it doubles up to listenBackoffMax.
+	// stream; it doubles up to listenBackoffMax (internal/backoff, jittered).
 	listenBackoff    = time.Second
 	listenBackoffMax = 30 * time.Second
 	// resumeAttempts is how many GETs with Last-Event-ID are tried, without
@@ -874,12 +875,12 @@ func (c *ClientConn) startListen() {
 // listen keeps the GET listen stream open: the server sends its own
 // requests and notifications there. It stops for good when the server has
 // no such stream (405, or another 4xx before the session had one); when a
-// stream drops it is reopened after a backoff (1 s doubling to 30 s, or the
-// server's retry), with Last-Event-ID if its events had ids. A 404 means
+// stream drops it is reopened after a backoff (1 s doubling to 30 s, less a
+// random fifth, or the server's retry), with Last-Event-ID if its events had ids. A 404 means
 // the session was lost if a ping on it gets 404 too: it is re-initialized.
 func (c *ClientConn) listen() {
 	defer c.wg.Done()
-	backoff := listenBackoff
+	wait := backoff.Backoff{Base: listenBackoff, Max: listenBackoffMax}
 	var lastID, lastSID string
 	hadStream := false
 	for {
@@ -920,7 +921,7 @@ func (c *ClientConn) listen() {
 			}
 			retry = min(mr.Retry(), maxRetry)
 			if n > 0 || time.Since(started) >= listenBackoffMax {
-				backoff = listenBackoff
+				wait.Reset()
 			}
 			c.log.Debug("listen stream ended", "err", err)
 		case resp.StatusCode == http.StatusNotFound && sent != "":
@@ -932,7 +933,7 @@ func (c *ClientConn) listen() {
 				if err := c.recover(sent); err != nil {
 					return
 				}
-				backoff = listenBackoff
+				wait.Reset()
 				continue
 			}
 			if known && !hadStream {
@@ -953,17 +954,16 @@ func (c *ClientConn) listen() {
 			resp.Body.Close()
 			c.log.Warn("listen stream refused", "status", resp.Status)
 		}
-		wait := backoff
+		d := wait.Next() // counted even when the server's retry overrides it
 		if retry > 0 {
-			wait = retry
+			d = retry
 		}
 		select {
-		case <-time.After(wait):
+		case <-time.After(d):
 		case <-c.kick:
 		case <-c.ctx.Done():
 			return
 		}
-		backoff = min(2*backoff, listenBackoffMax)
 	}
 }
 

@@ -45,6 +45,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/internal/backoff"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 )
 
@@ -216,10 +217,14 @@ type Upstream struct {
 	gen       int           // bumped for every connection; stale events are ignored
 	connected time.Time
 	attempts  int
-	wasReady  bool            // some connection reached Ready
-	failedAt  time.Time       // when the Upstream last became Failed
-	retryAt   time.Time       // when a Failed Upstream may start again
-	failures  int             // Failed phases since the last Ready (the backoff exponent)
+	wasReady  bool      // some connection reached Ready
+	failedAt  time.Time // when the Upstream last became Failed
+	retryAt   time.Time // when a Failed Upstream may start again
+	// retryWait is the wait of a Failed upstream before it may start
+	// again: RetryFailedAfter doubling per Failed phase up to
+	// RetryFailedMax, reset by Ready. Not jittered: a retry is made by the
+	// next request after it, not by a timer, and /healthz announces it.
+	retryWait backoff.Backoff
 	redial    *time.Timer     // the pending restart, if any
 	initReq   json.RawMessage // the initialize params sent to the server
 	initRes   json.RawMessage // the server's InitializeResult
@@ -276,12 +281,13 @@ func New(opts Options) *Upstream {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Upstream{
-		opts:    opts,
-		log:     log.With("destination", opts.Name),
-		pending: map[int64]*Call{},
-		reverse: map[int64]*serverRequest{},
-		members: map[*Member]struct{}{},
-		subs:    map[string]int{},
+		retryWait: backoff.Backoff{Base: opts.RetryFailedAfter, Max: opts.RetryFailedMax, Jitter: -1},
+		opts:      opts,
+		log:       log.With("destination", opts.Name),
+		pending:   map[int64]*Call{},
+		reverse:   map[int64]*serverRequest{},
+		members:   map[*Member]struct{}{},
+		subs:      map[string]int{},
 	}
 }
 
@@ -457,7 +463,7 @@ func (u *Upstream) connect(gen int) {
 	if u.gen == gen && u.conn == conn && u.state != Closed {
 		u.lastErr = nil
 		u.wasReady = true
-		u.failures = 0
+		u.retryWait.Reset()
 		u.setState(Ready)
 		close(u.ready)
 	}
@@ -624,12 +630,7 @@ func (u *Upstream) failed(gen int, err error) {
 		u.setState(Restarting)
 	} else {
 		u.failedAt = time.Now()
-		wait := u.opts.RetryFailedAfter
-		for i := 0; i < u.failures && wait < u.opts.RetryFailedMax; i++ {
-			wait *= 2
-		}
-		u.retryAt = u.failedAt.Add(min(wait, u.opts.RetryFailedMax))
-		u.failures++
+		u.retryAt = u.failedAt.Add(u.retryWait.Next())
 		u.setState(Failed)
 		if u.ready != nil {
 			select {
