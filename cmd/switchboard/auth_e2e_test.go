@@ -320,7 +320,7 @@ func TestGatewayOAuthSSEDestination(t *testing.T) {
 		"\n    oauth:\n      token_dir: "+filepath.Join(dir, "tokens")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var logs peers.Buffer
+	var logs peertest.Buffer
 	base := startServe(t, bin, cfg, &logs)
 	if st, _ := destState(t, base, "legacy"); st != "needs_login" {
 		t.Fatalf("/healthz before a login: %q; want needs_login", st)
