@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -355,114 +356,71 @@ func (d *decoder) setAnyString(p *string, n *yaml.Node, path string, sc scope) {
 	}
 }
 
-func (d *decoder) setBool(p *bool, n *yaml.Node, path string) {
+// setScalar decodes the scalar n into *p: want names the type in errors,
+// tags are the YAML tags it may have (a string holding a ${VAR} reference
+// passes for any), and parse turns the text into the value or the error to
+// report.
+func setScalar[T any](d *decoder, p *T, n *yaml.Node, path, want string, tags []string, parse func(s, tag string) (T, error)) {
 	if n = resolve(n); isNull(n) {
 		return
 	}
-	s, ref, ok := d.scalar(n, path, "a boolean", scope{})
+	s, ref, ok := d.scalar(n, path, want, scope{})
 	if !ok {
 		return
 	}
-	if n.ShortTag() != "!!bool" && !ref {
-		d.typeErr(n, path, "a boolean")
-		return
+	if !slices.Contains(tags, n.ShortTag()) && !ref {
+		d.typeErr(n, path, want)
+	} else if v, err := parse(s, n.ShortTag()); err != nil {
+		d.errorf(n, path, "%v", err)
+	} else {
+		*p = v
 	}
-	b, err := strconv.ParseBool(s)
-	if err != nil {
-		d.errorf(n, path, "invalid boolean %q", s)
-		return
-	}
-	*p = b
+}
+
+func (d *decoder) setBool(p *bool, n *yaml.Node, path string) {
+	setScalar(d, p, n, path, "a boolean", []string{"!!bool"}, func(s, _ string) (bool, error) {
+		b, err := strconv.ParseBool(s)
+		return b, invalid(err != nil, "invalid boolean %q", s)
+	})
 }
 
 func (d *decoder) setInt(p *int, n *yaml.Node, path string) {
-	if n = resolve(n); isNull(n) {
-		return
-	}
-	s, ref, ok := d.scalar(n, path, "an integer", scope{})
-	if !ok {
-		return
-	}
-	if n.ShortTag() != "!!int" && !ref {
-		d.typeErr(n, path, "an integer")
-		return
-	}
-	i, err := strconv.ParseInt(strings.TrimSpace(s), 0, strconv.IntSize)
-	if err != nil {
-		d.errorf(n, path, "invalid integer %q", s)
-		return
-	}
-	*p = int(i)
+	setScalar(d, p, n, path, "an integer", []string{"!!int"}, func(s, _ string) (int, error) {
+		i, err := strconv.ParseInt(strings.TrimSpace(s), 0, strconv.IntSize)
+		return int(i), invalid(err != nil, "invalid integer %q", s)
+	})
 }
 
 // setFloat takes an integer or a float ("1" and "0.25" alike).
 func (d *decoder) setFloat(p *float64, n *yaml.Node, path string) {
-	if n = resolve(n); isNull(n) {
-		return
-	}
-	s, ref, ok := d.scalar(n, path, "a number", scope{})
-	if !ok {
-		return
-	}
-	if t := n.ShortTag(); t != "!!float" && t != "!!int" && !ref {
-		d.typeErr(n, path, "a number")
-		return
-	}
-	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-	if err != nil || math.IsNaN(f) {
-		d.errorf(n, path, "invalid number %q", s)
-		return
-	}
-	*p = f
+	setScalar(d, p, n, path, "a number", []string{"!!float", "!!int"}, func(s, _ string) (float64, error) {
+		f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		return f, invalid(err != nil || math.IsNaN(f), "invalid number %q", s)
+	})
 }
 
+// setDuration takes a string like "30s", or the integer 0.
 func (d *decoder) setDuration(p *time.Duration, n *yaml.Node, path string) {
-	if n = resolve(n); isNull(n) {
-		return
-	}
-	s, _, ok := d.scalar(n, path, `a duration like "30s"`, scope{})
-	if !ok {
-		return
-	}
-	switch n.ShortTag() {
-	case "!!str":
-	case "!!int":
-		if i, err := strconv.ParseInt(s, 0, 64); err == nil && i == 0 {
-			*p = 0
-			return
+	setScalar(d, p, n, path, `a duration like "30s"`, []string{"!!str", "!!int"}, func(s, tag string) (time.Duration, error) {
+		if tag == "!!int" {
+			i, err := strconv.ParseInt(s, 0, 64)
+			return 0, invalid(err != nil || i != 0, "invalid duration %s: missing unit (write it like \"30s\")", s)
 		}
-		d.errorf(n, path, "invalid duration %s: missing unit (write it like \"30s\")", s)
-		return
-	default:
-		d.typeErr(n, path, `a duration like "30s"`)
-		return
-	}
-	v, err := time.ParseDuration(strings.TrimSpace(s))
-	if err != nil {
-		d.errorf(n, path, "invalid duration %q (write it like \"30s\" or \"1m30s\")", s)
-		return
-	}
-	*p = v
+		v, err := time.ParseDuration(strings.TrimSpace(s))
+		return v, invalid(err != nil, "invalid duration %q (write it like \"30s\" or \"1m30s\")", s)
+	})
 }
 
 func (d *decoder) setSize(p *int64, n *yaml.Node, path string) {
-	if n = resolve(n); isNull(n) {
-		return
+	setScalar(d, p, n, path, `a size like "16MiB"`, []string{"!!str", "!!int"}, func(s, _ string) (int64, error) { return parseSize(s) })
+}
+
+// invalid returns the error of format and args when bad, else nil.
+func invalid(bad bool, format string, args ...any) error {
+	if !bad {
+		return nil
 	}
-	s, _, ok := d.scalar(n, path, `a size like "16MiB"`, scope{})
-	if !ok {
-		return
-	}
-	if t := n.ShortTag(); t != "!!str" && t != "!!int" {
-		d.typeErr(n, path, `a size like "16MiB"`)
-		return
-	}
-	v, err := parseSize(s)
-	if err != nil {
-		d.errorf(n, path, "%v", err)
-		return
-	}
-	*p = v
+	return fmt.Errorf(format, args...)
 }
 
 func (d *decoder) setStrings(p *[]string, n *yaml.Node, path string, sc scope) {
