@@ -89,16 +89,16 @@ type OAuth struct {
 
 	// Leeway is the clock skew allowed on exp, nbf and iat (`leeway`).
 	// Default 30s.
-	Leeway time.Duration `yaml:"leeway"`
+	Leeway time.Duration `yaml:"leeway" min:"0"`
 
 	// JWKSCacheTTL is how long fetched keys are used before they are
 	// fetched again (`jwks_cache_ttl`). Default 1h.
-	JWKSCacheTTL time.Duration `yaml:"jwks_cache_ttl"`
+	JWKSCacheTTL time.Duration `yaml:"jwks_cache_ttl" min:"0"`
 
 	// JWKSMinRefresh is the least time between two fetches caused by a
 	// token with an unknown key id (`jwks_min_refresh`): a flood of made-up
 	// kids costs the issuer one request per interval. Default 10s.
-	JWKSMinRefresh time.Duration `yaml:"jwks_min_refresh"`
+	JWKSMinRefresh time.Duration `yaml:"jwks_min_refresh" min:"0"`
 }
 
 // Client is one caller of the gateway (`clients.NAME`): how it proves who
@@ -185,7 +185,7 @@ type DestinationLimits struct {
 	RateLimit *RateLimit `yaml:"rate_limit"`
 	// MaxConcurrent caps its requests in flight (`max_concurrent`); more
 	// wait for a slot until their deadline. Default 0: no cap.
-	MaxConcurrent int `yaml:"max_concurrent"`
+	MaxConcurrent int `yaml:"max_concurrent" min:"0"`
 	// Tools bound tools/call per tool name (`tools`), as the destination
 	// names it.
 	Tools map[string]*RateLimit `yaml:"tools"`
@@ -355,14 +355,6 @@ func (d *decoder) validateAuth(c *Config) {
 				d.errorAt(ip, ip, "%q is not an accepted algorithm: want one of %s (none and HMAC are never accepted)", alg, strings.Join(defaultAlgorithms, ", "))
 			}
 		}
-		for _, f := range []struct {
-			key string
-			v   time.Duration
-		}{{"leeway", o.Leeway}, {"jwks_cache_ttl", o.JWKSCacheTTL}, {"jwks_min_refresh", o.JWKSMinRefresh}} {
-			if f.v < 0 {
-				d.errorAt(p+"."+f.key, p+"."+f.key, "must not be negative")
-			}
-		}
 		if o.GroupsClaim == "" {
 			d.errorAt(p+".groups_claim", p+".groups_claim", "must not be empty")
 		}
@@ -417,9 +409,6 @@ func (d *decoder) validateAuth(c *Config) {
 		dl, p := c.Limits.Destinations[name], "limits.destinations."+name
 		if _, ok := c.Destinations[name]; !ok {
 			d.errorAt(p, p, "unknown destination %q", name)
-		}
-		if dl.MaxConcurrent < 0 {
-			d.errorAt(p+".max_concurrent", p+".max_concurrent", "must not be negative")
 		}
 		d.validRate(p+".rate_limit", dl.RateLimit)
 		for tool, rl := range dl.Tools {

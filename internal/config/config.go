@@ -70,11 +70,11 @@ type Config struct {
 	// Timeout bounds each request forwarded upstream (`timeout`, e.g. "30s").
 	// Default 30s; 0 disables the bound. The environment variable
 	// STDIO_RESPONSE_TIMEOUT_SECS (seconds) replaces it when set.
-	Timeout time.Duration `yaml:"timeout"`
+	Timeout time.Duration `yaml:"timeout" min:"0"`
 
 	// SessionIdleTimeout closes a client session idle that long
 	// (`session_idle_timeout`). Default 30m; "0s" disables expiry.
-	SessionIdleTimeout time.Duration `yaml:"session_idle_timeout"`
+	SessionIdleTimeout time.Duration `yaml:"session_idle_timeout" min:"0"`
 
 	// SessionChildIdleTimeout closes sooner a client session that owns a
 	// child process (a stdio destination with `isolation: session`, also
@@ -83,7 +83,7 @@ type Config struct {
 	// SessionIdleTimeout applies to them too. It is also how long a
 	// legacy connection kept for 2026-07-28 clients (era translation)
 	// may go unused before it is closed ("0s": 5m).
-	SessionChildIdleTimeout time.Duration `yaml:"session_child_idle_timeout"`
+	SessionChildIdleTimeout time.Duration `yaml:"session_child_idle_timeout" min:"0"`
 
 	// SessionOrphanTimeout ends a session that owns a child process once
 	// its client has left without DELETE: it opened a listen stream (GET),
@@ -91,7 +91,7 @@ type Config struct {
 	// (`session_orphan_timeout`). Default 30s; "0s" turns the rule off,
 	// leaving SessionChildIdleTimeout. A client that never opens a GET
 	// stream is not subject to it.
-	SessionOrphanTimeout time.Duration `yaml:"session_orphan_timeout"`
+	SessionOrphanTimeout time.Duration `yaml:"session_orphan_timeout" min:"0"`
 
 	// MaxChildren caps the processes of each stdio destination with
 	// `isolation: session`, its direct and aggregated sessions together
@@ -105,21 +105,21 @@ type Config struct {
 	// MaxBodyBytes caps client request bodies (`max_body_bytes`, an integer
 	// or a size like "16MiB"); larger bodies get 413. Default 16 MiB;
 	// always > 0.
-	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	MaxBodyBytes int64 `yaml:"max_body_bytes" min:"1"`
 
 	// MaxMessageBytes caps one message from an upstream
 	// (`max_message_bytes`); larger messages fail the request with 502.
 	// Default 16 MiB; always > 0.
-	MaxMessageBytes int64 `yaml:"max_message_bytes"`
+	MaxMessageBytes int64 `yaml:"max_message_bytes" min:"1"`
 
 	// MaxSessions caps the client sessions of each destination
 	// (`max_sessions`). Default 10. The environment variable
 	// MAX_STDIO_CONNECTIONS replaces it when set. Always > 0.
-	MaxSessions int `yaml:"max_sessions"`
+	MaxSessions int `yaml:"max_sessions" min:"1"`
 
 	// KeepAlive is the interval of SSE keep-alive comments (`keep_alive`).
 	// Default 15s; 0 disables them.
-	KeepAlive time.Duration `yaml:"keep_alive"`
+	KeepAlive time.Duration `yaml:"keep_alive" min:"0"`
 
 	// AllowedOrigins lists the origins (scheme://host[:port]) whose browser
 	// requests are accepted (`allowed_origins`). A request whose Origin
@@ -213,17 +213,17 @@ type Restart struct {
 
 	// MaxAttempts is the number of restarts tried before the destination is
 	// marked failed (`max_attempts`). Default len(Delays); 0 never restarts.
-	MaxAttempts int `yaml:"max_attempts"`
+	MaxAttempts int `yaml:"max_attempts" min:"0"`
 
 	// RetryAfter is how long a failed destination refuses new work before
 	// the next request (or a config reload) starts it again (`retry_after`).
 	// Each retry that fails doubles it, up to RetryMax. Default 30s; always
 	// > 0.
-	RetryAfter time.Duration `yaml:"retry_after"`
+	RetryAfter time.Duration `yaml:"retry_after" min:"1"`
 
 	// RetryMax caps the doubled RetryAfter (`retry_max`). Default 10m;
 	// raised to RetryAfter when smaller.
-	RetryMax time.Duration `yaml:"retry_max"`
+	RetryMax time.Duration `yaml:"retry_max" min:"0"`
 }
 
 // Audit configures the audit log of MCP traffic.
@@ -293,7 +293,7 @@ type Metrics struct {
 	// made-up names cannot fill the set; once N are admitted, every other
 	// name counts as "other". Default 0: no per-tool series (tools/call is
 	// still counted by destination). At most MaxToolLabels.
-	ToolLabels int `yaml:"tool_labels"`
+	ToolLabels int `yaml:"tool_labels" min:"0"`
 }
 
 // MaxToolLabels bounds Metrics.ToolLabels.

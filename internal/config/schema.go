@@ -30,6 +30,9 @@ import (
 //	nonempty   a string that may be left out but not written empty
 //	optional   a null value leaves the pointer nil
 //	enable     a value that is not null sets the block's Enabled
+//
+// A min tag on a number is the least valid value; validate reports a smaller
+// one (checkMins).
 
 // schemaField is one key of a struct of the schema.
 type schemaField struct {

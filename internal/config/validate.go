@@ -6,11 +6,11 @@ import (
 	"net"
 	"net/url"
 	"path"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // nameRE is the syntax of destination, namespace and group names, which
@@ -24,6 +24,7 @@ var reserved = []string{"mcp", "sse", "healthz", "metrics"}
 // share a destination's name (each is served at /{name}/mcp), nor a group a
 // namespace's.
 func (d *decoder) validate(c *Config) {
+	d.checkMins(reflect.ValueOf(c).Elem(), "")
 	d.validateGlobal(c)
 	for _, name := range d.order["destinations"] {
 		d.validateDestination(c.Destinations[name], d.paths["destinations."+name])
@@ -46,32 +47,6 @@ func (d *decoder) validateGlobal(c *Config) {
 	} else if strings.ContainsAny(host, "/ ") {
 		d.errorAt("listen", "listen", "invalid host %q", host)
 	}
-	for _, f := range []struct {
-		key string
-		v   time.Duration
-	}{
-		{"timeout", c.Timeout},
-		{"session_idle_timeout", c.SessionIdleTimeout},
-		{"session_child_idle_timeout", c.SessionChildIdleTimeout},
-		{"session_orphan_timeout", c.SessionOrphanTimeout},
-		{"keep_alive", c.KeepAlive},
-	} {
-		if f.v < 0 {
-			d.errorAt(f.key, f.key, "must not be negative")
-		}
-	}
-	for _, f := range []struct {
-		key string
-		v   int64
-	}{
-		{"max_body_bytes", c.MaxBodyBytes},
-		{"max_message_bytes", c.MaxMessageBytes},
-		{"max_sessions", int64(c.MaxSessions)},
-	} {
-		if f.v <= 0 {
-			d.errorAt(f.key, f.key, "must be positive")
-		}
-	}
 	if c.MaxChildren < 0 {
 		d.errorAt("max_children", "max_children", "must not be negative (0 means max_sessions)")
 	}
@@ -80,10 +55,7 @@ func (d *decoder) validateGlobal(c *Config) {
 			d.errorAt(index("restart.delays", i), index("restart.delays", i), "must not be negative")
 		}
 	}
-	switch n := c.Metrics.ToolLabels; {
-	case n < 0:
-		d.errorAt("metrics.tool_labels", "metrics.tool_labels", "must not be negative")
-	case n > MaxToolLabels:
+	if n := c.Metrics.ToolLabels; n > MaxToolLabels {
 		d.errorAt("metrics.tool_labels", "metrics.tool_labels", "%d is more than %d: each name is a series per outcome; keep the cap small", n, MaxToolLabels)
 	}
 	if r := c.Tracing.SampleRatio; r < 0 || r > 1 {
@@ -96,16 +68,6 @@ func (d *decoder) validateGlobal(c *Config) {
 	}
 	if c.Tracing.ServiceName == "" {
 		d.errorAt("tracing.service_name", "tracing.service_name", "must not be empty")
-	}
-	d.validateConnections(&c.Connections)
-	if c.Restart.MaxAttempts < 0 {
-		d.errorAt("restart.max_attempts", "restart.max_attempts", "must not be negative")
-	}
-	if c.Restart.RetryAfter <= 0 {
-		d.errorAt("restart.retry_after", "restart.retry_after", "must be positive")
-	}
-	if c.Restart.RetryMax < 0 {
-		d.errorAt("restart.retry_max", "restart.retry_max", "must not be negative")
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
@@ -122,6 +84,40 @@ func (d *decoder) validateGlobal(c *Config) {
 		if h != "*" && !validHost(h) {
 			p := index("allowed_hosts", i)
 			d.errorAt(p, p, "invalid host %q: want a host name or IP address without a port, or \"*\"", h)
+		}
+	}
+}
+
+// minMessages are the errors of a number below the minimum its min tag sets.
+var minMessages = map[int64]string{
+	-1: "must be -1 (no bound), 0 (the default) or positive",
+	0:  "must not be negative",
+	1:  "must be positive",
+}
+
+// checkMins reports every number in v that is below the minimum its field's
+// min tag sets.
+func (d *decoder) checkMins(v reflect.Value, path string) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if !v.IsNil() {
+			d.checkMins(v.Elem(), path)
+		}
+	case reflect.Map:
+		keys := v.MapKeys()
+		slices.SortFunc(keys, func(a, b reflect.Value) int { return strings.Compare(a.String(), b.String()) })
+		for _, k := range keys {
+			d.checkMins(v.MapIndex(k), path+"."+k.String())
+		}
+	case reflect.Struct:
+		for _, f := range fieldsOf(v.Type()) {
+			p, fv := join(path, f.key), v.Field(f.index)
+			if m := v.Type().Field(f.index).Tag.Get("min"); m != "" {
+				if min, _ := strconv.ParseInt(m, 10, 64); fv.Int() < min {
+					d.errorAt(p, p, "%s", minMessages[min])
+				}
+			}
+			d.checkMins(fv, p)
 		}
 	}
 }
