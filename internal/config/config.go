@@ -461,7 +461,7 @@ type AWS struct {
 	// host: bedrock-agentcore for *.bedrock-agentcore.{region}.amazonaws.com,
 	// svc for svc.{region}.api.aws, else the host's first label.
 	// agentcore always signs as bedrock-agentcore.
-	Service string `yaml:"service" decode:"nonempty"`
+	Service string `yaml:"service" decode:"service"`
 
 	// Profile is the shared-config profile whose credentials sign
 	// (`profile`). Default "": AWS_PROFILE, else the default profile.

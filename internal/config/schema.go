@@ -27,7 +27,7 @@ import (
 //	names      a list of strings, or one string
 //	tokens     a client's tokens (setTokens)
 //	code_mode  true, false or "only"
-//	nonempty   a string that may be left out but not written empty
+//	service    aws.service: may be left out (inferred) but not written empty
 //	optional   a null value leaves the pointer nil
 //	enable     a value that is not null sets the block's Enabled
 //
@@ -70,9 +70,9 @@ func (d *decoder) decode(p any, n *yaml.Node, path string) {
 // decodeStruct decodes the mapping n into the struct v, each key into the
 // field it names, reporting unknown keys. pre, when not nil, sees each key
 // first and reports whether it took it.
-func (d *decoder) decodeStruct(v reflect.Value, n *yaml.Node, path string, sc scope, pre func(key string, v *yaml.Node, path string) bool) bool {
+func (d *decoder) decodeStruct(v reflect.Value, n *yaml.Node, path string, sc scope, pre func(key string, v *yaml.Node, path string) bool) {
 	fs := fieldsOf(v.Type())
-	return d.each(n, path, func(key string, n *yaml.Node, path string) {
+	d.each(n, path, func(key string, n *yaml.Node, path string) {
 		if pre != nil && pre(key, n, path) {
 			return
 		}
@@ -108,7 +108,7 @@ func (d *decoder) decodeField(v reflect.Value, opt string, n *yaml.Node, path st
 	case "code_mode":
 		d.setCodeMode(p.(*string), n, path)
 		return
-	case "nonempty":
+	case "service":
 		if d.setString(p.(*string), n, path, sc); *p.(*string) == "" && !null && !d.failed[path] {
 			d.errorf(n, path, "empty; leave the key out to infer the service from the host")
 		}
@@ -121,6 +121,9 @@ func (d *decoder) decodeField(v reflect.Value, opt string, n *yaml.Node, path st
 		if !null {
 			v.FieldByName("Enabled").SetBool(true)
 		}
+	case "":
+	default:
+		panic("config: unknown decode tag " + opt)
 	}
 	d.decodeValue(v, n, path, sc)
 }
