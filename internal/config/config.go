@@ -349,26 +349,26 @@ type Destination struct {
 	// $( ` a line break, $NAME or a leading ~ is an error showing the list
 	// to write instead (${NAME} is Switchboard's own interpolation and
 	// fine). A JSON "command" is one program, never split.
-	Command []string `yaml:"command" decode:"command"`
+	Command []string `yaml:"command" decode:"command" types:"stdio"`
 
 	// Args are appended to Command (`args`), stdio only; passed as written,
 	// so `a|b`, `https://h/?a=1&b=2` and `[sh, -c, "x | y"]` mean what they
 	// say.
-	Args []string `yaml:"args"`
+	Args []string `yaml:"args" types:"stdio"`
 
 	// Env holds extra environment variables for the process (`env`), stdio
 	// only. Non-string scalars are taken as written (PORT: 8080 is "8080").
-	Env map[string]string `yaml:"env" decode:"env"`
+	Env map[string]string `yaml:"env" decode:"env" types:"stdio"`
 
 	// Cwd is the process's working directory (`cwd`), stdio only; relative
 	// paths are resolved against the configuration file's directory.
 	// Default "": Switchboard's working directory. Whether it exists is
 	// checked when the process starts, not here.
-	Cwd string `yaml:"cwd"`
+	Cwd string `yaml:"cwd" types:"stdio"`
 
 	// Isolation is IsolationShared or IsolationSession (`isolation`), stdio
 	// only. Default IsolationShared for stdio, "" for other types.
-	Isolation string `yaml:"isolation"`
+	Isolation string `yaml:"isolation" types:"stdio"`
 
 	// Protocol is the protocol era the server speaks (`protocol`): ProtocolAuto
 	// (default, probed with server/discover), ProtocolLegacy (2025-11-25 and
@@ -383,35 +383,35 @@ type Destination struct {
 
 	// URL is the upstream endpoint (`url`), http or https; required for
 	// streamable_http and sse, invalid for stdio.
-	URL string `yaml:"url" decode:"secret"`
+	URL string `yaml:"url" decode:"secret" types:"streamable_http,sse"`
 
 	// Headers are sent with every upstream request (`headers`), HTTP types
 	// only. Keys are canonicalised (textproto.CanonicalMIMEHeaderKey);
 	// ${VAR} references in values are already resolved, from the
 	// destination's secrets first.
-	Headers map[string]string `yaml:"headers" decode:"headers"`
+	Headers map[string]string `yaml:"headers" decode:"headers" types:"streamable_http,sse"`
 
 	// ForwardHeaders names client request headers passed upstream
 	// (`forward_headers`, e.g. Authorization), HTTP types only;
 	// canonicalised.
-	ForwardHeaders []string `yaml:"forward_headers"`
+	ForwardHeaders []string `yaml:"forward_headers" types:"streamable_http,sse"`
 
 	// ARN is the Bedrock AgentCore runtime (`arn`), agentcore only and
 	// required there:
 	// arn:aws[-partition]:bedrock-agentcore:REGION:ACCOUNT:runtime/NAME.
 	// Requests go to the region's endpoint unless the environment sets
 	// AWS_ENDPOINT_URL_BEDROCK_AGENTCORE or AWS_ENDPOINT_URL.
-	ARN string `yaml:"arn"`
+	ARN string `yaml:"arn" types:"agentcore"`
 
 	// Qualifier is the runtime endpoint invoked (`qualifier`), agentcore
 	// only. Default "": DEFAULT.
-	Qualifier string `yaml:"qualifier"`
+	Qualifier string `yaml:"qualifier" types:"agentcore"`
 
 	// SessionMode chooses the AgentCore runtime session id (`session_mode`),
 	// agentcore only: SessionModeSession (one per client session, the
 	// default), SessionModeIdentity (one per AWS caller identity) or
 	// SessionModeRequest (a new one per request: stateless servers only).
-	SessionMode string `yaml:"session_mode"`
+	SessionMode string `yaml:"session_mode" types:"agentcore"`
 
 	// AWS signs the upstream requests with AWS Signature Version 4
 	// (`aws`), for streamable_http, sse and agentcore destinations; it is
@@ -419,14 +419,14 @@ type Destination struct {
 	// requests unsigned; agentcore signs with the default credential chain
 	// and no role. The key written with no value (`aws:` or `aws: {}`) is
 	// a non-nil AWS of zero values: sign, inferring everything.
-	AWS *AWS `yaml:"aws"`
+	AWS *AWS `yaml:"aws" types:"streamable_http,sse,agentcore"`
 
 	// OAuth makes Switchboard an OAuth 2.1 client of the server
 	// (`oauth`), streamable_http and sse only: see UpstreamOAuth. Nil (the
 	// key left out): no OAuth. The key written with no value (`oauth:`) is
 	// a non-nil UpstreamOAuth of zero values: the authorization code grant
 	// with every default.
-	OAuth *UpstreamOAuth `yaml:"oauth" decode:"secret"`
+	OAuth *UpstreamOAuth `yaml:"oauth" decode:"secret" types:"streamable_http,sse"`
 
 	// Timeout overrides Config.Timeout for this destination (`timeout`).
 	// Default 0: use Config.Timeout.

@@ -32,7 +32,8 @@ import (
 //	enable     a value that is not null sets the block's Enabled
 //
 // A min tag on a number is the least valid value; validate reports a smaller
-// one (checkMins).
+// one (checkMins). A types tag on a key of a destination lists the types it
+// is valid for; validate reports it set for another known type.
 
 // schemaField is one key of a struct of the schema.
 type schemaField struct {

@@ -184,12 +184,14 @@ func (d *decoder) validateDestination(dst *Destination, p string) {
 	default:
 		d.errorAt(p+".protocol", p, "unknown protocol %q: want auto, legacy or modern", dst.Protocol)
 	}
-	if dst.Type != TypeAgentCore {
-		d.notValid(p, dst.Type, []field{
-			{"arn", dst.ARN != ""},
-			{"qualifier", dst.Qualifier != ""},
-			{"session_mode", dst.SessionMode != ""},
-		})
+	if slices.Contains([]string{TypeStdio, TypeStreamableHTTP, TypeSSE, TypeAgentCore}, dst.Type) {
+		v := reflect.ValueOf(dst).Elem()
+		for _, f := range fieldsOf(v.Type()) {
+			types := strings.Split(v.Type().Field(f.index).Tag.Get("types"), ",")
+			if types[0] != "" && !v.Field(f.index).IsZero() && !slices.Contains(types, dst.Type) {
+				d.errorAt(p+"."+f.key, p, "%s is not valid for type %s", f.key, dst.Type)
+			}
+		}
 	}
 	if dst.AWS != nil && dst.Type != TypeStdio && dst.Type != "" {
 		d.validateAWS(dst, p)
@@ -263,17 +265,6 @@ func (d *decoder) validateAgentCore(dst *Destination, p string) {
 	default:
 		d.errorAt(p+".session_mode", p, "unknown session_mode %q: want session, identity or request", dst.SessionMode)
 	}
-	d.notValid(p, dst.Type, []field{
-		{"url", dst.URL != ""},
-		{"command", dst.Command != nil},
-		{"args", dst.Args != nil},
-		{"env", dst.Env != nil},
-		{"cwd", dst.Cwd != ""},
-		{"isolation", dst.Isolation != ""},
-		{"headers", dst.Headers != nil},
-		{"forward_headers", dst.ForwardHeaders != nil},
-		{"oauth", dst.OAuth != nil},
-	})
 }
 
 func (d *decoder) validateStdio(dst *Destination, p string) {
@@ -292,13 +283,6 @@ func (d *decoder) validateStdio(dst *Destination, p string) {
 	default:
 		d.errorAt(p+".isolation", p, "unknown isolation %q: want shared or session", dst.Isolation)
 	}
-	d.notValid(p, dst.Type, []field{
-		{"url", dst.URL != ""},
-		{"headers", dst.Headers != nil},
-		{"forward_headers", dst.ForwardHeaders != nil},
-		{"aws", dst.AWS != nil},
-		{"oauth", dst.OAuth != nil},
-	})
 }
 
 // checkArgv reports an argument holding a NUL byte, which no program
@@ -310,21 +294,6 @@ func (d *decoder) checkArgv(argv []string, p, field string) {
 		if strings.IndexByte(a, 0) >= 0 {
 			d.errorAt(index(p+"."+field, i), p, "%s[%d] contains a NUL byte, which no program argument can hold", field, i)
 			return
-		}
-	}
-}
-
-// field is a destination field and whether it is set.
-type field struct {
-	name string
-	set  bool
-}
-
-// notValid reports the fields that are set although type typ ignores them.
-func (d *decoder) notValid(p, typ string, fields []field) {
-	for _, f := range fields {
-		if f.set {
-			d.errorAt(p+"."+f.name, p, "%s is not valid for type %s", f.name, typ)
 		}
 	}
 }
@@ -358,13 +327,6 @@ func (d *decoder) validateHTTP(dst *Destination, p string) {
 			d.errorAt(index(p+".forward_headers", i), p, "forward_headers: invalid header name %q", name)
 		}
 	}
-	d.notValid(p, dst.Type, []field{
-		{"command", dst.Command != nil},
-		{"args", dst.Args != nil},
-		{"env", dst.Env != nil},
-		{"cwd", dst.Cwd != ""},
-		{"isolation", dst.Isolation != ""},
-	})
 }
 
 // isToken reports whether s is an HTTP field name (RFC 9110 token).
