@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -913,5 +914,54 @@ func TestDefaultAuditPath(t *testing.T) {
 	t.Setenv("XDG_STATE_HOME", "relative") // not absolute: ignored, as the spec says
 	if got := DefaultAuditPath(); got != "/home/u/.local/state/switchboard/audit.jsonl" {
 		t.Errorf("with HOME only: %q", got)
+	}
+}
+
+// TestSchemaTags: every exported field of the schema's structs is a key
+// (a yaml tag) or one the loader fills itself, every types tag names known
+// destination types, and every min tag has its message, so that a field
+// added without its tag, or a misspelt tag, fails here rather than being
+// silently left out of the file.
+func TestSchemaTags(t *testing.T) {
+	t.Parallel()
+	computed := map[string]bool{"Config.Names": true, "Config.ClientOrder": true, "Config.Format": true, "Config.Warnings": true,
+		"Destination.Name": true, "Destination.ToolPrefix": true, "Destination.Secrets": true, "Namespace.Name": true,
+		"Group.Name": true, "Group.Forced": true, "Client.Name": true}
+	types := []string{TypeStdio, TypeStreamableHTTP, TypeSSE, TypeAgentCore}
+	seen := map[reflect.Type]bool{}
+	var walk func(rt reflect.Type)
+	walk = func(rt reflect.Type) {
+		for rt.Kind() == reflect.Pointer || rt.Kind() == reflect.Map || rt.Kind() == reflect.Slice {
+			rt = rt.Elem()
+		}
+		if rt.Kind() != reflect.Struct || rt.PkgPath() != reflect.TypeFor[Config]().PkgPath() || seen[rt] {
+			return
+		}
+		seen[rt] = true
+		for i := range rt.NumField() {
+			f := rt.Field(i)
+			name := rt.Name() + "." + f.Name
+			if !f.IsExported() {
+				continue
+			}
+			if key := f.Tag.Get("yaml"); key == "" && !computed[name] {
+				t.Errorf("%s has no yaml tag: it cannot be set from the file", name)
+			}
+			for _, ty := range strings.Split(f.Tag.Get("types"), ",") {
+				if ty != "" && !slices.Contains(types, ty) {
+					t.Errorf("%s: types tag names %q, not a destination type", name, ty)
+				}
+			}
+			if m := f.Tag.Get("min"); m != "" {
+				if n, err := strconv.ParseInt(m, 10, 64); err != nil || minMessages[n] == "" {
+					t.Errorf("%s: min tag %q has no message", name, m)
+				}
+			}
+			walk(f.Type)
+		}
+	}
+	walk(reflect.TypeFor[Config]())
+	if len(seen) < 20 {
+		t.Errorf("walked %d structs, want the whole schema", len(seen))
 	}
 }
