@@ -16,7 +16,7 @@ import (
 )
 
 // awsFlags are the relay's AWS settings: the AgentCore target (flags,
-// defaulted from the seed's environment: AGENTCORE_AGENT_ARN or AGENT_ARN,
+// defaulted from the environment: AGENTCORE_AGENT_ARN or AGENT_ARN,
 // RUNTIME_SESSION_MODE, AGENTCORE_ASSUME_ROLE_ARN,
 // AGENTCORE_ASSUME_ROLE_SESSION_NAME; the timeouts are read by
 // agentcore.New from AGENTCORE_CONNECT_TIMEOUT and AGENTCORE_READ_TIMEOUT)
@@ -97,8 +97,8 @@ func agentCoreDialer(ctx context.Context, f awsFlags, log *slog.Logger) (upstrea
 
 // signedClient returns the HTTP client of a --url relay that signs with
 // SigV4 (--sigv4, or any --aws-* or role flag in set), or nil when it does
-// not sign. Only flags given on the command line count: the seed's
-// AgentCore environment does not turn signing on for --url. Signing needs
+// not sign. Only flags given on the command line count: the AgentCore
+// environment variables do not turn signing on for --url. Signing needs
 // https, except to a loopback host.
 func signedClient(ctx context.Context, rawURL string, f awsFlags, set map[string]bool, log *slog.Logger) (*http.Client, error) {
 	on := false

@@ -117,7 +117,7 @@ type Options struct {
 // Writes are grouped (group commit): a line is encoded into a batch, and
 // the caller that finds no write in progress writes every line queued so
 // far in one Write; the others wait until theirs is written. At one request
-// in flight that is one Write per line, as before; under concurrency, one
+// in flight that is one Write per line; under concurrency, one
 // system call per batch instead of one per line. Log returns once its line
 // has been handed to the writer (or failed to), so a line is never held in
 // memory after the request that made it is answered.

@@ -18,7 +18,7 @@
 //     its key is still in the current key set (at most 4096 remembered, by
 //     SHA-256); its claims are checked on every request.
 //   - With no clients and no oauth configured, Enabled is false and the
-//     gateway serves everyone as before.
+//     gateway serves everyone.
 package auth
 
 import (

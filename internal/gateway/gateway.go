@@ -337,7 +337,7 @@ func (g *Gateway) legacyFront(cfg *config.Config, name string, d sse.Destination
 func (g *Gateway) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", permitStatus(g.healthz))      // HEAD too; other methods 405 with Allow
-	mux.HandleFunc("GET /health", g.health)                      // the seeds' liveness probe (health.go); HEAD too, others 405
+	mux.HandleFunc("GET /health", g.health)                      // liveness, as mithril-proxy and MCProxy answer it (health.go); HEAD too, others 405
 	mux.HandleFunc("GET /readyz", g.readyz)                      // readiness (health.go); HEAD too, others 405
 	mux.HandleFunc("GET /metrics", permitStatus(g.serveMetrics)) // Prometheus (observe.go); 404 when metrics are off
 	g.routeStatusPage(mux)                                       // GET /ui, /ui/status.json, … (statuspage.go)

@@ -292,8 +292,8 @@ func (t *invoker) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // IdentitySessionID is the identity mode's runtime session id:
 // "identity-" and the UUID formed by the first 16 bytes of the SHA-256 of
-// the JSON array [account, userID, arn] (no spaces), as the seed's proxy
-// computes it.
+// the JSON array [account, userID, arn] (no spaces), so that the same
+// caller reaches the same microVM across restarts of its client.
 func IdentitySessionID(account, userID, arn string) string {
 	b, _ := json.Marshal([]string{account, userID, arn})
 	sum := sha256.Sum256(b)
