@@ -100,9 +100,13 @@ func isStd(path string) bool {
 	return !strings.Contains(first, ".")
 }
 
+// maxPackageDocLines bounds a package doc comment: the package's contract.
+const maxPackageDocLines = 25
+
 // TestPackageDocs: every package under cmd and internal has exactly one
 // package doc comment, in one of its non-test files: "// Package name ..."
-// for a library, "// Command name ..." for a main package.
+// for a library, "// Command name ..." for a main package, of at most
+// maxPackageDocLines lines.
 func TestPackageDocs(t *testing.T) {
 	var dirs []string
 	for _, root := range []string{"cmd", "internal"} {
@@ -149,6 +153,9 @@ func TestPackageDocs(t *testing.T) {
 				continue
 			}
 			docs = append(docs, name)
+			if n := fset.Position(f.Doc.End()).Line - fset.Position(f.Doc.Pos()).Line + 1; n > maxPackageDocLines {
+				t.Errorf("%s/%s: package doc has %d lines, want at most %d: state the contract; detail goes on the types, measurements and history to docs/performance.md", dir, name, n, maxPackageDocLines)
+			}
 			text := f.Doc.Text()
 			want := "Package " + bp.Name + " "
 			if bp.Name == "main" {

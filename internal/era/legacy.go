@@ -15,9 +15,17 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/upstream"
 )
 
-// LegacyOverModern serves legacy sessions over a 2026-07-28 server (see the
-// package documentation). Join is the gateway destination's Join for a
-// modern server.
+// LegacyOverModern serves legacy sessions over a 2026-07-28 server. Join is
+// the gateway destination's Join for a modern server.
+//
+// Switchboard holds the session the server does not have: initialize is
+// answered from server/discover; every request carries the session's
+// protocol version, client capabilities, client info and log level in
+// _meta; the GET stream is fed by subscriptions/listen (reopened when
+// resources/subscribe changes the set); an input_required result is
+// turned into real sampling/createMessage, elicitation/create and
+// roots/list requests to the client, whose answers go back as
+// inputResponses on the retried request.
 type LegacyOverModern struct {
 	srv  StatelessServer
 	opts Options

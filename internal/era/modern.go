@@ -64,8 +64,21 @@ func (o *Options) defaults() {
 	}
 }
 
-// ModernOverLegacy serves 2026-07-28 requests over a legacy server (see the package
-// documentation). It implements StatelessServer.
+// ModernOverLegacy serves 2026-07-28 requests over a legacy
+// (initialize-handshake) server. It implements StatelessServer.
+//
+// server/discover is answered from the server's cached InitializeResult;
+// each request borrows a member of the connection initialized with its
+// _meta clientCapabilities (Joiner.Lend), so the server may ask only what
+// the client declared, and a member serves one request at a time, so a
+// server→client request reaches exactly the call that raised it. A
+// server→client request (sampling, elicitation, roots) raised during
+// tools/call, prompts/get or resources/read becomes an MRTR input_required
+// result whose requestState names the upstream call, held open (parked)
+// until the client retries with inputResponses or the state expires;
+// subscriptions/listen becomes a member that subscribes to the resources
+// asked for and passes list_changed and resources/updated on, tagged with
+// the subscription id.
 type ModernOverLegacy struct {
 	join   Joiner
 	opts   Options

@@ -4,22 +4,12 @@
 // Two sources feed it, and neither instruments the layers of the data path:
 //
 //   - Traffic is observed once per HTTP request, from the request's audit
-//     record when the gateway logs it ([Metrics.Observe]): requests by
-//     destination, view, HTTP method and status; MCP requests by
-//     destination, view, method and outcome; latency histograms (total, the upstream server's
-//     share, and the time Switchboard added); bytes in and out; optionally
-//     tools/call by tool name. Observing allocates nothing.
+//     record when the gateway logs it ([Metrics.Observe]), under the
+//     destination that served it. Observing allocates nothing.
 //   - State is read when Prometheus scrapes, from the structures /healthz
 //     reads ([Options.Status]): destination state, sessions, members,
 //     per-session processes, calls in flight, restarts, reloads. Between
 //     scrapes it costs nothing.
-//
-// A request is counted under the destination that served it (the audit
-// record's Destination): through an aggregated endpoint, the member a call
-// was routed to, with the endpoint in the view label ("mcp" for /mcp,
-// "mcp/{name}" for a namespace or group; "" for a destination's own
-// endpoint). What a view answers itself (initialize, merged lists) has
-// destination "".
 //
 // Label values are bounded: destinations and views are the configured ones
 // (a name a client made up never becomes one), MCP methods are the ones the protocol defines
@@ -134,6 +124,13 @@ func Outcome(r *audit.Record) string {
 // Metrics holds Switchboard's metrics and their registry. Its methods are
 // safe for concurrent use; a nil *Metrics ignores every call, so "metrics
 // off" needs no special case.
+//
+// A request is counted under the destination that served it (the audit
+// record's Destination): through an aggregated endpoint, the member a call
+// was routed to, with the endpoint in the view label ("mcp" for /mcp,
+// "mcp/{name}" for a namespace or group; "" for a destination's own
+// endpoint). What a view answers itself (initialize, merged lists) has
+// destination "".
 //
 // Traffic, observed from audit records:
 //

@@ -11,14 +11,10 @@
 //     Access travels in the context, NewContext/FromContext). An Authority
 //     compiles the clients of one config generation.
 //   - Wrap puts a Destination (a per-destination route or an aggregating
-//     router, as the fronts see them) behind a client's Rules: list results
-//     (tools, prompts, resources, resource templates) are filtered, and a
-//     call naming something filtered out (tools/call, prompts/get,
-//     resources/read and subscribe, completion/complete) is answered with the
-//     same JSON-RPC error an unknown name gets, so a hidden tool cannot be
-//     called by name. Read-only rules show and allow only tools annotated
-//     readOnlyHint: true; a call to a tool not listed yet lists the tools
-//     first.
+//     router, as the fronts see them) behind a client's Rules: lists are
+//     filtered, and a call naming something filtered out gets the same
+//     JSON-RPC error an unknown name gets, so a hidden tool cannot be
+//     called by name (see Wrap).
 //   - A session belongs to the caller that opened it: a request on it from
 //     another caller is refused (JSON-RPC error), whatever its rules.
 //   - Access is looked up per request (a reload applies to open sessions).
@@ -129,7 +125,13 @@ type Options struct {
 	IdentityMeta string
 }
 
-// Wrap returns d behind the rules of each request's caller.
+// Wrap returns d behind the rules of each request's caller: list results
+// (tools, prompts, resources, resource templates) are filtered, and a call
+// naming something filtered out (tools/call, prompts/get, resources/read
+// and subscribe, completion/complete) is answered with the same JSON-RPC
+// error an unknown name gets. Read-only rules show and allow only tools
+// annotated readOnlyHint: true; a call to a tool not listed yet lists the
+// tools first.
 func Wrap(d Destination, opts Options) Destination {
 	return &guarded{inner: d, access: opts.Access, endpoint: opts.Endpoint, charge: opts.ChargeRequests,
 		owners: opts.Owners, meta: opts.IdentityMeta, stateless: &toolCache{}}

@@ -18,15 +18,11 @@
 // router-unique ids so the client's response finds its member; list_changed
 // from any member re-lists it and is passed on to the client.
 //
-// A namespace's view may shape its tools (shape.go: per-server prefix
-// policies, renames, descriptions, annotations, hidden tools), in lists and
-// calls alike, and add meta-tools (meta.go: search and inspect over the
-// view's manifest, and code mode's execute, whose scripts' calls take the
-// same routes as a client's and are audited through Options.Audit).
-//
-// The view can be replaced while sessions are live (Update, for a config
-// reload): every live session joins the servers it lacks and leaves those
-// that are gone, and its client is told what changed (see update.go).
+// A view may shape its tools (shape.go) and add meta-tools (meta.go: search,
+// inspect, and code mode's execute, whose scripts' calls take the same
+// routes as a client's). Update replaces the view under live sessions, for
+// a reload: each joins the servers it lacks, leaves those gone, and its
+// client is told what changed (update.go).
 package router
 
 import (

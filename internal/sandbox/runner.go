@@ -27,8 +27,17 @@ const DefaultNice = 10
 // gateway holds them while the call runs.
 const maxArgs = 4 << 20
 
-// Runner runs scripts within limits in worker processes (see the package
-// doc). Its methods are safe for concurrent use.
+// Runner runs scripts within limits in worker processes. Its methods are
+// safe for concurrent use.
+//
+// A worker is the gateway's binary re-executed (WorkerMain), with an empty
+// environment but its marks, at a lower scheduling priority (Limits.Nice),
+// a few kept started (Limits.Warm). A worker runs one script at a time,
+// each in a fresh interpreter, and takes the next only after one that
+// ended cleanly (at most 100). The script's tool calls come back over the
+// worker's pipes and are made by the Runner's process through the Caller.
+// A worker that crashed, ran out of memory or ran away is gone when Run
+// returns, and the next script gets another.
 type Runner struct {
 	limits Limits
 	slots  chan struct{}

@@ -8,44 +8,17 @@
 //     Its only way out is the Caller, which the router implements with the
 //     same routing, namespace filters and audit log as a client's calls.
 //   - Every script runs in a worker process of its own, outside the
-//     gateway's memory: the gateway's binary re-executed (WorkerMain), with
-//     an empty environment but its marks, at a lower scheduling priority
-//     (Limits.Nice), a few kept started (Limits.Warm). A worker runs one
-//     script at a time, each in a fresh interpreter, and takes the next
-//     only after one that ended cleanly (at most 100). The script's tool
-//     calls come back over the worker's pipes and are made by the Runner's
-//     process through the Caller. A worker's crash, out-of-memory or
+//     gateway's memory (see Runner). A worker's crash, out-of-memory or
 //     runaway ends its script with an error (Result.Limit says which
-//     bound) and never the gateway; such a worker is gone when Run
-//     returns, and the next script gets another.
-//   - Every run is bounded: wall time (Limits.Timeout; the interpreter is
-//     interrupted, a regular expression's match gives up, the tool calls in
-//     flight end, and a worker still running KillGrace later is killed),
-//     tool calls (MaxCalls), printed output and the result's size
-//     (MaxOutput), call stack depth, memory (Memory; see below), and on
-//     Linux the worker's CPU time (RLIMIT_CPU: the timeout plus KillGrace
-//     and a second, rounded up). A bound that is hit stops the script with
-//     an error naming it, which no try/catch in the script can swallow.
-//     Run never panics on a script's behalf.
+//     bound) and never the gateway.
+//   - Every run is bounded (see Limits): wall time, tool calls, printed
+//     output and the result's size, call stack depth, memory, and on Linux
+//     the worker's CPU time. A bound that is hit stops the script with an
+//     error naming it, which no try/catch in the script can swallow. Run
+//     never panics on a script's behalf.
 //   - At most Limits.Concurrency scripts of one Runner run at once; the
 //     others wait for a slot as long as their context allows, and at most
 //     Limits.Timeout.
-//
-// Memory has two bounds. The hard one is the worker's address space
-// (RLIMIT_AS on Linux): its size when it took the script plus twice Memory
-// plus 256 MiB; an allocation past it ends the worker, and the script with
-// limit "memory". A native call that does not see the interrupt is given
-// stopGrace (100 ms), then the worker answers for the script and exits. The gentle one gives a clearer error sooner: while the
-// script runs, a watchdog in the worker samples the Go heap every 5 ms
-// (runtime/metrics) and stops the script once it has grown by more than
-// Memory, after a garbage collection confirms it (at most one forced
-// collection per 50 ms); and native calls that would allocate or walk past
-// the bound in one go are refused up front (see guardNatives):
-// String.prototype.repeat, padStart, padEnd and split check the size they
-// would produce, Array.from and the Array.prototype methods that walk every
-// index refuse arrays longer than memory/16 elements. The gateway holds of
-// a script only its frames: a call's arguments (at most 4 MiB) and the
-// result.
 package sandbox
 
 import (
@@ -60,7 +33,28 @@ import (
 	"github.com/dop251/goja"
 )
 
-// Limits bound one script.
+// Limits bound one script. Wall time (Timeout): the interpreter is
+// interrupted, a regular expression's match gives up, the tool calls in
+// flight end, and a worker still running KillGrace later is killed. Tool
+// calls (MaxCalls), printed output and the result's size (MaxOutput), call
+// stack depth, and on Linux the worker's CPU time (RLIMIT_CPU: the timeout
+// plus KillGrace and a second, rounded up).
+//
+// Memory has two bounds. The hard one is the worker's address space
+// (RLIMIT_AS on Linux): its size when it took the script plus twice Memory
+// plus 256 MiB; an allocation past it ends the worker, and the script with
+// limit "memory". A native call that does not see the interrupt is given
+// stopGrace (100 ms), then the worker answers for the script and exits.
+// The gentle one gives a clearer error sooner: while the script runs, a
+// watchdog in the worker samples the Go heap every 5 ms (runtime/metrics)
+// and stops the script once it has grown by more than Memory, after a garbage collection confirms it (at most one forced
+// collection per 50 ms); and native calls that would allocate or walk past
+// the bound in one go are refused up front (see guardNatives):
+// String.prototype.repeat, padStart, padEnd and split check the size they
+// would produce, Array.from and the Array.prototype methods that walk every
+// index refuse arrays longer than memory/16 elements. The gateway holds of
+// a script only its frames: a call's arguments (at most 4 MiB) and the
+// result.
 type Limits struct {
 	Timeout     time.Duration // wall time
 	Memory      int64         // heap growth, bytes

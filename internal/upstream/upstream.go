@@ -2,37 +2,20 @@
 // server: a stdio child, or a remote Streamable HTTP or legacy SSE server.
 //
 // An Upstream owns the connection and everything that must be rewritten for
-// several clients to share it:
-//
-//   - request ids: each client request gets an internal integer id, and the
-//     response is routed back under the client's own id;
-//   - progress tokens: rewritten to the internal id, so progress reaches only
-//     the call that asked for it, under the client's own token;
-//   - cancellation: a client's notifications/cancelled is mapped to the
-//     internal id of that client's own request, never anyone else's;
-//   - server→client requests (sampling, elicitation, roots): routed to the
-//     session whose call caused them, with ids rewritten both ways; when the
-//     owner cannot be told apart the request is refused, never guessed;
-//   - per-session protocol state: logging/setLevel filters notifications/message
-//     per member, resource subscriptions are ref-counted so
-//     notifications/resources/updated reaches only subscribers;
-//   - the handshake: Switchboard initializes the server itself and answers
-//     each client's initialize from the cached result, so a restarted server
-//     is re-initialized (handshake replayed, level and subscriptions restored)
-//     without the clients noticing anything but the calls that were in flight.
+// several clients to share it (see Upstream): request ids and progress
+// tokens, cancellation, server→client requests, per-session logging levels
+// and resource subscriptions, and the handshake, which Switchboard makes
+// itself and replays when the server restarts.
 //
 // Data flow: a front (streamable, sse) owns a session, which holds a Member;
 // Member.Call returns a Call whose messages the front writes to the client.
 // The connection's reader goroutine calls dispatch for every message; it never
 // blocks on a client (Calls and members have their own queues).
 //
-// Stalls: a call waits only on its server. A watchdog per Upstream (a timer,
-// armed while calls are in flight) counts and logs a message held at one of
-// the gateway's own hand-offs (written, read, delivered) past
+// Stalls: a call waits only on its server. A watchdog per Upstream counts
+// and logs a message held at one of the gateway's own hand-offs past
 // Options.StallAfter, and pings a stdio server that sits in silence on a
-// request, so that a server which holds an answer until more input comes is
-// answered then and not at the client's timeout (see stall.go: Stages,
-// StalledTotal).
+// request (see stall.go: Stages, StalledTotal).
 package upstream
 
 import (
@@ -183,6 +166,31 @@ func IsPermanent(err error) bool {
 }
 
 // Upstream is one connection to one MCP server, shared by its members.
+//
+// It owns the connection and everything that must be rewritten for several
+// clients to share it:
+//
+//   - request ids: each client request gets an internal integer id, and the
+//     response is routed back under the client's own id;
+//   - progress tokens: rewritten to the internal id, so progress reaches only
+//     the call that asked for it, under the client's own token;
+//   - cancellation: a client's notifications/cancelled is mapped to the
+//     internal id of that client's own request, never anyone else's;
+//   - server→client requests (sampling, elicitation, roots): routed to the
+//     session whose call caused them, with ids rewritten both ways; when the
+//     owner cannot be told apart the request is refused, never guessed;
+//   - per-session protocol state: logging/setLevel filters notifications/message
+//     per member, resource subscriptions are ref-counted so
+//     notifications/resources/updated reaches only subscribers;
+//   - the handshake: Switchboard initializes the server itself and answers
+//     each client's initialize from the cached result, so a restarted server
+//     is re-initialized (handshake replayed, level and subscriptions restored)
+//     without the clients noticing anything but the calls that were in flight.
+//
+// A watchdog, a timer armed while calls are in flight, sees stalls at the
+// gateway's own hand-offs (written, read, delivered), and its ping releases
+// the answer of a server which holds it until more input comes, so the call
+// is answered then and not at the client's timeout (stall.go).
 type Upstream struct {
 	opts Options
 	log  *slog.Logger

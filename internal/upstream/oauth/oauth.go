@@ -15,15 +15,9 @@
 // 9207 iss check; golang.org/x/oauth2 exchanges and refreshes the tokens;
 // the client credentials grant is the go-sdk's extauth handler.
 //
-// This package adds what a gateway needs around them: the tokens persist
-// in a Store (a 0600 file by default) and are reloaded when another
-// process (`switchboard auth login`) rewrites it; one Client is shared by
-// every session of a destination, so a token is refreshed once, however
-// many requests find it expired (oauth2.ReuseTokenSource holds the others
-// until the refresh is done), and a 401 is answered by one refresh; a
-// refresh token the server refuses puts the Client in StateNeedsLogin,
-// which /healthz and `check` report. Without a Prompt (a gateway) a Client
-// never starts an interactive login by itself.
+// This package adds what a gateway needs around them (see Client): tokens
+// that persist in a Store, one refresh however many requests find a token
+// expired, and StateNeedsLogin when the server refuses the refresh token.
 //
 // Token values never reach a log, an error or a status: only their expiry
 // and whether a refresh token is held.
@@ -149,6 +143,15 @@ type Options struct {
 
 // Client holds the tokens of one remote server. It is safe for concurrent
 // use; one Client serves every session of a destination.
+//
+// The tokens persist in a Store (a 0600 file by default) and are reloaded
+// when another process (`switchboard auth login`) rewrites it. Since one
+// Client is shared by every session, a token is refreshed once, however
+// many requests find it expired (oauth2.ReuseTokenSource holds the others
+// until the refresh is done), and a 401 is answered by one refresh; a
+// refresh token the server refuses puts the Client in StateNeedsLogin,
+// which /healthz and `check` report. Without a Prompt (a gateway) a Client
+// never starts an interactive login by itself.
 type Client struct {
 	opts  Options
 	store Store

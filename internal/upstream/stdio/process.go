@@ -14,41 +14,11 @@
 //     ReaperMain in main the whole group does, even when Switchboard is
 //     SIGKILLed (see reaper.go);
 //   - stdout lines that are not JSON-RPC objects and stderr lines are handed
-//     to the logger, never to a client, within a budget (LineLimit): a flood
-//     is counted, not logged; a stderr line of any length is read in bounded
-//     pieces and logged clipped, and later lines still get through;
-//   - the last stderr lines are kept, so a child that dies says why
-//     (ExitError);
-//   - each message is one line on stdin (line breaks in its JSON whitespace
-//     become spaces), lines never interleave and keep their order, and
-//     lines queued while a write is in progress go out together in the
-//     next write (group commit: fewer system calls for the gateway and
-//     fewer reads for the child under concurrency).
-//
-// Wake-ups, who wakes whom and under which lock (issue 27: a call must
-// never wait for a later message to push its own through):
-//
-//   - Writers (send), all under wmu. A caller appends its line to wbuf and
-//     takes the next number (queued). If no write is in progress it becomes
-//     the writer: it takes the whole batch, sets writing, releases wmu only
-//     for the system call, retakes it, records written (or werr), clears
-//     writing and broadcasts wcond, always, error or not. A caller that
-//     finds a write in progress waits on wcond until its line is written
-//     (written ≥ its number), the pipe broke (werr), or nobody is writing;
-//     in the last case its line is still queued and it writes the batch
-//     itself. So every queued line is either in the batch a writer holds
-//     or owned by a caller that is about to write it: no line waits for a
-//     wake-up nobody will send. A caller held back by a full batch (held)
-//     waits for the same broadcast. Write returns only once its line is in
-//     the pipe: a call's request is written before its caller starts
-//     waiting for the answer.
-//   - The reader: one goroutine per stream reads the pipe and blocks only
-//     in read (the runtime's poller wakes it when the child writes) and in
-//     onLine, which must not block: upstream's dispatch hands the message
-//     to its call's queue, whose signal wakes the waiter (jsonrpc.Queue).
-//     Unread shows a reader that is not woken: bytes waiting in the pipe
-//     while the count of bytes read stands still (upstream's watchdog
-//     counts it at stage read).
+//     to the logger, never to a client, within a budget (LineLimit); the
+//     last stderr lines are kept, so a child that dies says why (ExitError);
+//   - each message is one line on stdin; lines never interleave and keep
+//     their order, and a caller's Write returns once its line is in the
+//     pipe; no line waits for a wake-up nobody will send (see Process).
 package stdio
 
 import (
@@ -128,6 +98,37 @@ type Spec struct {
 }
 
 // Process is a running child. Its methods are safe for concurrent use.
+//
+// Each message is one line on stdin (line breaks in its JSON whitespace
+// become spaces). A stdout line that is not a JSON-RPC object, or a stderr
+// line, is logged within the LineLimit budget: a flood is counted, not
+// logged; a stderr line of any length is read in bounded pieces and logged
+// clipped, and later lines still get through.
+//
+// Wake-ups, who wakes whom and under which lock (a call must never wait
+// for a later message to push its own through):
+//
+//   - Writers (send), all under wmu. A caller appends its line to wbuf and
+//     takes the next number (queued). If no write is in progress it becomes
+//     the writer: it takes the whole batch, sets writing, releases wmu only
+//     for the system call, retakes it, records written (or werr), clears
+//     writing and broadcasts wcond, always, error or not. A caller that
+//     finds a write in progress waits on wcond until its line is written
+//     (written ≥ its number), the pipe broke (werr), or nobody is writing;
+//     in the last case its line is still queued and it writes the batch
+//     itself. So every queued line is either in the batch a writer holds
+//     or owned by a caller that is about to write it: no line waits for a
+//     wake-up nobody will send. A caller held back by a full batch (held)
+//     waits for the same broadcast. Write returns only once its line is in
+//     the pipe: a call's request is written before its caller starts
+//     waiting for the answer.
+//   - The reader: one goroutine per stream reads the pipe and blocks only
+//     in read (the runtime's poller wakes it when the child writes) and in
+//     onLine, which must not block: upstream's dispatch hands the message
+//     to its call's queue, whose signal wakes the waiter (jsonrpc.Queue).
+//     Unread shows a reader that is not woken: bytes waiting in the pipe
+//     while the count of bytes read stands still (upstream's watchdog
+//     counts it at stage read).
 type Process struct {
 	spec  Spec
 	cmd   *exec.Cmd
@@ -139,8 +140,8 @@ type Process struct {
 	// Writes to stdin are grouped (group commit): a line is appended to
 	// wbuf, and whoever finds no write in progress writes every line
 	// queued so far in one system call; the others wait for theirs to be
-	// written. At one message in flight that is one write per message, as
-	// before; under concurrency, fewer writes for the gateway and fewer
+	// written. At one message in flight that is one write per message;
+	// under concurrency, fewer writes for the gateway and fewer
 	// reads for the child. Lines never interleave, and order is kept.
 	wmu     sync.Mutex
 	wcond   sync.Cond // on wmu: a write ended
