@@ -5,10 +5,12 @@
 // every third of it), behind one small interface, so the forwarding and
 // adoption code does not care which.
 //
-// The sealed session ids (internal/sealed), the shared event log
-// (internal/cluster/eventlog) and the shared rate limit
-// (internal/cluster/ratelimit) are the other foundations of cluster
-// mode; docs/cluster.md tells how they fit together.
+// NewRedis makes the client of the cluster's Redis. The sealed session
+// ids (internal/sealed), the forwarding hop's MAC (cluster/hopauth), the
+// session records (cluster/sessionstore), the shared event log
+// (cluster/eventlog) and the shared rate limit (cluster/ratelimit) are
+// the other foundations of cluster mode; docs/cluster.md tells how they
+// fit together.
 package cluster
 
 import (
