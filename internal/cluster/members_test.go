@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/switchboard-mcp/switchboard/internal/cluster/clustertest"
 )
 
@@ -116,7 +118,10 @@ func TestHeartbeatOptions(t *testing.T) {
 // TestHeartbeatRedisDown: with Redis gone, Beat and Members fail.
 func TestHeartbeatRedisDown(t *testing.T) {
 	r := clustertest.StartRedis(t)
-	h, _ := NewHeartbeat(r.Client(t), HeartbeatOptions{Self: Replica{ID: "a"}})
+	// No retries: the errors come at once, not after go-redis' backoff.
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr, MaxRetries: -1, DialerRetries: 1})
+	defer rdb.Close()
+	h, _ := NewHeartbeat(rdb, HeartbeatOptions{Self: Replica{ID: "a"}})
 	r.Kill()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -131,7 +131,10 @@ func TestBadLimit(t *testing.T) {
 // back to its own limiter) instead of deciding.
 func TestRedisDownIsAnError(t *testing.T) {
 	r := clustertest.StartRedis(t)
-	l := New(r.Client(t), "")
+	// No retries: the error comes at once, not after go-redis' backoff.
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr, MaxRetries: -1, DialerRetries: 1})
+	defer rdb.Close()
+	l := New(rdb, "")
 	r.Kill()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
