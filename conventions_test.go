@@ -240,20 +240,22 @@ func TestImportRules(t *testing.T) {
 			t.Errorf("package %s not found by go list; update the rules", need)
 		}
 	}
-	peertest := module + "/internal/peertest"
 	for _, p := range pkgs {
 		name := rel(p.ImportPath)
 		// internal/gateway is the composition root: only the binary uses it.
 		if slices.Contains(p.Imports, gateway) && name != "cmd/switchboard" {
 			t.Errorf("%s imports internal/gateway; only cmd/switchboard may", name)
 		}
-		// internal/peertest is test support: only _test.go files import it,
-		// and nothing built into a binary depends on it.
-		if slices.Contains(p.Imports, peertest) {
-			t.Errorf("%s imports internal/peertest from a non-test file; only _test.go files may", name)
-		}
-		if p.Name == "main" && slices.Contains(p.Deps, peertest) {
-			t.Errorf("command %s depends on internal/peertest", name)
+		// internal/peertest and internal/cluster/clustertest are test
+		// support: only _test.go files import them, and nothing built
+		// into a binary depends on them.
+		for _, support := range []string{"internal/peertest", "internal/cluster/clustertest"} {
+			if slices.Contains(p.Imports, module+"/"+support) {
+				t.Errorf("%s imports %s from a non-test file; only _test.go files may", name, support)
+			}
+			if p.Name == "main" && slices.Contains(p.Deps, module+"/"+support) {
+				t.Errorf("command %s depends on %s", name, support)
+			}
 		}
 	}
 }
@@ -432,6 +434,7 @@ var forbiddenDeps = map[string]string{
 	"testing":                                "test support in the binary",
 	"net/http/httptest":                      "test support in the binary",
 	module + "/internal/peertest":            "test support in the binary",
+	module + "/internal/cluster/clustertest": "test support in the binary",
 	"github.com/chromedp/chromedp":           "the status page's browser test only",
 }
 
