@@ -45,11 +45,9 @@ func (u *Upstream) response(msg *jsonrpc.Message) {
 	u.mu.Lock()
 	c := u.pending[id]
 	var gaveUp time.Time
-	var held bool
-	var heldFor time.Duration
-	var heldLog []any
+	var held *heldAnswer
 	if ok && c != nil {
-		held, heldFor, heldLog = u.probed(c, time.Now())
+		held = u.probed(c, time.Now())
 		delete(u.pending, id)
 		if c.member != nil {
 			delete(c.member.calls, string(c.clientID))
@@ -68,8 +66,8 @@ func (u *Upstream) response(msg *jsonrpc.Message) {
 		u.log.Debug("response to an unknown or finished request dropped", "id", string(msg.ID))
 		return
 	}
-	if held {
-		u.stall(stageServer, heldFor, append([]any{"id", id, "method", c.method}, heldLog...)...)
+	if held != nil {
+		u.heldStall(held, id, c.method)
 	}
 	if !c.sent.IsZero() {
 		c.took = time.Since(c.sent)

@@ -42,6 +42,9 @@ type fakeServer struct {
 	// unread, if set, makes connections Unreaders that report what it
 	// returns.
 	unread func() (waiting int, read uint64)
+	// cpuWait, if set with unread, makes connections CPUWaiters too that
+	// report what it returns.
+	cpuWait func() time.Duration
 }
 
 func newFakeServer() *fakeServer {
@@ -78,6 +81,9 @@ func (s *fakeServer) dial(ctx context.Context, deliver, oversize func([]byte)) (
 	if s.reinit {
 		return &reinitConn{c}, nil
 	}
+	if s.unread != nil && s.cpuWait != nil {
+		return &cpuWaiterConn{unreaderConn{c}}, nil
+	}
 	if s.unread != nil {
 		return &unreaderConn{c}, nil
 	}
@@ -88,6 +94,11 @@ func (s *fakeServer) dial(ctx context.Context, deliver, oversize func([]byte)) (
 type unreaderConn struct{ *fakeConn }
 
 func (u *unreaderConn) Unread() (int, uint64) { return u.srv.unread() }
+
+// cpuWaiterConn is an unreaderConn that reports its server's CPU wait.
+type cpuWaiterConn struct{ unreaderConn }
+
+func (c *cpuWaiterConn) CPUWait() (time.Duration, bool) { return c.srv.cpuWait(), true }
 
 // conn returns the newest connection.
 func (s *fakeServer) conn(t *testing.T) *fakeConn {

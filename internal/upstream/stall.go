@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -36,6 +37,14 @@ import (
 //     recovered without waiting for the call's timeout. A server that is
 //     merely slow answers the ping first, or (answering in order) the call
 //     whenever it is done, and nothing is counted.
+//   - StageCPU: such a held answer, from a server whose threads waited on
+//     a run queue for a CPU at least half of the time the call waited
+//     (CPUWaiter; sampled at every tick): the machine was too busy to run
+//     the server, which did not sit on the answer. This is what issue 27's
+//     held answers were (see docs/stall-report.md): a child starved of CPU
+//     on an overloaded machine, whose queued goroutines ran when new input
+//     woke one of its threads. Counted apart, so that stage server keeps
+//     meaning a server that held an answer while it could run.
 //
 // A stall is counted once per call (write) or per episode (read, deliver).
 // The watchdog never blocks the data path: it reads stamps the writers and
@@ -46,10 +55,11 @@ const (
 	StageDeliver = "deliver"
 	StageTake    = "take"
 	StageServer  = "server"
+	StageCPU     = "cpu"
 )
 
 // Stages lists the stall stages, in the order Stalled reports them.
-var Stages = []string{StageWrite, StageRead, StageDeliver, StageTake, StageServer}
+var Stages = []string{StageWrite, StageRead, StageDeliver, StageTake, StageServer, StageCPU}
 
 const (
 	stageWrite = iota
@@ -57,6 +67,7 @@ const (
 	stageDeliver
 	stageTake
 	stageServer
+	stageCPU
 	numStages
 )
 
@@ -117,6 +128,8 @@ type stallWatch struct {
 	// waiting that the server had not read the request, neither that the
 	// server had read it and not answered.
 	probeSaw [3]int64
+	// cpu keeps the server's CPU wait as sampled at the last ticks.
+	cpu cpuSamples
 }
 
 // InputWaiter is implemented by connections that can tell how much of what
@@ -212,6 +225,7 @@ func (u *Upstream) checkStalls() {
 		u.sw.timer.Reset(after / 2)
 	}
 	u.mu.Unlock()
+	u.sw.cpu.sample(conn, now)
 	if probe != nil {
 		if err := u.write(probe); err != nil {
 			u.log.Debug("probe not sent", "err", err)
@@ -281,20 +295,29 @@ func (u *Upstream) probeDue(now time.Time, conn Conn) *jsonrpc.Message {
 	return jsonrpc.NewRequest(jsonrpc.IntID(p.id), "ping", nil)
 }
 
+// heldAnswer is a call the server held until it was probed (see probed).
+type heldAnswer struct {
+	age     time.Duration // since the call was sent
+	since   time.Time     // when its request was written
+	conn    Conn          // the server's connection then
+	logArgs []any         // where the bytes stood
+}
+
 // probed is called by the reader when call c is answered: if a probe sent
 // while c waited is still unanswered, the server held c until it was sent
-// more (StageServer); logArgs then say where the bytes stood when the
-// probe went out. mu held.
-func (u *Upstream) probed(c *Call, now time.Time) (held bool, age time.Duration, logArgs []any) {
+// more, and it returns the held answer for heldStall (StageServer or
+// StageCPU); its logArgs say where the bytes stood when the probe went
+// out. Nil otherwise. mu held.
+func (u *Upstream) probed(c *Call, now time.Time) *heldAnswer {
 	if c.probedBy == 0 || c.probedBy != u.sw.probeID || u.pending[c.probedBy] == nil {
-		return false, 0, nil
+		return nil
 	}
 	after := now.Sub(u.sw.probeAt)
 	if after > probeWindow {
 		// A server that answers in order (the ping queued behind a slow
 		// call) also answers the call first, at any time: only an answer
 		// that follows the probe at once was released by it.
-		return false, 0, nil
+		return nil
 	}
 	saw := u.sw.probeSaw
 	readNow := int64(-1)
@@ -305,8 +328,107 @@ func (u *Upstream) probed(c *Call, now time.Time) (held bool, age time.Duration,
 	// output_read_now - output_read is what the reader took from the pipe
 	// since the probe: the answer and the ping's if it read them after the
 	// probe, less if it had taken the answer from the pipe before.
-	return true, now.Sub(c.sent), []any{"after_probe", after.Round(time.Microsecond),
-		"output_unread", saw[0], "output_read", saw[1], "output_read_now", readNow, "input_unread", saw[2]}
+	return &heldAnswer{age: now.Sub(c.sent), since: time.Unix(0, c.wrote.Load()), conn: u.conn,
+		logArgs: []any{"after_probe", after.Round(time.Microsecond),
+			"output_unread", saw[0], "output_read", saw[1], "output_read_now", readNow, "input_unread", saw[2]}}
+}
+
+// heldStall counts and logs a held answer (see probed), without mu: at
+// stage cpu when the server's threads waited for a CPU at least half of
+// the time since its request was written (as far back as the samples
+// go), at stage server otherwise. The log says how long they waited
+// (cpu_wait) over how long (cpu_wait_over) when that can be told.
+func (u *Upstream) heldStall(h *heldAnswer, id int64, method string) {
+	stage := stageServer
+	args := append([]any{"id", id, "method", method}, h.logArgs...)
+	if wait, over, ok := u.sw.cpu.since(h.conn, h.since, time.Now()); ok {
+		args = append(args, "cpu_wait", wait.Round(time.Millisecond), "cpu_wait_over", over.Round(time.Millisecond))
+		if over > 0 && wait >= over/2 {
+			stage = stageCPU
+		}
+	}
+	u.stall(stage, h.age, args...)
+}
+
+// CPUWaiter is implemented by connections that can tell how long the
+// server's threads have waited for a CPU, summed, since it started
+// (*stdio.Process); ok is false when that cannot be told.
+type CPUWaiter interface {
+	CPUWait() (wait time.Duration, ok bool)
+}
+
+// cpuSamples is a ring of a server's CPU wait, sampled at the watchdog's
+// ticks: the last maxCPUSamples ticks (4 s at the default StallAfter).
+// Safe for concurrent use (its own mutex, never held with Upstream.mu).
+type cpuSamples struct {
+	mu   sync.Mutex
+	ring [maxCPUSamples]cpuSample // guarded by mu
+	n    int                      // guarded by mu: samples taken so far
+}
+
+type cpuSample struct {
+	conn Conn // whose: samples of an earlier connection are not compared
+	at   time.Time
+	wait time.Duration
+}
+
+const maxCPUSamples = 8
+
+// sample records conn's CPU wait at now, if conn can tell it.
+func (s *cpuSamples) sample(conn Conn, now time.Time) {
+	cw, ok := conn.(CPUWaiter)
+	if !ok {
+		return
+	}
+	w, ok := cw.CPUWait()
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	s.ring[s.n%maxCPUSamples] = cpuSample{conn: conn, at: now, wait: w}
+	s.n++
+	s.mu.Unlock()
+}
+
+// since returns how long conn's threads waited for a CPU from the last
+// sample taken at or before from (the oldest kept, if none is that old)
+// until now, and the time that covers; ok is false when conn cannot tell
+// or no sample of it is kept.
+func (s *cpuSamples) since(conn Conn, from, now time.Time) (wait, over time.Duration, ok bool) {
+	cw, can := conn.(CPUWaiter)
+	if !can {
+		return 0, 0, false
+	}
+	w, can := cw.CPUWait()
+	if !can {
+		return 0, 0, false
+	}
+	s.mu.Lock()
+	var base, oldest *cpuSample
+	for i := range min(s.n, maxCPUSamples) {
+		x := &s.ring[i]
+		if x.conn != conn {
+			continue
+		}
+		if oldest == nil || x.at.Before(oldest.at) {
+			oldest = x
+		}
+		if !x.at.After(from) && (base == nil || x.at.After(base.at)) {
+			base = x
+		}
+	}
+	if base == nil {
+		base = oldest
+	}
+	var b cpuSample
+	if base != nil {
+		b = *base
+	}
+	s.mu.Unlock()
+	if base == nil {
+		return 0, 0, false
+	}
+	return max(0, w-b.wait), now.Sub(b.at), true
 }
 
 // probeWindow is how soon after the probe an answer must come to count as

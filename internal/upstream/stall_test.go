@@ -224,6 +224,48 @@ func TestStallServerProbed(t *testing.T) {
 	})
 }
 
+// TestStallStarvedServerCountedAsCPU is issue 27's held answer as it
+// was measured: the server's threads were runnable and got no CPU (an
+// overloaded machine) until the probe's input woke one of them. Its
+// threads' run-queue wait over the call's wait (here 90% of it) puts the
+// stall at stage cpu, not server; a server whose threads did not wait
+// for a CPU while it sat on the answer stays at stage server.
+func TestStallStarvedServerCountedAsCPU(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		share float64 // of the time passed, spent waiting for a CPU
+		stage string
+	}{
+		{"starved", 0.9, StageCPU},
+		{"held while it could run", 0.01, StageServer},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h, logged := stallHarness(t, func() (int, uint64) { return 0, 0 })
+				start := time.Now()
+				h.srv.cpuWait = func() time.Duration {
+					return time.Duration(tc.share * float64(time.Since(start)))
+				}
+				a, _ := h.join("")
+				holdUntilMore(h)
+				c := h.call(a, `1`, "tools/call", "")
+				ctx, cancel := context.WithTimeout(h.ctx, 30*time.Second)
+				defer cancel()
+				if _, err := c.Next(ctx); err != nil {
+					t.Fatalf("no answer within the client's timeout: %v", err)
+				}
+				if n := h.u.Stalled(tc.stage); n != 1 {
+					t.Fatalf("stage %s: %d stalls, want 1; log %s", tc.stage, n, logged)
+				}
+				noStalls(t, h.u, tc.stage)
+				if !strings.Contains(logged.String(), "stage="+tc.stage) || !strings.Contains(logged.String(), "cpu_wait=") {
+					t.Fatalf("log %q, want stage=%s with cpu_wait", logged.String(), tc.stage)
+				}
+			})
+		})
+	}
+}
+
 // TestStallSlowServerNotCounted: a server that is merely slow answers the
 // probe at once and the call later: nothing is counted, and the probes
 // back off (1, 2, 4, 8, 16 s of silence) rather than come every second.

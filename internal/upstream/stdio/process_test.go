@@ -117,6 +117,18 @@ func child(mode string) int {
 		out.Flush()
 		time.Sleep(time.Hour)
 		return 0
+	case "spin": // more threads busy than there are CPUs, until stdin's EOF
+		runtime.GOMAXPROCS(4 * runtime.NumCPU())
+		for range 4 * runtime.NumCPU() {
+			go func() {
+				for {
+				}
+			}()
+		}
+		out.WriteString("{\"spinning\":true}\n")
+		out.Flush()
+		io.Copy(io.Discard, os.Stdin)
+		return 0
 	case "no-read": // never read stdin, die on SIGTERM
 		out.WriteString("{\"ready\":true}\n")
 		out.Flush()
