@@ -52,7 +52,7 @@ func newStateCollector(status func() Status, version string) *stateCollector {
 		auditErrors: prometheus.NewDesc("switchboard_audit_write_errors_total",
 			"Audit log lines that could not be written.", nil, nil),
 		stalled: prometheus.NewDesc("switchboard_calls_stalled_total",
-			"Calls held on Switchboard's own path past the stall threshold, by stage: write (queued for a server, not written), read (its output waiting unread), deliver (read, not handed to the call), take (handed to the call, never taken by the front), server (a stdio server that held an answer until probed).",
+			"Calls held on Switchboard's own path past the stall threshold, by stage: write (queued for a server, not written), read (its output waiting unread), deliver (read, not handed to the call), take (handed to the call, never taken by the front), server (a stdio server that held an answer until probed), cpu (the same, its threads waiting for a CPU at least half that time: an overloaded machine).",
 			[]string{"stage"}, nil),
 		build: prometheus.NewDesc("switchboard_build_info",
 			"Switchboard's version and Go version; always 1.", []string{"version", "goversion"}, nil),
