@@ -67,7 +67,9 @@ func (u *Upstream) response(msg *jsonrpc.Message) {
 		return
 	}
 	if held != nil {
-		u.heldStall(held, id, c.method)
+		// Counted once the answer is on its way: telling the stage
+		// reads the server's CPU wait (see heldStall).
+		defer u.heldStall(held, id, c.method)
 	}
 	if !c.sent.IsZero() {
 		c.took = time.Since(c.sent)

@@ -225,7 +225,6 @@ func (u *Upstream) checkStalls() {
 		u.sw.timer.Reset(after / 2)
 	}
 	u.mu.Unlock()
-	u.sw.cpu.sample(conn, now)
 	if probe != nil {
 		if err := u.write(probe); err != nil {
 			u.log.Debug("probe not sent", "err", err)
@@ -237,6 +236,8 @@ func (u *Upstream) checkStalls() {
 	if readStall > 0 {
 		u.stall(stageRead, readStall)
 	}
+	// Last: the probe is not held back by reading the server's CPU wait.
+	u.sw.cpu.sample(conn, now)
 }
 
 // probeDue decides whether the server is probed now, and if so registers

@@ -210,6 +210,7 @@ func TestStallServerProbed(t *testing.T) {
 		if pings := h.srv.conn(t).sent("ping"); len(pings) != 1 {
 			t.Fatalf("%d pings sent, want 1", len(pings))
 		}
+		synctest.Wait() // the reader counts the stall once the answer is delivered
 		if n := h.u.Stalled(StageServer); n != 1 {
 			t.Fatalf("server stalls = %d, want 1", n)
 		}
@@ -254,6 +255,7 @@ func TestStallStarvedServerCountedAsCPU(t *testing.T) {
 				if _, err := c.Next(ctx); err != nil {
 					t.Fatalf("no answer within the client's timeout: %v", err)
 				}
+				synctest.Wait() // the reader counts the stall once the answer is delivered
 				if n := h.u.Stalled(tc.stage); n != 1 {
 					t.Fatalf("stage %s: %d stalls, want 1; log %s", tc.stage, n, logged)
 				}
