@@ -44,7 +44,7 @@ type fakeServer struct {
 	unread func() (waiting int, read uint64)
 	// cpuWait, if set with unread, makes connections CPUWaiters too that
 	// report what it returns.
-	cpuWait func() time.Duration
+	cpuWait func() (wait time.Duration, runnable int)
 }
 
 func newFakeServer() *fakeServer {
@@ -98,7 +98,10 @@ func (u *unreaderConn) Unread() (int, uint64) { return u.srv.unread() }
 // cpuWaiterConn is an unreaderConn that reports its server's CPU wait.
 type cpuWaiterConn struct{ unreaderConn }
 
-func (c *cpuWaiterConn) CPUWait() (time.Duration, bool) { return c.srv.cpuWait(), true }
+func (c *cpuWaiterConn) CPUWait() (time.Duration, int, bool) {
+	w, r := c.srv.cpuWait()
+	return w, r, true
+}
 
 // conn returns the newest connection.
 func (s *fakeServer) conn(t *testing.T) *fakeConn {

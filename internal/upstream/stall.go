@@ -37,9 +37,10 @@ import (
 //     recovered without waiting for the call's timeout. A server that is
 //     merely slow answers the ping first, or (answering in order) the call
 //     whenever it is done, and nothing is counted.
-//   - StageCPU: such a held answer, from a server whose threads waited on
-//     a run queue for a CPU at least half of the time the call waited
-//     (CPUWaiter; sampled at every tick): the machine was too busy to run
+//   - StageCPU: such a held answer, from a server that was waiting for a
+//     CPU (CPUWaiter, sampled at every tick): a thread of it was runnable
+//     at a tick while the call waited, or its threads waited on a run
+//     queue at least half of that time. The machine was too busy to run
 //     the server, which did not sit on the answer. This is what issue 27's
 //     held answers were (see docs/stall-report.md): a child starved of CPU
 //     on an overloaded machine, whose queued goroutines ran when new input
@@ -335,27 +336,31 @@ func (u *Upstream) probed(c *Call, now time.Time) *heldAnswer {
 }
 
 // heldStall counts and logs a held answer (see probed), without mu: at
-// stage cpu when the server's threads waited for a CPU at least half of
-// the time since its request was written (as far back as the samples
-// go), at stage server otherwise. The log says how long they waited
-// (cpu_wait) over how long (cpu_wait_over) when that can be told.
+// stage cpu when the server was waiting for a CPU since its request was
+// written (as far back as the samples go): a thread of it runnable at a
+// tick, or its threads' run-queue wait at least half of that time; at
+// stage server otherwise. The log says how long they waited (cpu_wait)
+// over how long (cpu_wait_over), and the most threads seen runnable at
+// a tick (runnable), when that can be told.
 func (u *Upstream) heldStall(h *heldAnswer, id int64, method string) {
 	stage := stageServer
 	args := append([]any{"id", id, "method", method}, h.logArgs...)
-	if wait, over, ok := u.sw.cpu.since(h.conn, h.since, time.Now()); ok {
-		args = append(args, "cpu_wait", wait.Round(time.Millisecond), "cpu_wait_over", over.Round(time.Millisecond))
-		if over > 0 && wait >= over/2 {
+	if wait, over, runnable, ok := u.sw.cpu.since(h.conn, h.since, time.Now()); ok {
+		args = append(args, "cpu_wait", wait.Round(time.Millisecond), "cpu_wait_over", over.Round(time.Millisecond),
+			"runnable", runnable)
+		if runnable > 0 || (over > 0 && wait >= over/2) {
 			stage = stageCPU
 		}
 	}
 	u.stall(stage, h.age, args...)
 }
 
-// CPUWaiter is implemented by connections that can tell how long the
-// server's threads have waited for a CPU, summed, since it started
-// (*stdio.Process); ok is false when that cannot be told.
+// CPUWaiter is implemented by connections that can tell how the server's
+// threads stand with the CPU (*stdio.Process): how long they have waited
+// for one, summed, since it started, and how many are runnable now; ok is
+// false when that cannot be told.
 type CPUWaiter interface {
-	CPUWait() (wait time.Duration, ok bool)
+	CPUWait() (wait time.Duration, runnable int, ok bool)
 }
 
 // cpuSamples is a ring of a server's CPU wait, sampled at the watchdog's
@@ -368,9 +373,10 @@ type cpuSamples struct {
 }
 
 type cpuSample struct {
-	conn Conn // whose: samples of an earlier connection are not compared
-	at   time.Time
-	wait time.Duration
+	conn     Conn // whose: samples of an earlier connection are not compared
+	at       time.Time
+	wait     time.Duration
+	runnable int
 }
 
 const maxCPUSamples = 8
@@ -381,28 +387,29 @@ func (s *cpuSamples) sample(conn Conn, now time.Time) {
 	if !ok {
 		return
 	}
-	w, ok := cw.CPUWait()
+	w, r, ok := cw.CPUWait()
 	if !ok {
 		return
 	}
 	s.mu.Lock()
-	s.ring[s.n%maxCPUSamples] = cpuSample{conn: conn, at: now, wait: w}
+	s.ring[s.n%maxCPUSamples] = cpuSample{conn: conn, at: now, wait: w, runnable: r}
 	s.n++
 	s.mu.Unlock()
 }
 
 // since returns how long conn's threads waited for a CPU from the last
 // sample taken at or before from (the oldest kept, if none is that old)
-// until now, and the time that covers; ok is false when conn cannot tell
-// or no sample of it is kept.
-func (s *cpuSamples) since(conn Conn, from, now time.Time) (wait, over time.Duration, ok bool) {
+// until now, the time that covers, and the most threads runnable in a
+// sample taken after from; ok is false when conn cannot tell or no sample
+// of it is kept.
+func (s *cpuSamples) since(conn Conn, from, now time.Time) (wait, over time.Duration, runnable int, ok bool) {
 	cw, can := conn.(CPUWaiter)
 	if !can {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
-	w, can := cw.CPUWait()
+	w, _, can := cw.CPUWait()
 	if !can {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
 	s.mu.Lock()
 	var base, oldest *cpuSample
@@ -417,6 +424,9 @@ func (s *cpuSamples) since(conn Conn, from, now time.Time) (wait, over time.Dura
 		if !x.at.After(from) && (base == nil || x.at.After(base.at)) {
 			base = x
 		}
+		if x.at.After(from) {
+			runnable = max(runnable, x.runnable)
+		}
 	}
 	if base == nil {
 		base = oldest
@@ -427,9 +437,9 @@ func (s *cpuSamples) since(conn Conn, from, now time.Time) (wait, over time.Dura
 	}
 	s.mu.Unlock()
 	if base == nil {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
-	return max(0, w-b.wait), now.Sub(b.at), true
+	return max(0, w-b.wait), now.Sub(b.at), runnable, true
 }
 
 // probeWindow is how soon after the probe an answer must come to count as

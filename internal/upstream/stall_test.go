@@ -227,25 +227,28 @@ func TestStallServerProbed(t *testing.T) {
 
 // TestStallStarvedServerCountedAsCPU is issue 27's held answer as it
 // was measured: the server's threads were runnable and got no CPU (an
-// overloaded machine) until the probe's input woke one of them. Its
-// threads' run-queue wait over the call's wait (here 90% of it) puts the
-// stall at stage cpu, not server; a server whose threads did not wait
-// for a CPU while it sat on the answer stays at stage server.
+// overloaded machine) until the probe's input woke one of them. A thread
+// of it runnable at a tick while the call waited, or its threads'
+// run-queue wait over the call's wait (here 90% of it), puts the stall at
+// stage cpu, not server; a server whose threads neither waited for a CPU
+// nor were runnable while it sat on the answer stays at stage server.
 func TestStallStarvedServerCountedAsCPU(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		share float64 // of the time passed, spent waiting for a CPU
-		stage string
+		name     string
+		share    float64 // of the time passed, spent waiting for a CPU
+		runnable int     // threads runnable at each tick
+		stage    string
 	}{
-		{"starved", 0.9, StageCPU},
-		{"held while it could run", 0.01, StageServer},
+		{"waited", 0.9, 0, StageCPU},
+		{"runnable", 0.01, 1, StageCPU},
+		{"held while it could run", 0.01, 0, StageServer},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				h, logged := stallHarness(t, func() (int, uint64) { return 0, 0 })
 				start := time.Now()
-				h.srv.cpuWait = func() time.Duration {
-					return time.Duration(tc.share * float64(time.Since(start)))
+				h.srv.cpuWait = func() (time.Duration, int) {
+					return time.Duration(tc.share * float64(time.Since(start))), tc.runnable
 				}
 				a, _ := h.join("")
 				holdUntilMore(h)

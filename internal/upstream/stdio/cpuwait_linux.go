@@ -7,18 +7,17 @@ import (
 	"time"
 )
 
-// threadsWaited sums the run-queue wait of process pid's threads: the
-// second field of /proc/PID/task/TID/schedstat (nanoseconds). A thread
-// that ended takes its share with it, so the sum can go down; ok is false
-// when no thread could be read.
-func threadsWaited(pid int) (time.Duration, bool) {
+// threadsWaited sums the run-queue wait of process pid's threads (the
+// second field of /proc/PID/task/TID/schedstat, nanoseconds) and counts
+// those in state R (/proc/PID/task/TID/stat). A thread that ended takes
+// its share with it, so the sum can go down; ok is false when no thread
+// could be read.
+func threadsWaited(pid int) (wait time.Duration, runnable int, ok bool) {
 	dir := "/proc/" + strconv.Itoa(pid) + "/task/"
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return 0, false
+		return 0, 0, false
 	}
-	var sum int64
-	read := false
 	for _, e := range ents {
 		b, err := os.ReadFile(dir + e.Name() + "/schedstat")
 		if err != nil {
@@ -28,10 +27,18 @@ func threadsWaited(pid int) (time.Duration, bool) {
 		if len(f) < 2 {
 			continue
 		}
-		if v, err := strconv.ParseInt(string(f[1]), 10, 64); err == nil {
-			sum += v
-			read = true
+		v, err := strconv.ParseInt(string(f[1]), 10, 64)
+		if err != nil {
+			continue
+		}
+		wait += time.Duration(v)
+		ok = true
+		// "TID (comm) S ...": the state follows the last ')'.
+		if st, err := os.ReadFile(dir + e.Name() + "/stat"); err == nil {
+			if i := bytes.LastIndexByte(st, ')'); i >= 0 && i+2 < len(st) && st[i+2] == 'R' {
+				runnable++
+			}
 		}
 	}
-	return time.Duration(sum), read
+	return wait, runnable, ok
 }

@@ -5,4 +5,4 @@ package stdio
 import "time"
 
 // threadsWaited cannot tell here (see cpuwait_linux.go).
-func threadsWaited(int) (time.Duration, bool) { return 0, false }
+func threadsWaited(int) (time.Duration, int, bool) { return 0, 0, false }
