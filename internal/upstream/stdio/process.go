@@ -129,6 +129,10 @@ type Spec struct {
 //     Unread shows a reader that is not woken: bytes waiting in the pipe
 //     while the count of bytes read stands still (upstream's watchdog
 //     counts it at stage read).
+//   - The child: between the line leaving stdin (InputWaiting 0) and its
+//     answer reaching stdout, nobody here wakes anybody; CPUWait tells
+//     whether the child's threads were waiting for a CPU meanwhile (issue
+//     27: mostly they were, on an overloaded machine; docs/stall-report.md).
 type Process struct {
 	spec  Spec
 	cmd   *exec.Cmd
