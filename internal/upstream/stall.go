@@ -38,9 +38,11 @@ import (
 //     merely slow answers the ping first, or (answering in order) the call
 //     whenever it is done, and nothing is counted.
 //   - StageCPU: such a held answer, from a server that was waiting for a
-//     CPU (CPUWaiter, sampled at every tick): a thread of it was runnable
-//     at a tick while the call waited, or its threads waited on a run
-//     queue at least half of that time. The machine was too busy to run
+//     CPU (CPUWaiter, sampled at every tick): its threads waited on a run
+//     queue at least half of the time the call waited, or a tenth of it
+//     with a thread of it runnable at a tick meanwhile (a wait in progress
+//     is counted only once the thread runs; a thread runnable for a moment
+//     in a server that sleeps is not enough). The machine was too busy to run
 //     the server, which did not sit on the answer. This is what issue 27's
 //     held answers were (see docs/stall-report.md): a child starved of CPU
 //     on an overloaded machine, whose queued goroutines ran when new input
@@ -337,9 +339,8 @@ func (u *Upstream) probed(c *Call, now time.Time) *heldAnswer {
 
 // heldStall counts and logs a held answer (see probed), without mu: at
 // stage cpu when the server was waiting for a CPU since its request was
-// written (as far back as the samples go): a thread of it runnable at a
-// tick, or its threads' run-queue wait at least half of that time; at
-// stage server otherwise. The log says how long they waited (cpu_wait)
+// written (as far back as the samples go; see StageCPU); at stage server
+// otherwise. The log says how long they waited (cpu_wait)
 // over how long (cpu_wait_over), and the most threads seen runnable at
 // a tick (runnable), when that can be told.
 func (u *Upstream) heldStall(h *heldAnswer, id int64, method string) {
@@ -348,7 +349,7 @@ func (u *Upstream) heldStall(h *heldAnswer, id int64, method string) {
 	if wait, over, runnable, ok := u.sw.cpu.since(h.conn, h.since, time.Now()); ok {
 		args = append(args, "cpu_wait", wait.Round(time.Millisecond), "cpu_wait_over", over.Round(time.Millisecond),
 			"runnable", runnable)
-		if runnable > 0 || (over > 0 && wait >= over/2) {
+		if over > 0 && (wait >= over/2 || runnable > 0 && wait >= over/10) {
 			stage = stageCPU
 		}
 	}
