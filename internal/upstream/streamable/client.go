@@ -404,7 +404,7 @@ func (c *ClientConn) exchange(p *post, retried bool) {
 			c.exchange(p, true)
 			return
 		}
-		c.failPost(p, fmt.Sprintf("upstream returned %s%s", resp.Status, detail(resp.Header, body)))
+		c.failPost(p, fmt.Sprintf("upstream returned %s%s", resp.Status, upstream.ErrorDetail(resp.Header, body)))
 		return
 	}
 
@@ -802,7 +802,7 @@ func (c *ClientConn) reinitialize(initMsg, initedMsg []byte) (sid, version strin
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		return "", "", fmt.Errorf("initialize: upstream returned %s%s", resp.Status, detail(resp.Header, body))
+		return "", "", fmt.Errorf("initialize: upstream returned %s%s", resp.Status, upstream.ErrorDetail(resp.Header, body))
 	}
 	sid = resp.Header.Get(HeaderSessionID)
 	if !validSessionID(sid) {
@@ -1129,21 +1129,6 @@ func answerIn(body []byte, id json.RawMessage) []byte {
 		return nil
 	}
 	return body
-}
-
-// detail returns ": " and the start of an error response's body when it is
-// short text (a JSON-RPC error's message, or a plain-text line).
-func detail(h http.Header, body []byte) string {
-	if m, err := jsonrpc.Decode(body); err == nil {
-		if e := m.ErrorOf(); e != nil && e.Message != "" {
-			return ": " + upstream.OneLine(e.Message)
-		}
-		return ""
-	}
-	if upstream.MediaType(h) != "text/plain" || len(bytes.TrimSpace(body)) == 0 {
-		return ""
-	}
-	return ": " + upstream.OneLine(string(body))
 }
 
 // rpcReason is the text of a jsonrpc.Decode error, without the Go prefix.
