@@ -14,9 +14,9 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/front/sse"
 	stdiofront "github.com/switchboard-mcp/switchboard/internal/front/stdio"
+	"github.com/switchboard-mcp/switchboard/internal/front/streamable"
 	"github.com/switchboard-mcp/switchboard/internal/policy"
 	"github.com/switchboard-mcp/switchboard/internal/router"
-	"github.com/switchboard-mcp/switchboard/internal/streamable"
 )
 
 // Aggregated endpoints (package router):

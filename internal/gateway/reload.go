@@ -15,9 +15,9 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/auth"
 	"github.com/switchboard-mcp/switchboard/internal/config"
+	"github.com/switchboard-mcp/switchboard/internal/front/streamable"
 	"github.com/switchboard-mcp/switchboard/internal/policy"
 	"github.com/switchboard-mcp/switchboard/internal/router"
-	"github.com/switchboard-mcp/switchboard/internal/streamable"
 )
 
 // Hot reload. A reload builds the new state, diffs it against the current

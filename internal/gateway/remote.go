@@ -5,9 +5,9 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/switchboard-mcp/switchboard/internal/streamable"
 	"github.com/switchboard-mcp/switchboard/internal/upstream"
 	"github.com/switchboard-mcp/switchboard/internal/upstream/sse"
+	"github.com/switchboard-mcp/switchboard/internal/upstream/streamable"
 )
 
 // dialStreamable opens a connection to a remote Streamable HTTP server

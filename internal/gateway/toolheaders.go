@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
-	"github.com/switchboard-mcp/switchboard/internal/streamable"
+	"github.com/switchboard-mcp/switchboard/internal/mcpheader"
 )
 
 // The stdio upstream never sees HTTP headers, so the streamable front
@@ -45,16 +45,16 @@ var toolsListSeq atomic.Int64
 // The zero value is an empty cache.
 type toolHeaders struct {
 	mu       sync.Mutex
-	tools    map[string][]streamable.ParamBinding // guarded by mu; nil until the first fetch succeeds
-	expires  time.Time                            // guarded by mu
-	inflight *toolsFetch                          // guarded by mu; the fetch under way, if any
+	tools    map[string][]mcpheader.ParamBinding // guarded by mu; nil until the first fetch succeeds
+	expires  time.Time                           // guarded by mu
+	inflight *toolsFetch                         // guarded by mu; the fetch under way, if any
 }
 
 // toolsFetch is one tools/list walk, shared by every request that needs it.
 // tools and err are set before done is closed.
 type toolsFetch struct {
 	done  chan struct{}
-	tools map[string][]streamable.ParamBinding
+	tools map[string][]mcpheader.ParamBinding
 	err   error
 }
 
@@ -62,7 +62,7 @@ type toolsFetch struct {
 // without annotations or not listed). It serves streamable.Options.ParamHeaders:
 // a tool missing from a fresh cache, or any tool once the cache is stale,
 // costs one tools/list walk, shared by concurrent callers.
-func (d *destination) paramHeaders(ctx context.Context, req *jsonrpc.Message, tool string) ([]streamable.ParamBinding, error) {
+func (d *destination) paramHeaders(ctx context.Context, req *jsonrpc.Message, tool string) ([]mcpheader.ParamBinding, error) {
 	t := &d.toolHeaders
 	t.mu.Lock()
 	if t.tools != nil && time.Now().Before(t.expires) {
@@ -112,14 +112,14 @@ func (d *destination) paramHeaders(ctx context.Context, req *jsonrpc.Message, to
 // listTools walks the destination's tools/list (following nextCursor) and
 // returns every tool's bindings and how long the result may be cached: the
 // smallest ttlMs of its pages, else defaultToolsTTL.
-func (d *destination) listTools(ctx context.Context, req *jsonrpc.Message) (map[string][]streamable.ParamBinding, time.Duration, error) {
+func (d *destination) listTools(ctx context.Context, req *jsonrpc.Message) (map[string][]mcpheader.ParamBinding, time.Duration, error) {
 	meta := map[string]json.RawMessage{}
 	for _, k := range metaCopied {
 		if v := jsonrpc.Member(req.Params, "_meta", k); v != nil {
 			meta[k] = v
 		}
 	}
-	tools := map[string][]streamable.ParamBinding{}
+	tools := map[string][]mcpheader.ParamBinding{}
 	ttl := time.Duration(-1)
 	var cursor *string
 	seen := map[string]bool{}
@@ -145,7 +145,7 @@ func (d *destination) listTools(ctx context.Context, req *jsonrpc.Message) (map[
 			return nil, 0, fmt.Errorf("tools/list: malformed result: %w", err)
 		}
 		for _, tl := range page.Tools {
-			tools[tl.Name] = streamable.ExtractBindings(tl.InputSchema)
+			tools[tl.Name] = mcpheader.ExtractBindings(tl.InputSchema)
 		}
 		// A translated (legacy) server's list carries Switchboard's own
 		// ttlMs 0, which says nothing of the server: the default applies.

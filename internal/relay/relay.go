@@ -30,9 +30,9 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/internal/session"
-	"github.com/switchboard-mcp/switchboard/internal/streamable"
 	"github.com/switchboard-mcp/switchboard/internal/upstream"
 	"github.com/switchboard-mcp/switchboard/internal/upstream/sse"
+	"github.com/switchboard-mcp/switchboard/internal/upstream/streamable"
 )
 
 // Options configure a relay. Zero values are documented per field.

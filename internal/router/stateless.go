@@ -8,8 +8,8 @@ import (
 	"sync"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/mcpheader"
 	"github.com/switchboard-mcp/switchboard/internal/session"
-	"github.com/switchboard-mcp/switchboard/internal/streamable"
 	"github.com/switchboard-mcp/switchboard/internal/upstream"
 )
 
@@ -177,7 +177,7 @@ func (r *Router) discover(ctx context.Context, cat *catalog, req *jsonrpc.Messag
 // Mcp-Param-* headers of 2026-07-28 tools/call itself, since the servers
 // behind it never see the client's headers. The tool is looked up in the
 // last stateless listing (listed again when it is missing).
-func (r *Router) ParamHeaders(ctx context.Context, req *jsonrpc.Message, tool string) ([]streamable.ParamBinding, error) {
+func (r *Router) ParamHeaders(ctx context.Context, req *jsonrpc.Message, tool string) ([]mcpheader.ParamBinding, error) {
 	cat := r.stateless.Load()
 	if cat == nil {
 		return nil, nil
@@ -192,5 +192,5 @@ func (r *Router) ParamHeaders(ctx context.Context, req *jsonrpc.Message, tool st
 	if !ok {
 		return nil, nil
 	}
-	return streamable.ExtractBindings(jsonrpc.Member(raw, "inputSchema")), nil
+	return mcpheader.ExtractBindings(jsonrpc.Member(raw, "inputSchema")), nil
 }

@@ -5,6 +5,7 @@ package upstream
 // that build their http.Client).
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -169,6 +170,22 @@ func MediaType(h http.Header) string {
 		return "invalid"
 	}
 	return mt
+}
+
+// ErrorDetail returns ": " and the start of an error response's body when it is
+// short text (a JSON-RPC error's message, or a plain-text line), for the
+// error a client sees; "" otherwise.
+func ErrorDetail(h http.Header, body []byte) string {
+	if m, err := jsonrpc.Decode(body); err == nil {
+		if e := m.ErrorOf(); e != nil && e.Message != "" {
+			return ": " + OneLine(e.Message)
+		}
+		return ""
+	}
+	if MediaType(h) != "text/plain" || len(bytes.TrimSpace(body)) == 0 {
+		return ""
+	}
+	return ": " + OneLine(string(body))
 }
 
 // OneLine returns the first line of s, trimmed, without control

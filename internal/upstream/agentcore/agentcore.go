@@ -29,8 +29,8 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/sigv4"
-	"github.com/switchboard-mcp/switchboard/internal/streamable"
 	"github.com/switchboard-mcp/switchboard/internal/upstream"
+	"github.com/switchboard-mcp/switchboard/internal/upstream/streamable"
 )
 
 // SessionHeader names the AgentCore runtime session of a request.

@@ -154,7 +154,7 @@ func (c *ClientConn) open() (*http.Response, error) {
 		return nil, fmt.Errorf("upstream unreachable: %v", err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		detail := bodyDetail(resp)
+		detail := upstream.ErrorDetail(resp.Header, readPrefix(resp))
 		resp.Body.Close()
 		err := fmt.Errorf("upstream returned %s%s", resp.Status, detail)
 		if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
@@ -319,7 +319,7 @@ func (c *ClientConn) post(msg []byte) {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		return
 	}
-	c.fail(m, id, fmt.Sprintf("upstream returned %s%s", resp.Status, bodyDetail(resp)))
+	c.fail(m, id, fmt.Sprintf("upstream returned %s%s", resp.Status, upstream.ErrorDetail(resp.Header, readPrefix(resp))))
 	if resp.StatusCode == http.StatusNotFound {
 		// The server no longer knows the session: only a new stream helps.
 		c.end(errors.New("upstream session not found (POST returned 404 Not Found)"))
@@ -384,19 +384,8 @@ func (c *ClientConn) Close(ctx context.Context) error {
 	}
 }
 
-// bodyDetail returns ": " and the start of an error response's body when it
-// is short text (a JSON-RPC error's message, or a plain-text line), for the
-// error a client sees.
-func bodyDetail(resp *http.Response) string {
+// readPrefix returns the first 4 KiB of resp's body.
+func readPrefix(resp *http.Response) []byte {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	if m, err := jsonrpc.Decode(b); err == nil {
-		if e := m.ErrorOf(); e != nil && e.Message != "" {
-			return ": " + upstream.OneLine(e.Message)
-		}
-		return ""
-	}
-	if mt := upstream.MediaType(resp.Header); mt != "text/plain" {
-		return ""
-	}
-	return ": " + upstream.OneLine(string(b))
+	return b
 }

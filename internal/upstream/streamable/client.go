@@ -1,12 +1,15 @@
+// Package streamable dials upstream servers that speak MCP's Streamable
+// HTTP transport, in both protocol eras: [ClientConn] implements
+// upstream.Conn, each Write one POST whose answer (JSON or an event stream,
+// read with package internal/sse) is delivered as it arrives, with the
+// session's GET stream, resumption, and the handshake replayed when the
+// server loses the session. Its front-side counterpart is front/streamable;
+// the two share only the header codec (internal/mcpheader).
 package streamable
-
-// This file is the client side: a connection to an upstream server that
-// speaks Streamable HTTP, in both protocol eras.
 
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +26,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/backoff"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/mcpheader"
 	"github.com/switchboard-mcp/switchboard/internal/sse"
 	"github.com/switchboard-mcp/switchboard/internal/upstream"
 )
@@ -55,8 +59,8 @@ const prefixLen = 4096 // bytes of an oversized message reported
 // ErrConnClosed is the Err of a client connection ended by Close.
 var ErrConnClosed = errors.New("streamable: connection closed")
 
-// ClientOptions configure a Streamable HTTP upstream connection; they are
-// the legacy SSE client's options, with URL the MCP endpoint.
+// ClientOptions configure a Streamable HTTP upstream connection; URL is
+// the MCP endpoint.
 type ClientOptions = upstream.HTTPOptions
 
 // ClientConn is a connection to a Streamable HTTP server. It implements
@@ -90,7 +94,7 @@ type ClientConn struct {
 	// listed (2026-07-28 tools/list answers seen on this connection), so a
 	// tools/call can carry its Mcp-Param-* headers as a client must.
 	bmu      sync.Mutex
-	bindings map[string][]ParamBinding // guarded by bmu; by tool name
+	bindings map[string][]mcpheader.ParamBinding // guarded by bmu; by tool name
 	url      string
 	client   *http.Client
 	log      *slog.Logger
@@ -160,10 +164,10 @@ func (c *ClientConn) learnTools(p *post, m *jsonrpc.Message) {
 	c.bmu.Lock()
 	defer c.bmu.Unlock()
 	if c.bindings == nil {
-		c.bindings = map[string][]ParamBinding{}
+		c.bindings = map[string][]mcpheader.ParamBinding{}
 	}
 	for _, t := range res.Tools {
-		if b := ExtractBindings(t.InputSchema); b != nil {
+		if b := mcpheader.ExtractBindings(t.InputSchema); b != nil {
 			c.bindings[t.Name] = b
 		} else {
 			delete(c.bindings, t.Name)
@@ -400,7 +404,7 @@ func (c *ClientConn) exchange(p *post, retried bool) {
 			c.exchange(p, true)
 			return
 		}
-		c.failPost(p, fmt.Sprintf("upstream returned %s%s", resp.Status, detail(resp.Header, body)))
+		c.failPost(p, fmt.Sprintf("upstream returned %s%s", resp.Status, upstream.ErrorDetail(resp.Header, body)))
 		return
 	}
 
@@ -453,12 +457,12 @@ func (c *ClientConn) newPost(p *post) (req *http.Request, sid string, err error)
 		}
 		if key != "" {
 			if v, ok := jsonrpc.StringMember(p.msg.Params, key); ok {
-				req.Header.Set(HeaderName, encodeHeaderValue(v))
+				req.Header.Set(HeaderName, mcpheader.EncodeHeaderValue(v))
 				if p.msg.Method == "tools/call" {
 					c.bmu.Lock()
 					b := c.bindings[v]
 					c.bmu.Unlock()
-					for k, vs := range ParamHeaderValues(p.msg.Params, b) {
+					for k, vs := range mcpheader.ParamHeaderValues(p.msg.Params, b) {
 						req.Header[k] = vs
 					}
 				}
@@ -798,7 +802,7 @@ func (c *ClientConn) reinitialize(initMsg, initedMsg []byte) (sid, version strin
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		return "", "", fmt.Errorf("initialize: upstream returned %s%s", resp.Status, detail(resp.Header, body))
+		return "", "", fmt.Errorf("initialize: upstream returned %s%s", resp.Status, upstream.ErrorDetail(resp.Header, body))
 	}
 	sid = resp.Header.Get(HeaderSessionID)
 	if !validSessionID(sid) {
@@ -1127,21 +1131,6 @@ func answerIn(body []byte, id json.RawMessage) []byte {
 	return body
 }
 
-// detail returns ": " and the start of an error response's body when it is
-// short text (a JSON-RPC error's message, or a plain-text line).
-func detail(h http.Header, body []byte) string {
-	if m, err := jsonrpc.Decode(body); err == nil {
-		if e := m.ErrorOf(); e != nil && e.Message != "" {
-			return ": " + upstream.OneLine(e.Message)
-		}
-		return ""
-	}
-	if upstream.MediaType(h) != "text/plain" || len(bytes.TrimSpace(body)) == 0 {
-		return ""
-	}
-	return ": " + upstream.OneLine(string(body))
-}
-
 // rpcReason is the text of a jsonrpc.Decode error, without the Go prefix.
 func rpcReason(err error) string {
 	var e *jsonrpc.Error
@@ -1178,31 +1167,6 @@ func idKey(id json.RawMessage) string {
 		return strconv.Quote(s)
 	}
 	return string(id)
-}
-
-// encodeHeaderValue applies the 2026-07-28 encoding of Mcp-Name and
-// Mcp-Param-* values: a value that is not header-safe (non-ASCII, control
-// characters, leading or trailing whitespace, or one that looks encoded)
-// is sent as =?base64?…?=.
-func encodeHeaderValue(v string) string {
-	safe := true
-	for i := 0; i < len(v); i++ {
-		if v[i] < 0x20 || v[i] > 0x7e {
-			safe = false
-			break
-		}
-	}
-	if safe && v != "" {
-		first, last := v[0], v[len(v)-1]
-		if first == ' ' || first == '\t' || last == ' ' || last == '\t' ||
-			(strings.HasPrefix(v, "=?base64?") && strings.HasSuffix(v, "?=")) {
-			safe = false
-		}
-	}
-	if safe {
-		return v
-	}
-	return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(v)) + "?="
 }
 
 // validSessionID reports whether s is a usable session id: visible ASCII

@@ -539,24 +539,6 @@ func TestClientModern(t *testing.T) {
 	}
 }
 
-func TestEncodeHeaderValue(t *testing.T) {
-	for _, v := range []string{"echo", "file:///tmp/a b", "héllo", " lead", "trail\t", "a\nb", "=?base64?abc?=", ""} {
-		enc := encodeHeaderValue(v)
-		for i := 0; i < len(enc); i++ {
-			if enc[i] < 0x20 || enc[i] > 0x7e {
-				t.Errorf("%q encodes to %q: not header-safe", v, enc)
-				break
-			}
-		}
-		if dec, ok := decodeHeaderValue(enc); !ok || dec != v {
-			t.Errorf("%q → %q → %q", v, enc, dec)
-		}
-	}
-	if got := encodeHeaderValue("echo"); got != "echo" {
-		t.Errorf("a safe value was encoded: %q", got)
-	}
-}
-
 // TestClientFailures: a request that cannot be answered gets a -32000
 // error response naming why, and the connection goes on.
 func TestClientFailures(t *testing.T) {

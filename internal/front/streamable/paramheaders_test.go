@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,66 +21,13 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/config"
+	"github.com/switchboard-mcp/switchboard/internal/front/streamable"
 	"github.com/switchboard-mcp/switchboard/internal/gateway"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/mcpheader"
 	"github.com/switchboard-mcp/switchboard/internal/peertest"
 	"github.com/switchboard-mcp/switchboard/internal/session"
-	"github.com/switchboard-mcp/switchboard/internal/streamable"
 )
-
-func TestExtractBindings(t *testing.T) {
-	tests := []struct {
-		name   string
-		schema string
-		want   []streamable.ParamBinding
-	}{
-		{"empty", ``, nil},
-		{"not an object", `"string"`, nil},
-		{"no properties", `{"type":"object"}`, nil},
-		{"properties not an object", `{"type":"object","properties":[1]}`, nil},
-		{"no annotations", `{"type":"object","properties":{"a":{"type":"string"}}}`, nil},
-		{"top level", `{"type":"object","properties":{
-			"region":{"type":"string","x-mcp-header":"Region"},
-			"level":{"type":"integer"}}}`,
-			[]streamable.ParamBinding{{Path: []string{"region"}, Header: "Region"}}},
-		{"nested, sorted by path", `{"type":"object","properties":{
-			"z":{"type":"boolean","x-mcp-header":"Z"},
-			"cfg":{"type":"object","x-mcp-header":"NotAString-ButKept","properties":{
-				"tenant":{"type":"string","x-mcp-header":"Tenant"},
-				"deep":{"type":"object","properties":{"n":{"type":"integer","x-mcp-header":"N"}}}}},
-			"a":{"type":"string","x-mcp-header":"A"}}}`,
-			[]streamable.ParamBinding{
-				{Path: []string{"a"}, Header: "A"},
-				{Path: []string{"cfg"}, Header: "NotAString-ButKept"},
-				{Path: []string{"cfg", "deep", "n"}, Header: "N"},
-				{Path: []string{"cfg", "tenant"}, Header: "Tenant"},
-				{Path: []string{"z"}, Header: "Z"},
-			}},
-		{"non-string and empty annotations are ignored", `{"properties":{
-			"a":{"type":"string","x-mcp-header":7},
-			"b":{"type":"string","x-mcp-header":""},
-			"c":{"type":"string","x-mcp-header":null},
-			"d":{"type":"string","x-mcp-header":"D"}}}`,
-			[]streamable.ParamBinding{{Path: []string{"d"}, Header: "D"}}},
-		{"an odd sibling does not hide the others", `{"properties":{
-			"a":{"type":["string","null"]},
-			"b":true,
-			"c":{"type":"string","x-mcp-header":"C"}}}`,
-			[]streamable.ParamBinding{{Path: []string{"c"}, Header: "C"}}},
-		{"only properties are walked", `{"properties":{"a":{"type":"string","x-mcp-header":"A"}},
-			"$defs":{"x":{"properties":{"b":{"type":"string","x-mcp-header":"B"}}}},
-			"items":{"properties":{"c":{"type":"string","x-mcp-header":"C"}}}}`,
-			[]streamable.ParamBinding{{Path: []string{"a"}, Header: "A"}}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := streamable.ExtractBindings(json.RawMessage(tt.schema))
-			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("ExtractBindings = %v, want %v", got, tt.want)
-			}
-		})
-	}
-}
 
 // okDest answers every stateless request with an empty result.
 type okDest struct{}
@@ -149,7 +95,7 @@ type rpcAnswer struct {
 }
 
 func TestCheckParamHeaders(t *testing.T) {
-	bindings := []streamable.ParamBinding{
+	bindings := []mcpheader.ParamBinding{
 		{Path: []string{"region"}, Header: "Region"},
 		{Path: []string{"count"}, Header: "Count"},
 		{Path: []string{"dry"}, Header: "Dry-Run"},
@@ -219,7 +165,7 @@ func TestCheckParamHeaders(t *testing.T) {
 			var gotTool string
 			var gotReq *jsonrpc.Message
 			h := streamable.NewHandler(okDest{}, streamable.Options{Name: "d", Sessions: &session.Table{},
-				ParamHeaders: func(ctx context.Context, req *jsonrpc.Message, tool string) ([]streamable.ParamBinding, error) {
+				ParamHeaders: func(ctx context.Context, req *jsonrpc.Message, tool string) ([]mcpheader.ParamBinding, error) {
 					gotTool, gotReq = tool, req
 					return bindings, nil
 				}})
@@ -271,9 +217,9 @@ func serve(t *testing.T, h http.Handler, body []byte, hdr http.Header) (int, rpc
 func TestCheckParamHeadersOnlyForToolsCall(t *testing.T) {
 	called := false
 	h := streamable.NewHandler(okDest{}, streamable.Options{Name: "d", Sessions: &session.Table{},
-		ParamHeaders: func(context.Context, *jsonrpc.Message, string) ([]streamable.ParamBinding, error) {
+		ParamHeaders: func(context.Context, *jsonrpc.Message, string) ([]mcpheader.ParamBinding, error) {
 			called = true
-			return []streamable.ParamBinding{{Path: []string{"region"}, Header: "Region"}}, nil
+			return []mcpheader.ParamBinding{{Path: []string{"region"}, Header: "Region"}}, nil
 		}})
 	for _, method := range []string{"prompts/get", "resources/read", "tools/list"} {
 		params := map[string]any{"name": "p", "uri": "test://x", "arguments": map[string]any{"region": "r"}}
@@ -298,12 +244,12 @@ func TestCheckParamHeadersWithoutBindings(t *testing.T) {
 	var logs bytes.Buffer
 	var mu sync.Mutex
 	logger := slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &mu}, nil))
-	for name, fn := range map[string]func(context.Context, *jsonrpc.Message, string) ([]streamable.ParamBinding, error){
+	for name, fn := range map[string]func(context.Context, *jsonrpc.Message, string) ([]mcpheader.ParamBinding, error){
 		"nil option": nil,
-		"unknown tool": func(context.Context, *jsonrpc.Message, string) ([]streamable.ParamBinding, error) {
+		"unknown tool": func(context.Context, *jsonrpc.Message, string) ([]mcpheader.ParamBinding, error) {
 			return nil, nil
 		},
-		"lookup fails": func(context.Context, *jsonrpc.Message, string) ([]streamable.ParamBinding, error) {
+		"lookup fails": func(context.Context, *jsonrpc.Message, string) ([]mcpheader.ParamBinding, error) {
 			return nil, errors.New("tools/list: upstream down")
 		},
 	} {

@@ -1,4 +1,10 @@
-package streamable
+// Package mcpheader is the header codec of MCP's Streamable HTTP transport
+// (2026-07-28) that its front and its client share: the =?base64?…?=
+// encoding of Mcp-Name and Mcp-Param-* values, and the Mcp-Param-* headers
+// of SEP-2243, bound to a tool's arguments by the x-mcp-header annotations
+// of its inputSchema ([ExtractBindings]): the client sends them
+// ([ParamHeaderValues]), the front checks them ([ValidateParamHeaders]).
+package mcpheader
 
 import (
 	"encoding/base64"
@@ -71,38 +77,11 @@ func collectBindings(schema json.RawMessage, prefix []string, out []ParamBinding
 	return out
 }
 
-// checkParamHeaders validates the Mcp-Param-* headers of a 2026-07-28
-// tools/call against the tool's x-mcp-header annotations (SEP-2243).
-// Bindings come from Options.ParamHeaders; without it, or when it fails,
-// the call goes through unvalidated (the failure is logged).
-func (h *Handler) checkParamHeaders(r *http.Request, msg *jsonrpc.Message) *jsonrpc.Error {
-	if msg.Method != "tools/call" || h.opts.ParamHeaders == nil {
-		return nil
-	}
-	if v := r.Header.Get(HeaderProtocolVersion); v == "" || v < ModernVersion {
-		return nil // no header–body validation before 2026-07-28
-	}
-	name, ok := msg.ParamName()
-	if !ok {
-		return nil
-	}
-	bindings, err := h.opts.ParamHeaders(r.Context(), msg, name)
-	if err != nil {
-		h.log.Warn("cannot learn the tool's x-mcp-header annotations; Mcp-Param-* headers not validated",
-			"destination", h.opts.Name, "tool", name, "error", err)
-		return nil
-	}
-	if err := validateParamHeaders(r.Header, msg.Params, bindings); err != nil {
-		return &jsonrpc.Error{Code: jsonrpc.HeaderMismatch, Message: err.Error()}
-	}
-	return nil
-}
-
-// validateParamHeaders checks each binding: an argument that is absent or
+// ValidateParamHeaders checks each binding: an argument that is absent or
 // null must come without its header; a present one needs the header, whose
 // (base64-decoded) value must equal the argument — strings exactly,
 // booleans as "true"/"false", integers numerically.
-func validateParamHeaders(header http.Header, params json.RawMessage, bindings []ParamBinding) error {
+func ValidateParamHeaders(header http.Header, params json.RawMessage, bindings []ParamBinding) error {
 	if len(bindings) == 0 {
 		return nil
 	}
@@ -130,7 +109,7 @@ func validateParamHeaders(header http.Header, params json.RawMessage, bindings [
 		if hv == "" {
 			return fmt.Errorf("header mismatch: missing %s header for parameter %q", full, path)
 		}
-		decoded, ok := decodeParamValue(hv)
+		decoded, ok := DecodeHeaderValue(hv)
 		if !ok {
 			return fmt.Errorf("header mismatch: %s header contains invalid Base64 encoding", full)
 		}
@@ -210,10 +189,11 @@ func primitiveEqual(s string, body any) bool {
 	return false
 }
 
-// decodeParamValue undoes the =?base64?…?= wrapper (standard alphabet,
-// padding required); a value without both markers is literal. ok is false
-// for a wrapped value that is not valid base64.
-func decodeParamValue(v string) (string, bool) {
+// DecodeHeaderValue undoes the =?base64?…?= wrapper of an Mcp-Name or
+// Mcp-Param-* value (standard alphabet, padding required); a value without
+// both markers is literal. ok is false for a wrapped value that is not
+// valid base64.
+func DecodeHeaderValue(v string) (string, bool) {
 	enc, ok := strings.CutPrefix(v, base64Prefix)
 	if !ok {
 		return v, true
@@ -226,6 +206,31 @@ func decodeParamValue(v string) (string, bool) {
 		return "", false
 	}
 	return string(b), true
+}
+
+// EncodeHeaderValue applies the 2026-07-28 encoding of Mcp-Name and
+// Mcp-Param-* values: a value that is not header-safe (non-ASCII, control
+// characters, leading or trailing whitespace, or one that looks encoded)
+// is sent as =?base64?…?=.
+func EncodeHeaderValue(v string) string {
+	safe := true
+	for i := 0; i < len(v); i++ {
+		if v[i] < 0x20 || v[i] > 0x7e {
+			safe = false
+			break
+		}
+	}
+	if safe && v != "" {
+		first, last := v[0], v[len(v)-1]
+		if first == ' ' || first == '\t' || last == ' ' || last == '\t' ||
+			(strings.HasPrefix(v, "=?base64?") && strings.HasSuffix(v, "?=")) {
+			safe = false
+		}
+	}
+	if safe {
+		return v
+	}
+	return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(v)) + "?="
 }
 
 // ParamHeaderValues returns the Mcp-Param-* headers a 2026-07-28 tools/call
@@ -259,7 +264,7 @@ func ParamHeaderValues(params json.RawMessage, bindings []ParamBinding) http.Hea
 		default:
 			continue
 		}
-		h.Set(paramHeaderPrefix+b.Header, encodeHeaderValue(s))
+		h.Set(paramHeaderPrefix+b.Header, EncodeHeaderValue(s))
 	}
 	return h
 }

@@ -24,7 +24,6 @@ package streamable
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -34,6 +33,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/audit"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/mcpheader"
 	"github.com/switchboard-mcp/switchboard/internal/reqbody"
 	"github.com/switchboard-mcp/switchboard/internal/session"
 	"github.com/switchboard-mcp/switchboard/internal/sse"
@@ -81,7 +81,7 @@ type Options struct {
 	// (SEP-2243); req is that call. No bindings (an unknown tool) means
 	// nothing to check. Nil disables the validation; an error is logged and
 	// the call goes through unvalidated.
-	ParamHeaders func(ctx context.Context, req *jsonrpc.Message, tool string) ([]ParamBinding, error)
+	ParamHeaders func(ctx context.Context, req *jsonrpc.Message, tool string) ([]mcpheader.ParamBinding, error)
 }
 
 // Handler serves one Streamable HTTP endpoint.
@@ -380,23 +380,11 @@ func checkHeaders(r *http.Request, msg *jsonrpc.Message) *jsonrpc.Error {
 		return nil
 	}
 	want, _ := jsonrpc.StringMember(msg.Params, key)
-	got, ok := decodeHeaderValue(headerValue(r.Header, HeaderName))
+	got, ok := mcpheader.DecodeHeaderValue(headerValue(r.Header, HeaderName))
 	if !ok || got != want || headerValue(r.Header, HeaderName) == "" {
 		return jsonrpc.Errorf(jsonrpc.HeaderMismatch, "Mcp-Name header does not match params.%s", key)
 	}
 	return nil
-}
-
-// decodeHeaderValue undoes the =?base64?…?= encoding of header values.
-func decodeHeaderValue(v string) (string, bool) {
-	if strings.HasPrefix(v, "=?base64?") && strings.HasSuffix(v, "?=") && len(v) >= 11 {
-		b, err := base64.StdEncoding.DecodeString(v[len("=?base64?") : len(v)-2])
-		if err != nil {
-			return "", false
-		}
-		return string(b), true
-	}
-	return v, true
 }
 
 var supportedVersions = append(append([]string{}, upstream.KnownVersions...), "2026-07-28")
