@@ -48,6 +48,15 @@ func TestSecrets(t *testing.T) {
 			t.Errorf("redacted: %q", got)
 		}
 	}
+	// A presigned URL carries the access key id by design.
+	for _, u := range []string{
+		"https://b.s3.amazonaws.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIAZ7VQ3XHNRPLK4MTS%2F20261126%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Signature=0f1e",
+		"https://b.s3.amazonaws.com/k?AWSAccessKeyId=AKIAZ7VQ3XHNRPLK4MTS&Expires=1700000000&Signature=abc",
+	} {
+		if fs := s.Scan(u); len(fs) != 0 {
+			t.Errorf("presigned URL %q: %+v", u, fs)
+		}
+	}
 	generic := `db_password = "Xk9mQ2vL8pR4tZ7wB1n"`
 	if fs := s.Scan(generic); len(fs) != 0 {
 		t.Errorf("generic-api-key off by default, found %+v", fs)
