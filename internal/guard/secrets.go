@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	ahocorasick "github.com/BobuSumisu/aho-corasick"
 	"github.com/pelletier/go-toml/v2"
 )
 
@@ -47,7 +48,8 @@ type SecretsConfig struct {
 type Secrets struct {
 	rules    []secretRule
 	global   allowlist
-	keywords []string // every rule keyword, lower case, deduplicated
+	keywords []string          // every rule keyword, lower case, deduplicated
+	trie     *ahocorasick.Trie // over keywords: one pass finds every keyword present
 }
 
 type secretRule struct {
@@ -55,7 +57,7 @@ type secretRule struct {
 	re          *regexp.Regexp
 	secretGroup int
 	entropy     float64
-	keywords    []string
+	keywords    []int // into Secrets.keywords; none: the rule always runs
 	allow       []allowlist
 }
 
@@ -124,7 +126,7 @@ func NewSecrets(cfg SecretsConfig) (*Secrets, error) {
 			return nil, fmt.Errorf("secret rules: no rule %q", name)
 		}
 	}
-	kw := map[string]bool{}
+	kw := map[string]int{}
 	for _, r := range tr.Rules {
 		off := slices.Contains(OffByDefault, r.ID) && !slices.Contains(cfg.Enable, r.ID)
 		if r.Regex == "" || r.Path != "" || off || slices.Contains(cfg.Disable, r.ID) {
@@ -137,11 +139,13 @@ func NewSecrets(cfg SecretsConfig) (*Secrets, error) {
 		sr := secretRule{id: r.ID, re: re, secretGroup: r.SecretGroup, entropy: r.Entropy}
 		for _, k := range r.Keywords {
 			k = strings.ToLower(k)
-			sr.keywords = append(sr.keywords, k)
-			if !kw[k] {
-				kw[k] = true
+			i, ok := kw[k]
+			if !ok {
+				i = len(s.keywords)
+				kw[k] = i
 				s.keywords = append(s.keywords, k)
 			}
+			sr.keywords = append(sr.keywords, i)
 		}
 		for _, a := range r.Allowlists {
 			al, err := compileAllowlist(a)
@@ -152,6 +156,7 @@ func NewSecrets(cfg SecretsConfig) (*Secrets, error) {
 		}
 		s.rules = append(s.rules, sr)
 	}
+	s.trie = ahocorasick.NewTrieBuilder().AddStrings(s.keywords).Build()
 	return s, nil
 }
 
@@ -184,21 +189,17 @@ func (s *Secrets) Scan(text string) []Finding {
 	if len(text) < 8 {
 		return nil
 	}
-	lower := toLowerASCII(text)
-	var hit map[string]bool
-	for _, k := range s.keywords {
-		if strings.Contains(lower, k) {
-			if hit == nil {
-				hit = map[string]bool{}
-			}
-			hit[k] = true
-		}
-	}
+	hit := make([]bool, len(s.keywords))
+	found := false
+	s.trie.Walk(lowerASCII(text), func(_, _, k int64) bool {
+		hit[k], found = true, true
+		return true
+	})
 	var out []Finding
 	for i := range s.rules {
 		r := &s.rules[i]
 		if len(r.keywords) > 0 {
-			if hit == nil || !slices.ContainsFunc(r.keywords, func(k string) bool { return hit[k] }) {
+			if !found || !slices.ContainsFunc(r.keywords, func(k int) bool { return hit[k] }) {
 				continue
 			}
 		}
@@ -319,6 +320,17 @@ func shannon(s string) float64 {
 		}
 	}
 	return h
+}
+
+// lowerASCII is s with ASCII letters lowered, as bytes.
+func lowerASCII(s string) []byte {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return b
 }
 
 // toLowerASCII lowers ASCII letters only, so that offsets stay those of s
