@@ -84,15 +84,15 @@ func pickRune(rng *rand.Rand, pairs []rune) rune {
 
 // genSecret returns a text of the form "<before><secret><after>" that the
 // rule's expression matches, or "" after 40 tries.
-func genSecret(rng *rand.Rand, expr string) string {
-	parsed, err := syntax.Parse(expr, syntax.Perl)
+func genSecret(rng *rand.Rand, re *regexp.Regexp) string {
+	parsed, err := syntax.Parse(re.String(), syntax.Perl)
 	if err != nil {
 		return ""
 	}
-	re := regexp.MustCompile(expr)
+	parsed = parsed.Simplify()
 	for range 40 {
 		var b strings.Builder
-		genMatch(rng, parsed.Simplify(), &b)
+		genMatch(rng, parsed, &b)
 		text := fmt.Sprintf("result of the call: %s\n", b.String())
 		if re.MatchString(text) {
 			return text
