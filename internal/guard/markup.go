@@ -1,0 +1,91 @@
+package guard
+
+import (
+	"net/url"
+	"regexp"
+	"strings"
+)
+
+// Markup finds markup that makes a client fetch a URL carrying data out
+// (EchoLeak): a markdown image or link, a reference definition, or with
+// HTML an <img>, whose URL is http(s) to a host not in AllowHosts and has a query
+// value of MinQueryValue bytes or more. Rules "image" and "link"; the span
+// is the URL, so Strip leaves the markup empty ("![x]()").
+type Markup struct {
+	// AllowHosts are hosts whose URLs are never findings; "example.com"
+	// allows its subdomains too. Zero: none.
+	AllowHosts []string
+	// MinQueryValue is the length from which a query value (or a query
+	// without "=") counts as data. Zero: 16.
+	MinQueryValue int
+	// HTML: <img src> counts too. Zero: markdown only (HTML mail is full
+	// of tracking images: 77 of 4,150 ham mails of the SpamAssassin corpus).
+	HTML bool
+}
+
+var (
+	mdInline = regexp.MustCompile(`(!?)\[[^\]\n]{0,1000}\]\(\s*<?([a-zA-Z][a-zA-Z0-9+.-]*://[^\s)>]+)`)
+	mdRef    = regexp.MustCompile(`(?m)^[ \t]{0,3}\[[^\]\n]{1,1000}\]:[ \t]*<?([a-zA-Z][a-zA-Z0-9+.-]*://[^\s>]+)`)
+	htmlImg  = regexp.MustCompile(`(?i)<img\b[^>]{0,1000}?\bsrc\s*=\s*["']?([^"'\s>]+)`)
+)
+
+// Scan implements Detector.
+func (m Markup) Scan(s string) []Finding {
+	if !strings.ContainsAny(s, "[<") {
+		return nil
+	}
+	var out []Finding
+	check := func(rule string, start, end int) {
+		if m.exfiltrates(s[start:end]) {
+			out = append(out, Finding{Detector: "markup", Rule: rule, Offset: start, Length: end - start})
+		}
+	}
+	if strings.Contains(s, "](") {
+		for _, loc := range mdInline.FindAllStringSubmatchIndex(s, -1) {
+			rule := "link"
+			if loc[3] > loc[2] {
+				rule = "image"
+			}
+			check(rule, loc[4], loc[5])
+		}
+	}
+	if strings.Contains(s, "]:") {
+		for _, loc := range mdRef.FindAllStringSubmatchIndex(s, -1) {
+			check("link", loc[2], loc[3])
+		}
+	}
+	if m.HTML && (strings.Contains(s, "<img") || strings.Contains(s, "<IMG")) {
+		for _, loc := range htmlImg.FindAllStringSubmatchIndex(s, -1) {
+			check("image", loc[2], loc[3])
+		}
+	}
+	return out
+}
+
+func (m Markup) exfiltrates(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.RawQuery == "" {
+		return false
+	}
+	host := strings.ToLower(u.Hostname())
+	for _, h := range m.AllowHosts {
+		h = strings.ToLower(h)
+		if host == h || strings.HasSuffix(host, "."+h) {
+			return false
+		}
+	}
+	min := m.MinQueryValue
+	if min <= 0 {
+		min = 16
+	}
+	for _, kv := range strings.Split(u.RawQuery, "&") {
+		_, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			v = kv
+		}
+		if len(v) >= min {
+			return true
+		}
+	}
+	return false
+}
