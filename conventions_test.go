@@ -314,7 +314,7 @@ func TestImportRules(t *testing.T) {
 	}
 	for _, need := range []string{
 		"cmd/switchboard", "internal/config", "internal/jsonrpc", "internal/upstream/stdio",
-		"internal/audit", "internal/gateway", "internal/peertest", "internal/sigv4",
+		"internal/audit", "internal/gateway", "internal/peertest", "internal/sigv4", "internal/mcp",
 		"internal/metrics", "internal/statusui", "internal/front/streamable", "internal/upstream/streamable",
 	} {
 		if _, ok := byPath[need]; !ok {
@@ -359,6 +359,9 @@ func TestImportRules(t *testing.T) {
 	}{
 		{"internal/config", func(imp string) bool { return !isInternal(imp) }, "no internal package"},
 		{"internal/jsonrpc", isStd, "the standard library only"},
+		// The MCP vocabulary (versions, keys, Classify) is below every
+		// package that speaks MCP.
+		{"internal/mcp", func(imp string) bool { return isStd(imp) || imp == module+"/internal/jsonrpc" }, "the standard library and internal/jsonrpc only"},
 		// stdio clips child output for the log through audit.Clipped, so
 		// that redaction happens before the cut.
 		{"internal/upstream/stdio", func(imp string) bool { return isStd(imp) || imp == module+"/internal/audit" }, "the standard library and internal/audit only"},

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/mcp"
 	"github.com/switchboard-mcp/switchboard/internal/session"
 )
 
@@ -39,8 +40,8 @@ type StatelessServer interface {
 const ProbeTimeout = 5 * time.Second
 
 // discoverParams are the params of the probe's server/discover.
-var discoverParams = json.RawMessage(`{"_meta":{"` + MetaProtocolVersion + `":"` + ModernVersion + `","` +
-	MetaClientCapabilities + `":{},"` + MetaClientInfo + `":{"name":"switchboard","version":"1"}}}`)
+var discoverParams = json.RawMessage(`{"_meta":{"` + mcp.MetaProtocolVersion + `":"` + mcp.ModernVersion + `","` +
+	mcp.MetaClientCapabilities + `":{},"` + mcp.MetaClientInfo + `":{"name":"switchboard","version":"1"}}}`)
 
 // ErrUnreachable is returned by Probe when the server could not be asked at
 // all (it did not start, its host refused): nothing is learnt or cached.
@@ -80,7 +81,7 @@ func classify(resp *jsonrpc.Message) (Era, json.RawMessage, error) {
 				Supported []string `json:"supported"`
 			}
 			_ = json.Unmarshal(e.Data, &d)
-			if slices.Contains(d.Supported, ModernVersion) {
+			if slices.Contains(d.Supported, mcp.ModernVersion) {
 				return Modern, nil, nil
 			}
 			return Legacy, nil, nil
@@ -94,11 +95,11 @@ func classify(resp *jsonrpc.Message) (Era, json.RawMessage, error) {
 	var d struct {
 		Supported []string `json:"supportedVersions"`
 	}
-	if json.Unmarshal(resp.Result, &d) != nil || !slices.Contains(d.Supported, ModernVersion) {
+	if json.Unmarshal(resp.Result, &d) != nil || !slices.Contains(d.Supported, mcp.ModernVersion) {
 		return Legacy, nil, nil
 	}
 	for _, v := range d.Supported {
-		if v < ModernVersion {
+		if v < mcp.ModernVersion {
 			return Dual, resp.Result, nil
 		}
 	}

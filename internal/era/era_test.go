@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/mcp"
 	"github.com/switchboard-mcp/switchboard/internal/session"
 )
 
@@ -32,14 +33,14 @@ func TestWithMeta(t *testing.T) {
 
 func TestWithoutMeta(t *testing.T) {
 	in := []byte(`{"name":"t","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":1}}`)
-	got := withoutMeta(in, MetaProtocolVersion)
-	if v := jsonrpc.Member(got, "_meta", MetaProtocolVersion); v != nil {
+	got := withoutMeta(in, mcp.MetaProtocolVersion)
+	if v := jsonrpc.Member(got, "_meta", mcp.MetaProtocolVersion); v != nil {
 		t.Errorf("protocolVersion still there: %s", got)
 	}
 	if v := jsonrpc.Member(got, "_meta", "progressToken"); string(v) != "1" {
 		t.Errorf("progressToken lost: %s", got)
 	}
-	if same := withoutMeta([]byte(`{"name":"t"}`), MetaProtocolVersion); string(same) != `{"name":"t"}` {
+	if same := withoutMeta([]byte(`{"name":"t"}`), mcp.MetaProtocolVersion); string(same) != `{"name":"t"}` {
 		t.Errorf("no _meta: got %s", same)
 	}
 }
@@ -74,8 +75,8 @@ func TestAmendResult(t *testing.T) {
 }
 
 func TestReadModern(t *testing.T) {
-	params := `{"name":"a","_meta":{"` + MetaProtocolVersion + `":"2026-07-28","` + MetaClientCapabilities + `":{"sampling":{}},"` +
-		MetaClientInfo + `":{"name":"c"},"` + MetaLogLevel + `":"info"},"requestState":"sb1.x","name":"b"}`
+	params := `{"name":"a","_meta":{"` + mcp.MetaProtocolVersion + `":"2026-07-28","` + mcp.MetaClientCapabilities + `":{"sampling":{}},"` +
+		mcp.MetaClientInfo + `":{"name":"c"},"` + mcp.MetaLogLevel + `":"info"},"requestState":"sb1.x","name":"b"}`
 	r := readModern(jsonrpc.NewRequest(json.RawMessage(`1`), "tools/call", json.RawMessage(params)))
 	if r.check() != nil || string(r.caps) != `{"sampling":{}}` || string(r.info) != `{"name":"c"}` || !r.wantLog || nameOf("tools/call", []byte(params)) != "b" {
 		t.Fatalf("read %+v", r)
@@ -88,7 +89,7 @@ func TestReadModern(t *testing.T) {
 	}
 	// resources/read is bound to its uri; a _meta given twice counts as
 	// the last, as in Lookup.
-	read := `{"uri":"u","name":"n","_meta":{"` + MetaProtocolVersion + `":"2026-07-28"},"_meta":{}}`
+	read := `{"uri":"u","name":"n","_meta":{"` + mcp.MetaProtocolVersion + `":"2026-07-28"},"_meta":{}}`
 	r = readModern(jsonrpc.NewRequest(json.RawMessage(`1`), "resources/read", json.RawMessage(read)))
 	if name := nameOf("resources/read", []byte(read)); name != "u" || r.check() == nil {
 		t.Fatalf("resources/read: name %q, check %v", name, r.check())
@@ -102,7 +103,7 @@ func FuzzWithMeta(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		out := withMeta([]byte(in), []byte(`"`+MetaProtocolVersion+`":"2026-07-28"`))
+		out := withMeta([]byte(in), []byte(`"`+mcp.MetaProtocolVersion+`":"2026-07-28"`))
 		var obj map[string]json.RawMessage
 		if json.Unmarshal([]byte(in), &obj) != nil {
 			return // not an object: anything goes, but no panic
@@ -113,7 +114,7 @@ func FuzzWithMeta(f *testing.F) {
 		if !json.Valid(out) {
 			t.Fatalf("withMeta(%q) = %q: invalid JSON", in, out)
 		}
-		if v, _ := jsonrpc.StringMember(out, "_meta", MetaProtocolVersion); v != "2026-07-28" {
+		if v, _ := jsonrpc.StringMember(out, "_meta", mcp.MetaProtocolVersion); v != "2026-07-28" {
 			t.Fatalf("withMeta(%q) = %q: member not found", in, out)
 		}
 	})
@@ -302,7 +303,7 @@ func TestModernResumeErrors(t *testing.T) {
 	m := NewModernOverLegacy(nil, Options{Name: "x"})
 	defer m.Close()
 	req := jsonrpc.NewRequest(json.RawMessage(`7`), "tools/call", json.RawMessage(`{"name":"t","requestState":"sb1.forged","inputResponses":{},"_meta":{"`+
-		MetaProtocolVersion+`":"2026-07-28","`+MetaClientCapabilities+`":{}}}`))
+		mcp.MetaProtocolVersion+`":"2026-07-28","`+mcp.MetaClientCapabilities+`":{}}}`))
 	c, err := m.Stateless(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
@@ -318,8 +319,8 @@ func TestModernResumeErrors(t *testing.T) {
 		code           int
 	}{
 		{"tools/list", `{}`, jsonrpc.InvalidParams},
-		{"tools/list", `{"_meta":{"` + MetaProtocolVersion + `":"2030-01-01","` + MetaClientCapabilities + `":{}}}`, jsonrpc.UnsupportedProtocolVersion},
-		{"ping", `{"_meta":{"` + MetaProtocolVersion + `":"2026-07-28","` + MetaClientCapabilities + `":{}}}`, jsonrpc.MethodNotFound},
+		{"tools/list", `{"_meta":{"` + mcp.MetaProtocolVersion + `":"2030-01-01","` + mcp.MetaClientCapabilities + `":{}}}`, jsonrpc.UnsupportedProtocolVersion},
+		{"ping", `{"_meta":{"` + mcp.MetaProtocolVersion + `":"2026-07-28","` + mcp.MetaClientCapabilities + `":{}}}`, jsonrpc.MethodNotFound},
 	} {
 		c, err := m.Stateless(context.Background(), jsonrpc.NewRequest(json.RawMessage(`1`), tc.method, json.RawMessage(tc.params)))
 		if err != nil {
@@ -345,7 +346,7 @@ func TestLegacyRequestDropsVersion(t *testing.T) {
 		if !json.Valid(out.Params) {
 			t.Fatalf("%s → invalid %s", in, out.Params)
 		}
-		if _, ok := out.MetaString(MetaProtocolVersion); ok {
+		if _, ok := out.MetaString(mcp.MetaProtocolVersion); ok {
 			t.Errorf("%s → still has protocolVersion: %s", in, out.Params)
 		}
 		if n, _ := jsonrpc.StringMember(out.Params, "name"); n != "t" {

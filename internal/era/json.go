@@ -7,19 +7,6 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/session"
 )
 
-// Reserved _meta keys of 2026-07-28 requests and results.
-const (
-	MetaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
-	MetaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
-	MetaClientInfo         = "io.modelcontextprotocol/clientInfo"
-	MetaLogLevel           = "io.modelcontextprotocol/logLevel"
-	MetaServerInfo         = "io.modelcontextprotocol/serverInfo"
-	MetaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
-)
-
-// ModernVersion is the protocol version of the stateless era.
-const ModernVersion = "2026-07-28"
-
 // skipWS returns the index of the first non-space byte of b at or after i.
 func skipWS(b []byte, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/mcp"
 	"github.com/switchboard-mcp/switchboard/internal/session"
 	"github.com/switchboard-mcp/switchboard/internal/upstream"
 )
@@ -43,7 +44,7 @@ func (t *LegacyOverModern) Join(ctx context.Context, down upstream.Downstream, i
 	requested, _ := jsonrpc.StringMember(init.Params, "protocolVersion")
 	caps := orEmpty(jsonrpc.Member(init.Params, "capabilities"))
 	info := jsonrpc.Member(init.Params, "clientInfo")
-	s := &legacySession{t: t, down: down, caps: caps, version: ModernVersion, pending: map[string]chan *jsonrpc.Message{}, calls: map[string]*legacyCall{}}
+	s := &legacySession{t: t, down: down, caps: caps, version: mcp.ModernVersion, pending: map[string]chan *jsonrpc.Message{}, calls: map[string]*legacyCall{}}
 	s.setMeta(info, "")
 
 	ctx, cancel := context.WithTimeout(ctx, t.opts.Timeout)
@@ -68,8 +69,8 @@ func (t *LegacyOverModern) Join(ctx context.Context, down upstream.Downstream, i
 // initFromDiscover builds the InitializeResult for a client that asked for
 // version requested.
 func initFromDiscover(d json.RawMessage, requested string) json.RawMessage {
-	version := upstream.LatestVersion
-	if slices.Contains(upstream.KnownVersions, requested) {
+	version := mcp.LatestLegacyVersion
+	if mcp.IsLegacy(requested) {
 		version = requested
 	}
 	caps := map[string]json.RawMessage{}
@@ -83,12 +84,12 @@ func initFromDiscover(d json.RawMessage, requested string) json.RawMessage {
 	out := map[string]any{
 		"protocolVersion": version,
 		"capabilities":    caps,
-		"serverInfo":      json.RawMessage(orEmpty(jsonrpc.Member(d, "_meta", MetaServerInfo))),
+		"serverInfo":      json.RawMessage(orEmpty(jsonrpc.Member(d, "_meta", mcp.MetaServerInfo))),
 	}
 	if s, ok := jsonrpc.StringMember(d, "instructions"); ok {
 		out["instructions"] = s
 	}
-	if string(jsonrpc.Member(d, "_meta", MetaServerInfo)) == "" {
+	if string(jsonrpc.Member(d, "_meta", mcp.MetaServerInfo)) == "" {
 		out["serverInfo"] = map[string]string{"name": "switchboard", "version": "1"}
 	}
 	return jsonrpc.Marshal(out)
@@ -125,10 +126,10 @@ func (s *legacySession) setMeta(info json.RawMessage, level string) {
 		s.level = level
 	}
 	b := make([]byte, 0, 160+len(s.caps)+len(s.info))
-	b = append(b, `"`+MetaProtocolVersion+`":"`+ModernVersion+`","`+MetaClientCapabilities+`":`...)
+	b = append(b, `"`+mcp.MetaProtocolVersion+`":"`+mcp.ModernVersion+`","`+mcp.MetaClientCapabilities+`":`...)
 	b = append(b, s.caps...)
 	if len(s.info) > 0 {
-		b = append(b, `,"`+MetaClientInfo+`":`...)
+		b = append(b, `,"`+mcp.MetaClientInfo+`":`...)
 		b = append(b, s.info...)
 	}
 	// A legacy client that set no level gets every message (the legacy
@@ -137,7 +138,7 @@ func (s *legacySession) setMeta(info json.RawMessage, level string) {
 	if level == "" {
 		level = "debug"
 	}
-	b = append(b, `,"`+MetaLogLevel+`":`...)
+	b = append(b, `,"`+mcp.MetaLogLevel+`":`...)
 	b = append(b, jsonrpc.Quote(level)...)
 	s.mu.Unlock()
 	s.meta.Store(&b)
@@ -179,7 +180,7 @@ func (s *legacySession) Call(ctx context.Context, req *jsonrpc.Message) (session
 	if err != nil {
 		return nil, err
 	}
-	if !inputMethod(req.Method) {
+	if !mcp.InputMethod(req.Method) {
 		return inner, nil
 	}
 	c := &legacyCall{s: s, req: fwd, inner: inner}
@@ -525,7 +526,7 @@ func (s *legacySession) feed(c session.Call) {
 		m, ended := c.Poll()
 		if m != nil {
 			if m.IsNotification() && m.Method != "notifications/subscriptions/acknowledged" {
-				s.down.Deliver(&jsonrpc.Message{Method: m.Method, Params: withoutMeta(m.Params, MetaSubscriptionID)})
+				s.down.Deliver(&jsonrpc.Message{Method: m.Method, Params: withoutMeta(m.Params, mcp.MetaSubscriptionID)})
 			}
 			continue
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/mcp"
 	"github.com/switchboard-mcp/switchboard/internal/session"
 )
 
@@ -25,7 +26,7 @@ func (s *scriptedServer) Stateless(_ context.Context, req *jsonrpc.Message) (ses
 	s.reqs = append(s.reqs, req)
 	s.mu.Unlock()
 	if req.Method == "server/discover" {
-		return result(req, json.RawMessage(`{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"_meta":{"`+MetaServerInfo+`":{"name":"s","version":"9"}}}`)), nil
+		return result(req, json.RawMessage(`{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"_meta":{"`+mcp.MetaServerInfo+`":{"name":"s","version":"9"}}}`)), nil
 	}
 	return s.answer(req), nil
 }
@@ -125,13 +126,13 @@ func TestLegacyInputRequired(t *testing.T) {
 		t.Errorf("retry requestState %q; want the server's st-1", st)
 	}
 	for _, r := range calls {
-		if v, _ := jsonrpc.StringMember(r.Params, "_meta", MetaProtocolVersion); v != ModernVersion {
+		if v, _ := jsonrpc.StringMember(r.Params, "_meta", mcp.MetaProtocolVersion); v != mcp.ModernVersion {
 			t.Errorf("request without _meta protocolVersion: %s", r.Params)
 		}
-		if jsonrpc.Member(r.Params, "_meta", MetaClientCapabilities, "elicitation") == nil {
+		if jsonrpc.Member(r.Params, "_meta", mcp.MetaClientCapabilities, "elicitation") == nil {
 			t.Errorf("request without the client's capabilities: %s", r.Params)
 		}
-		if v, _ := jsonrpc.StringMember(r.Params, "_meta", MetaLogLevel); v != "warning" {
+		if v, _ := jsonrpc.StringMember(r.Params, "_meta", mcp.MetaLogLevel); v != "warning" {
 			t.Errorf("logLevel %q; want the session's warning", v)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/mcp"
 	"github.com/switchboard-mcp/switchboard/internal/session"
 )
 
@@ -77,7 +78,7 @@ func (t *ModernOverLegacy) listen(ctx context.Context, req *jsonrpc.Message) ses
 	}
 	c.q.Push(jsonrpc.NewNotification("notifications/subscriptions/acknowledged", jsonrpc.Marshal(map[string]any{
 		"notifications": c.agreed,
-		"_meta":         map[string]json.RawMessage{MetaSubscriptionID: req.ID},
+		"_meta":         map[string]json.RawMessage{mcp.MetaSubscriptionID: req.ID},
 	})), true)
 	return c
 }
@@ -108,8 +109,8 @@ func (c *listenCall) Deliver(m *jsonrpc.Message) {
 	default:
 		return // progress and log messages never travel on a listen stream
 	}
-	tag := make([]byte, 0, len(MetaSubscriptionID)+len(c.id)+3)
-	tag = append(tag, jsonrpc.Quote(MetaSubscriptionID)...)
+	tag := make([]byte, 0, len(mcp.MetaSubscriptionID)+len(c.id)+3)
+	tag = append(tag, jsonrpc.Quote(mcp.MetaSubscriptionID)...)
 	tag = append(tag, ':')
 	tag = append(tag, c.id...)
 	c.q.Push(&jsonrpc.Message{Method: m.Method, Params: withMeta(m.Params, tag)}, false)

@@ -5,12 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/auth"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/mcp"
 	"github.com/switchboard-mcp/switchboard/internal/session"
 	"github.com/switchboard-mcp/switchboard/internal/upstream"
 )
@@ -97,32 +97,6 @@ func (t *ModernOverLegacy) Close() { t.states.close() }
 // Parked returns the number of parked MRTR states (for tests and status).
 func (t *ModernOverLegacy) Parked() int { return t.states.len() }
 
-// CheckMeta checks the _meta every 2026-07-28 request must carry.
-func CheckMeta(req *jsonrpc.Message) *jsonrpc.Error {
-	r := readModern(req)
-	return r.check()
-}
-
-// removedMethods are legacy methods 2026-07-28 no longer has: a modern
-// client gets -32601 for them, as from a modern server.
-var removedMethods = []string{"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe",
-	"tasks/list", "tasks/result"}
-
-// inputMethods are the requests that may be answered with input_required.
-func inputMethod(method string) bool {
-	return method == "tools/call" || method == "prompts/get" || method == "resources/read"
-}
-
-// cacheable are the methods whose 2026-07-28 results carry ttlMs and
-// cacheScope.
-func cacheable(method string) bool {
-	switch method {
-	case "tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read", "server/discover":
-		return true
-	}
-	return false
-}
-
 // Stateless serves one 2026-07-28 request.
 func (t *ModernOverLegacy) Stateless(ctx context.Context, req *jsonrpc.Message) (session.Call, error) {
 	if !req.IsRequest() {
@@ -137,10 +111,10 @@ func (t *ModernOverLegacy) Stateless(ctx context.Context, req *jsonrpc.Message) 
 		return t.discover(ctx, req), nil
 	case req.Method == "subscriptions/listen":
 		return t.listen(ctx, req), nil
-	case slices.Contains(removedMethods, req.Method):
-		return failure(req, jsonrpc.Errorf(jsonrpc.MethodNotFound, "method not found: %s (removed in protocol %s)", req.Method, ModernVersion)), nil
+	case mcp.Removed(req.Method):
+		return failure(req, jsonrpc.Errorf(jsonrpc.MethodNotFound, "method not found: %s (removed in protocol %s)", req.Method, mcp.ModernVersion)), nil
 	}
-	if inputMethod(req.Method) {
+	if mcp.InputMethod(req.Method) {
 		if token, ok := r.stateToken(); ok {
 			return t.resume(ctx, req, &r, token), nil
 		}
@@ -162,8 +136,8 @@ func (t *ModernOverLegacy) Stateless(ctx context.Context, req *jsonrpc.Message) 
 
 // initFor builds the initialize request of a modern request's member.
 func initFor(req *jsonrpc.Message) *jsonrpc.Message {
-	caps, _, _, _ := req.LookupMeta(MetaClientCapabilities)
-	info, _, _, _ := req.LookupMeta(MetaClientInfo)
+	caps, _, _, _ := req.LookupMeta(mcp.MetaClientCapabilities)
+	info, _, _, _ := req.LookupMeta(mcp.MetaClientInfo)
 	return InitRequest(caps, info)
 }
 
@@ -175,7 +149,7 @@ func InitRequest(caps, info json.RawMessage) *jsonrpc.Message {
 		info = json.RawMessage(`{"name":"2026-07-28 client","version":"0"}`)
 	}
 	params := make([]byte, 0, 96+len(caps)+len(info))
-	params = append(params, `{"protocolVersion":"`+upstream.LatestVersion+`","capabilities":`...)
+	params = append(params, `{"protocolVersion":"`+mcp.LatestLegacyVersion+`","capabilities":`...)
 	params = append(params, caps...)
 	params = append(params, `,"clientInfo":`...)
 	params = append(params, info...)
@@ -217,10 +191,7 @@ func (t *ModernOverLegacy) discover(ctx context.Context, req *jsonrpc.Message) s
 // DiscoverFromInit builds a DiscoverResult from a legacy InitializeResult.
 // Legacy versions stay listed: Switchboard serves them through initialize.
 func DiscoverFromInit(init json.RawMessage) json.RawMessage {
-	versions := []string{ModernVersion}
-	for i := len(upstream.KnownVersions) - 1; i >= 0; i-- {
-		versions = append(versions, upstream.KnownVersions[i])
-	}
+	versions := mcp.SupportedVersions()
 	out := map[string]any{
 		"resultType":        "complete",
 		"supportedVersions": versions,
@@ -232,7 +203,7 @@ func DiscoverFromInit(init json.RawMessage) json.RawMessage {
 		out["instructions"] = s
 	}
 	if info := jsonrpc.Member(init, "serverInfo"); info != nil {
-		out["_meta"] = map[string]json.RawMessage{MetaServerInfo: info}
+		out["_meta"] = map[string]json.RawMessage{mcp.MetaServerInfo: info}
 	}
 	return jsonrpc.Marshal(out)
 }
@@ -344,7 +315,7 @@ func amendResponse(m *jsonrpc.Message, method string) {
 // nil for none.
 func resultAddition(res []byte, method string) []byte {
 	var typ, inputs, ttl, scope bool
-	if !cacheable(method) && !bytes.Contains(res, []byte(`\u`)) &&
+	if !mcp.Cacheable(method) && !bytes.Contains(res, []byte(`\u`)) &&
 		!bytes.Contains(res, []byte(`Type"`)) && !bytes.Contains(res, []byte(`Requests"`)) {
 		// Neither member can be there (as in mayHave; the tails of their
 		// keys start with capitals, rare in JSON, so each search stops
@@ -364,12 +335,12 @@ func resultAddition(res []byte, method string) []byte {
 		}
 	})
 	switch {
-	case inputMethod(method) && inputs:
+	case mcp.InputMethod(method) && inputs:
 		if typ {
 			return nil
 		}
 		return resultInputRequired
-	case cacheable(method):
+	case mcp.Cacheable(method):
 		var add []byte
 		for _, m := range [...]struct {
 			has    bool
@@ -407,7 +378,7 @@ const gatherWindow = 20 * time.Millisecond
 // input_required result; otherwise the server is refused and nil is
 // returned.
 func (c *call) serverRequest(m *jsonrpc.Message) *jsonrpc.Message {
-	if !inputMethod(c.method) || upstream.CapabilityFor(m.Method) == "" {
+	if !mcp.InputMethod(c.method) || upstream.CapabilityFor(m.Method) == "" {
 		c.refuse(m)
 		return nil
 	}
@@ -467,7 +438,7 @@ gather:
 // refuse answers a server→client request the modern client cannot get.
 func (c *call) refuse(m *jsonrpc.Message) {
 	_ = c.b.Respond(context.Background(), jsonrpc.NewError(m.ID, jsonrpc.Errorf(jsonrpc.MethodNotFound,
-		"switchboard: a %s client cannot receive %s during %s", ModernVersion, m.Method, c.method)))
+		"switchboard: a %s client cannot receive %s during %s", mcp.ModernVersion, m.Method, c.method)))
 }
 
 // inputKey names an input request in inputRequests: the capability it

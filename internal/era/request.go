@@ -2,9 +2,9 @@ package era
 
 import (
 	"bytes"
-	"strconv"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/mcp"
 )
 
 // modernRequest is what ModernOverLegacy reads of a 2026-07-28 request:
@@ -37,15 +37,15 @@ func readModern(req *jsonrpc.Message) modernRequest {
 	meta := params[ms:me]
 	jsonrpc.EachMember(meta, func(k, v []byte) {
 		switch string(k) {
-		case MetaProtocolVersion:
+		case mcp.MetaProtocolVersion:
 			r.version = v
 			r.vs = cap(params) - cap(v)
 			r.ve = r.vs + len(v)
-		case MetaClientCapabilities:
+		case mcp.MetaClientCapabilities:
 			r.caps = v
-		case MetaClientInfo:
+		case mcp.MetaClientInfo:
 			r.info = v
-		case MetaLogLevel:
+		case mcp.MetaLogLevel:
 			r.wantLog = true
 		}
 	})
@@ -62,28 +62,8 @@ func mayHave(obj []byte, tail string) bool {
 	return bytes.Contains(obj, []byte(`\u`)) || bytes.Contains(obj, []byte(tail))
 }
 
-// check is CheckMeta on what readModern found.
-func (r *modernRequest) check() *jsonrpc.Error {
-	if string(r.version) == `"`+ModernVersion+`"` && len(r.caps) > 0 && r.caps[0] == '{' {
-		return nil // the common case, without decoding the version
-	}
-	v, ok := "", false
-	if r.version != nil {
-		v, ok = jsonrpc.String(r.version)
-	}
-	if !ok || v == "" {
-		return jsonrpc.Errorf(jsonrpc.InvalidParams, "missing _meta %q", MetaProtocolVersion)
-	}
-	if v != ModernVersion {
-		return &jsonrpc.Error{Code: jsonrpc.UnsupportedProtocolVersion,
-			Message: "unsupported protocol version " + strconv.Quote(v),
-			Data:    jsonrpc.Marshal(map[string]any{"supported": []string{ModernVersion}, "requested": v})}
-	}
-	if len(r.caps) == 0 || r.caps[0] != '{' {
-		return jsonrpc.Errorf(jsonrpc.InvalidParams, "missing or invalid _meta %q", MetaClientCapabilities)
-	}
-	return nil
-}
+// check is mcp.CheckMeta on what readModern found.
+func (r *modernRequest) check() *jsonrpc.Error { return mcp.CheckMetaValues(r.version, r.caps) }
 
 // legacy is req as a legacy server gets it (see legacyRequest), made in
 // out when it differs from req.
@@ -92,7 +72,7 @@ func (r *modernRequest) legacy(req, out *jsonrpc.Message) *jsonrpc.Message {
 		return req
 	}
 	*out = jsonrpc.Message{ID: req.ID, Method: req.Method}
-	if start, end, ok := memberCut(req.Params, MetaProtocolVersion, r.vs, r.ve); ok {
+	if start, end, ok := memberCut(req.Params, mcp.MetaProtocolVersion, r.vs, r.ve); ok {
 		out.Params = jsonrpc.Splice(req.Params, start, end, nil)
 		// The cut was inside _meta: where it now is, so that the
 		// upstream's look-up of the progress token there does not walk
@@ -100,7 +80,7 @@ func (r *modernRequest) legacy(req, out *jsonrpc.Message) *jsonrpc.Message {
 		ms, me, _ := req.MetaAt()
 		out.SetMetaAt(ms, me-(end-start))
 	} else {
-		out.Params = withoutMeta(req.Params, MetaProtocolVersion) // an escaped key: the slow way
+		out.Params = withoutMeta(req.Params, mcp.MetaProtocolVersion) // an escaped key: the slow way
 	}
 	return out
 }

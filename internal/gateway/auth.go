@@ -6,6 +6,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/audit"
 	"github.com/switchboard-mcp/switchboard/internal/auth"
+	"github.com/switchboard-mcp/switchboard/internal/mcp"
 	"github.com/switchboard-mcp/switchboard/internal/policy"
 )
 
@@ -138,7 +139,7 @@ func (g *Gateway) serveMetadata(w http.ResponseWriter, r *http.Request) {
 // names a session another caller opened (Mcp-Session-Id, or the legacy
 // message endpoint's session_id), and reports whether it may go on.
 func (g *Gateway) sessionOwner(w http.ResponseWriter, r *http.Request, id *auth.Identity) bool {
-	sid := r.Header.Get("Mcp-Session-Id")
+	sid := r.Header.Get(mcp.HeaderSessionID)
 	if sid == "" {
 		sid = r.URL.Query().Get("session_id")
 	}

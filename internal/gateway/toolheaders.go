@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/mcp"
 	"github.com/switchboard-mcp/switchboard/internal/mcpheader"
 )
 
@@ -33,9 +34,9 @@ const (
 // metaCopied are the _meta members of the client's request that the
 // tools/list request carries too: what a 2026-07-28 server needs to answer.
 var metaCopied = []string{
-	"io.modelcontextprotocol/protocolVersion",
-	"io.modelcontextprotocol/clientCapabilities",
-	"io.modelcontextprotocol/clientInfo",
+	mcp.MetaProtocolVersion,
+	mcp.MetaClientCapabilities,
+	mcp.MetaClientInfo,
 }
 
 // toolsListSeq numbers Switchboard's own tools/list requests.

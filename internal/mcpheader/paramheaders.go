@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/mcp"
 )
 
 // SEP-2243 custom headers. The upstream behind Switchboard is a stdio
@@ -25,9 +26,8 @@ import (
 // semantics as the go-sdk server (mcp/streamable_headers.go,
 // validateParamHeaders).
 const (
-	paramHeaderPrefix = "Mcp-Param-"
-	base64Prefix      = "=?base64?"
-	base64Suffix      = "?="
+	base64Prefix = "=?base64?"
+	base64Suffix = "?="
 )
 
 // ParamBinding ties one (possibly nested) property of a tool's inputSchema
@@ -96,7 +96,7 @@ func ValidateParamHeaders(header http.Header, params json.RawMessage, bindings [
 		}
 	}
 	for _, b := range bindings {
-		full := paramHeaderPrefix + b.Header
+		full := mcp.HeaderParamPrefix + b.Header
 		path := strings.Join(b.Path, ".")
 		hv := header.Get(full)
 		arg, exists := lookupArgument(args, b.Path)
@@ -264,7 +264,7 @@ func ParamHeaderValues(params json.RawMessage, bindings []ParamBinding) http.Hea
 		default:
 			continue
 		}
-		h.Set(paramHeaderPrefix+b.Header, EncodeHeaderValue(s))
+		h.Set(mcp.HeaderParamPrefix+b.Header, EncodeHeaderValue(s))
 	}
 	return h
 }

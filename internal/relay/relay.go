@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/mcp"
 	"github.com/switchboard-mcp/switchboard/internal/session"
 	"github.com/switchboard-mcp/switchboard/internal/upstream"
 	"github.com/switchboard-mcp/switchboard/internal/upstream/sse"
@@ -243,7 +244,7 @@ func (r *relay) handle(line []byte) {
 		r.write(jsonrpc.NewError(nil, e))
 		return
 	}
-	modern := jsonrpc.Member(msg.Params, "_meta", "io.modelcontextprotocol/protocolVersion") != nil
+	modern := jsonrpc.Member(msg.Params, "_meta", mcp.MetaProtocolVersion) != nil
 	switch {
 	case msg.IsRequest() && msg.Method == "initialize":
 		r.initialize(msg)
@@ -472,12 +473,12 @@ func probeLegacySSE(ctx context.Context, opts Options, init *jsonrpc.Message) (b
 	case http.StatusUnauthorized, http.StatusForbidden:
 		return false, fmt.Errorf("upstream returned %s", resp.Status)
 	}
-	if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
+	if sid := resp.Header.Get(mcp.HeaderSessionID); sid != "" {
 		del, _ := http.NewRequestWithContext(ctx, http.MethodDelete, opts.URL, nil)
 		for k, v := range opts.Header {
 			del.Header[k] = v
 		}
-		del.Header.Set("Mcp-Session-Id", sid)
+		del.Header.Set(mcp.HeaderSessionID, sid)
 		if resp, err := client.Do(del); err == nil {
 			resp.Body.Close()
 		}

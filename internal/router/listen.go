@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/mcp"
 	"github.com/switchboard-mcp/switchboard/internal/session"
 )
 
@@ -78,7 +79,7 @@ func (c *listenCall) end(cancel, complete bool) {
 func (c *listenCall) complete() *jsonrpc.Message {
 	return jsonrpc.NewResult(c.req.ID, jsonrpc.Marshal(map[string]any{
 		"resultType": "complete",
-		"_meta":      map[string]json.RawMessage{metaSubscriptionID: c.req.ID},
+		"_meta":      map[string]json.RawMessage{mcp.MetaSubscriptionID: c.req.ID},
 	}))
 }
 
@@ -182,7 +183,7 @@ func (r *Router) runListen(ctx context.Context, c *listenCall, streams []*listen
 	}
 	c.q.Push(jsonrpc.NewNotification("notifications/subscriptions/acknowledged", jsonrpc.Marshal(map[string]any{
 		"notifications": mergeAcks(acks),
-		"_meta":         map[string]json.RawMessage{metaSubscriptionID: req.ID},
+		"_meta":         map[string]json.RawMessage{mcp.MetaSubscriptionID: req.ID},
 	})), true)
 	for _, m := range early {
 		c.q.Push(m, false)
@@ -301,7 +302,7 @@ func (c *listenCall) update(cat *catalog, ks [nKinds]bool) {
 	for _, k := range []kind{kTools, kPrompts, kResources} {
 		if ks[k] && string(jsonrpc.Member(c.req.Params, "notifications", listKeys[k])) == "true" {
 			c.q.Push(jsonrpc.NewNotification(kinds[k].changed, jsonrpc.Marshal(map[string]any{
-				"_meta": map[string]json.RawMessage{metaSubscriptionID: c.req.ID},
+				"_meta": map[string]json.RawMessage{mcp.MetaSubscriptionID: c.req.ID},
 			})), false)
 		}
 	}

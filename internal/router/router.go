@@ -40,6 +40,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/audit"
 	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/mcp"
 	"github.com/switchboard-mcp/switchboard/internal/policy"
 	"github.com/switchboard-mcp/switchboard/internal/sandbox"
 	"github.com/switchboard-mcp/switchboard/internal/session"
@@ -263,10 +264,10 @@ func (a *aggregate) join(ctx context.Context, servers []Server) []*member {
 // negotiate picks the protocol version for a client that asked for
 // requested: its own when Switchboard knows it, else the latest.
 func negotiate(requested string) string {
-	if slices.Contains(upstream.KnownVersions, requested) {
+	if mcp.IsLegacy(requested) {
 		return requested
 	}
-	return upstream.LatestVersion
+	return mcp.LatestLegacyVersion
 }
 
 // mergeCapabilities is the union of server capabilities the router can

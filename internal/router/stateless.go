@@ -4,17 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
-	"strconv"
 	"sync"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/mcp"
 	"github.com/switchboard-mcp/switchboard/internal/mcpheader"
 	"github.com/switchboard-mcp/switchboard/internal/session"
-	"github.com/switchboard-mcp/switchboard/internal/upstream"
 )
-
-// ModernVersion is the protocol version of the stateless era.
-const ModernVersion = "2026-07-28"
 
 // newStatelessCatalog returns the catalog of the servers of v that serve
 // 2026-07-28 requests, or nil when none does. Its members never change
@@ -32,32 +28,6 @@ func (r *Router) newStatelessCatalog(v *View) *catalog {
 		return nil
 	}
 	return c
-}
-
-// Reserved _meta keys of 2026-07-28 requests.
-const (
-	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
-	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
-	metaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
-)
-
-// checkModernMeta checks the _meta every 2026-07-28 request must carry,
-// before anything is fanned out (each server would refuse it on its own,
-// and the merged answer would hide why).
-func checkModernMeta(req *jsonrpc.Message) *jsonrpc.Error {
-	v, ok := jsonrpc.StringMember(req.Params, "_meta", metaProtocolVersion)
-	if !ok || v == "" {
-		return jsonrpc.Errorf(jsonrpc.InvalidParams, "missing _meta %q", metaProtocolVersion)
-	}
-	if v != ModernVersion {
-		return &jsonrpc.Error{Code: jsonrpc.UnsupportedProtocolVersion,
-			Message: "unsupported protocol version " + strconv.Quote(v),
-			Data:    jsonrpc.Marshal(map[string]any{"supported": []string{ModernVersion}, "requested": v})}
-	}
-	if jsonrpc.Member(req.Params, "_meta", metaClientCapabilities) == nil {
-		return jsonrpc.Errorf(jsonrpc.InvalidParams, "missing _meta %q", metaClientCapabilities)
-	}
-	return nil
 }
 
 // modernExtra are the members every 2026-07-28 result of the router
@@ -81,9 +51,9 @@ func (r *Router) Stateless(ctx context.Context, req *jsonrpc.Message) (session.C
 	cat := r.stateless.Load()
 	if cat == nil {
 		return nil, jsonrpc.Errorf(jsonrpc.UnsupportedProtocolVersion,
-			"no server of %s serves protocol %s; send initialize (protocol 2025-11-25 or earlier)", r.viewLabel(), ModernVersion)
+			"no server of %s serves protocol %s; send initialize (protocol 2025-11-25 or earlier)", r.viewLabel(), mcp.ModernVersion)
 	}
-	if e := checkModernMeta(req); e != nil {
+	if e := mcp.CheckMeta(req); e != nil {
 		return failure(req, e), nil
 	}
 	if req.Method == "subscriptions/listen" {
@@ -152,23 +122,23 @@ func (r *Router) discover(ctx context.Context, cat *catalog, req *jsonrpc.Messag
 	}
 	if len(caps) == 0 {
 		return failure(req, jsonrpc.Errorf(jsonrpc.MethodNotFound,
-			"server/discover: no server of %s serves protocol %s; send initialize", r.viewLabel(), ModernVersion))
+			"server/discover: no server of %s serves protocol %s; send initialize", r.viewLabel(), mcp.ModernVersion))
 	}
 	// Legacy versions are served through initialize whatever the servers do.
-	for _, v := range upstream.KnownVersions {
+	for _, v := range mcp.LegacyVersions() {
 		if !slices.Contains(versions, v) {
 			versions = append(versions, v)
 		}
 	}
-	if !slices.Contains(versions, ModernVersion) {
-		versions = append(versions, ModernVersion)
+	if !slices.Contains(versions, mcp.ModernVersion) {
+		versions = append(versions, mcp.ModernVersion)
 	}
 	slices.Sort(versions)
 	slices.Reverse(versions)
 	out := modernExtra(true)
 	out["supportedVersions"] = versions
 	out["capabilities"] = mergeCapabilities(caps, true) // list_changed travels on subscriptions/listen
-	out["_meta"] = map[string]any{"io.modelcontextprotocol/serverInfo": r.serverInfo()}
+	out["_meta"] = map[string]any{mcp.MetaServerInfo: r.serverInfo()}
 	return result(req, jsonrpc.Marshal(out))
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/mcp"
 	"github.com/switchboard-mcp/switchboard/internal/session"
 	"github.com/switchboard-mcp/switchboard/internal/upstream"
 )
@@ -481,7 +482,7 @@ func (s *modernServer) Stateless(ctx context.Context, req *jsonrpc.Message) (ses
 		q := jsonrpc.NewQueue(100)
 		q.Push(jsonrpc.NewNotification("notifications/subscriptions/acknowledged", jsonrpc.Marshal(map[string]any{
 			"notifications": map[string]any{"toolsListChanged": true},
-			"_meta":         map[string]json.RawMessage{metaSubscriptionID: req.ID},
+			"_meta":         map[string]json.RawMessage{mcp.MetaSubscriptionID: req.ID},
 		})), true)
 		c := &queueCall{q: q, long: true}
 		s.mu.Lock()
@@ -502,7 +503,7 @@ func modernReq(id int64, method string, params map[string]any) *jsonrpc.Message 
 	if params == nil {
 		params = map[string]any{}
 	}
-	params["_meta"] = map[string]any{metaProtocolVersion: ModernVersion, metaClientCapabilities: map[string]any{}}
+	params["_meta"] = map[string]any{mcp.MetaProtocolVersion: mcp.ModernVersion, mcp.MetaClientCapabilities: map[string]any{}}
 	return jsonrpc.NewRequest(jsonrpc.IntID(id), method, jsonrpc.Marshal(params))
 }
 
@@ -537,7 +538,7 @@ func TestUpdateListenStream(t *testing.T) {
 	// and s2's stream joins the merged one (its acknowledgement dropped).
 	r.Update(&View{Servers: []Server{s1, s2}})
 	m := nextOf(t, ls)
-	if m == nil || m.Method != toolsChanged || string(jsonrpc.Member(m.Params, "_meta", metaSubscriptionID)) != "50" {
+	if m == nil || m.Method != toolsChanged || string(jsonrpc.Member(m.Params, "_meta", mcp.MetaSubscriptionID)) != "50" {
 		t.Fatalf("after adding s2: %v", m)
 	}
 	if len(s2.listens()) != 1 {

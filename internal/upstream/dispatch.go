@@ -7,11 +7,8 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/audit"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/mcp"
 )
-
-// subscriptionIDKey is where 2026-07-28 tags notifications of a
-// subscriptions/listen stream with the listen request's id.
-const subscriptionIDKey = "io.modelcontextprotocol/subscriptionId"
 
 // dispatch routes one message from connection gen. It runs on the
 // connection's reader goroutine and never blocks on a client. line is
@@ -285,7 +282,7 @@ func (u *Upstream) notification(msg *jsonrpc.Message) {
 	// updated included: it belongs to the stream, not to legacy members).
 	// Progress and log messages never travel on them.
 	if msg.Method != "notifications/progress" && msg.Method != "notifications/message" {
-		if sid, s, e, ok := jsonrpc.Lookup(msg.Params, "_meta", subscriptionIDKey); ok {
+		if sid, s, e, ok := jsonrpc.Lookup(msg.Params, "_meta", mcp.MetaSubscriptionID); ok {
 			id, _ := jsonrpc.ParseIntID(sid)
 			u.mu.Lock()
 			c := u.pending[id]

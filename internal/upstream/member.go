@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/mcp"
 )
 
 // Member is one client session attached to an Upstream.
@@ -36,21 +37,18 @@ func levelIndex(s string) int { return slices.Index(logLevels, s) }
 // Version returns the protocol version negotiated with the client.
 func (m *Member) Version() string { return m.version }
 
-// KnownVersions are the legacy-era protocol versions, oldest first.
-var KnownVersions = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
-
 // negotiate picks the version for a client that asked for requested when the
 // server speaks server: the client's own if Switchboard knows it and the
 // server is not older, else the server's.
 func negotiate(requested, server string) string {
-	ri, si := slices.Index(KnownVersions, requested), slices.Index(KnownVersions, server)
+	ri, si := mcp.LegacyRank(requested), mcp.LegacyRank(server)
 	if ri >= 0 && (si < 0 || ri <= si) {
 		return requested
 	}
 	if server != "" {
 		return server
 	}
-	return LatestVersion
+	return mcp.LatestLegacyVersion
 }
 
 // Join attaches a client session, starting and initializing the server if

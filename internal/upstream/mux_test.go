@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/mcp"
 )
 
 func TestNegotiate(t *testing.T) {
@@ -24,7 +25,7 @@ func TestNegotiate(t *testing.T) {
 		{"server unknown, client known", "2025-03-26", "2030-01-01", "2025-03-26"},
 		{"both unknown", "1999-01-01", "2030-01-01", "2030-01-01"},
 		{"no server version, client known", "2024-11-05", "", "2024-11-05"},
-		{"no server version, client unknown", "1999-01-01", "", LatestVersion},
+		{"no server version, client unknown", "1999-01-01", "", mcp.LatestLegacyVersion},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -147,13 +148,13 @@ func TestModernEra(t *testing.T) {
 			t.Errorf("LongLived = %v, Method = %q", l.LongLived(), l.Method())
 		}
 		internal := string(h.lastSent("subscriptions/listen").ID)
-		conn.sendRaw(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"` + subscriptionIDKey + `":` + internal + `}}}`)
+		conn.sendRaw(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"` + mcp.MetaSubscriptionID + `":` + internal + `}}}`)
 		n := next(t, l)
-		if got := raw(n.Params, "_meta", subscriptionIDKey); got != `"L"` {
+		if got := raw(n.Params, "_meta", mcp.MetaSubscriptionID); got != `"L"` {
 			t.Errorf("subscription id = %s, want the client's", got)
 		}
 		// Tagged with an id nobody has: dropped.
-		conn.sendRaw(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"` + subscriptionIDKey + `":999}}}`)
+		conn.sendRaw(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"` + mcp.MetaSubscriptionID + `":999}}}`)
 		noNext(t, l)
 	})
 }

@@ -30,6 +30,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/backoff"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/mcp"
 )
 
 // Conn is one live connection to an MCP server that carries whole messages.
@@ -540,16 +541,13 @@ func (u *Upstream) restore(ctx context.Context) {
 // declares: everything Switchboard can route to some client.
 var gatewayCapabilities = json.RawMessage(`{"roots":{"listChanged":true},"sampling":{},"elicitation":{"form":{},"url":{}}}`)
 
-// LatestVersion is the newest legacy-era protocol version Switchboard speaks.
-const LatestVersion = "2025-11-25"
-
 func (u *Upstream) initParams() json.RawMessage {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if !u.opts.Shared && u.initReq != nil {
 		return u.initReq
 	}
-	version := LatestVersion
+	version := mcp.LatestLegacyVersion
 	return jsonrpc.Marshal(map[string]any{
 		"protocolVersion": version,
 		"capabilities":    gatewayCapabilities,

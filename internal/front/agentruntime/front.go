@@ -30,13 +30,13 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/mcp"
 )
 
-// Header names of the contracts.
-const (
-	HeaderRuntimeSession = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"
-	HeaderSessionID      = "Mcp-Session-Id"
-)
+// HeaderRuntimeSession is the AgentCore contract's session header (the
+// MCP one is mcp.HeaderSessionID).
+const HeaderRuntimeSession = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"
 
 // Options configure a Front. The zero value of each field is its default.
 type Options struct {
@@ -142,14 +142,14 @@ func (f *Front) forward(w http.ResponseWriter, r *http.Request) {
 	r2.URL = &u
 	rid := r.Header.Get(HeaderRuntimeSession)
 	injected := ""
-	if rid != "" && r.Header.Get(HeaderSessionID) == "" {
+	if rid != "" && r.Header.Get(mcp.HeaderSessionID) == "" {
 		if sid := f.lookup(rid); sid != "" && !f.isInitialize(r2) {
 			r2.Header = r.Header.Clone()
-			r2.Header.Set(HeaderSessionID, sid)
+			r2.Header.Set(mcp.HeaderSessionID, sid)
 			injected = sid
 		}
 	}
-	sid := r2.Header.Get(HeaderSessionID)
+	sid := r2.Header.Get(mcp.HeaderSessionID)
 	bw := &bindingWriter{ResponseWriter: w, f: f, rid: rid, injected: injected}
 	f.next.ServeHTTP(bw, r2)
 	bw.observe(http.StatusOK) // a handler that wrote nothing answered 200
@@ -255,7 +255,7 @@ func (w *bindingWriter) observe(code int) {
 	if w.rid == "" {
 		return
 	}
-	if sid := w.Header().Get(HeaderSessionID); sid != "" && code/100 == 2 && sid != w.injected {
+	if sid := w.Header().Get(mcp.HeaderSessionID); sid != "" && code/100 == 2 && sid != w.injected {
 		w.f.bind(w.rid, sid)
 	}
 	if code == http.StatusNotFound && w.injected != "" {

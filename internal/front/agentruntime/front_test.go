@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/mcp"
 )
 
 // fakeGateway stands in for the gateway: initialize opens session s-N,
@@ -27,7 +29,7 @@ func (g *fakeGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.mu.Lock()
 	g.paths = append(g.paths, r.URL.Path)
 	g.mu.Unlock()
-	sid := r.Header.Get(HeaderSessionID)
+	sid := r.Header.Get(mcp.HeaderSessionID)
 	if sid == "gone" {
 		http.Error(w, "no such session", http.StatusNotFound)
 		return
@@ -48,7 +50,7 @@ func (g *fakeGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Has("gone") {
 			id = "gone"
 		}
-		w.Header().Set(HeaderSessionID, id)
+		w.Header().Set(mcp.HeaderSessionID, id)
 		g.mu.Unlock()
 	case "block":
 		g.entered <- struct{}{}
@@ -79,7 +81,7 @@ func do(t *testing.T, method, url, rid, sid, body string) (int, string, http.Hea
 		req.Header.Set(HeaderRuntimeSession, rid)
 	}
 	if sid != "" {
-		req.Header.Set(HeaderSessionID, sid)
+		req.Header.Set(mcp.HeaderSessionID, sid)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -95,8 +97,8 @@ func TestFrontBindsRuntimeSessions(t *testing.T) {
 	inv := srv.URL + "/invocations"
 	init := `{"jsonrpc":"2.0","id":1,"method":"initialize"}`
 	call := `{"jsonrpc":"2.0","id":2,"method":"tools/call"}`
-	if _, _, h := do(t, "POST", inv, "A", "", init); h.Get(HeaderSessionID) != "s-1" {
-		t.Fatalf("initialize opened %q", h.Get(HeaderSessionID))
+	if _, _, h := do(t, "POST", inv, "A", "", init); h.Get(mcp.HeaderSessionID) != "s-1" {
+		t.Fatalf("initialize opened %q", h.Get(mcp.HeaderSessionID))
 	}
 	if _, body, _ := do(t, "POST", inv, "A", "", call); body != "session=s-1" {
 		t.Errorf("runtime id A only: %s, want session=s-1", body)

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/mcp"
 	"github.com/switchboard-mcp/switchboard/internal/session"
 )
 
@@ -38,9 +39,6 @@ type Options struct {
 	MaxLine int
 	Logger  *slog.Logger // nil discards
 }
-
-// metaVersionKey marks a 2026-07-28 request.
-const metaVersionKey = "io.modelcontextprotocol/protocolVersion"
 
 // Serve runs the front until in ends (nil), ctx is done (ctx.Err()), or the
 // session ends from the server side (an error). In-flight calls are
@@ -169,7 +167,7 @@ func (f *front) handle(line []byte, wg *sync.WaitGroup) {
 	b := f.s.Backend()
 	switch {
 	case msg.IsRequest():
-		_, modern := jsonrpc.StringMember(msg.Params, "_meta", metaVersionKey)
+		_, modern := jsonrpc.StringMember(msg.Params, "_meta", mcp.MetaProtocolVersion)
 		switch {
 		case b == nil && msg.Method == "initialize":
 			// Synchronous: nothing else is read before the answer.

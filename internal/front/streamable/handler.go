@@ -33,11 +33,11 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/audit"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/mcp"
 	"github.com/switchboard-mcp/switchboard/internal/mcpheader"
 	"github.com/switchboard-mcp/switchboard/internal/reqbody"
 	"github.com/switchboard-mcp/switchboard/internal/session"
 	"github.com/switchboard-mcp/switchboard/internal/sse"
-	"github.com/switchboard-mcp/switchboard/internal/upstream"
 )
 
 // Destination is what the handler serves: one upstream or an aggregated
@@ -112,14 +112,6 @@ func NewHandler(dest Destination, opts Options) *Handler {
 	return &Handler{dest: dest, opts: opts, log: log}
 }
 
-// Header names.
-const (
-	HeaderSessionID       = "Mcp-Session-Id"
-	HeaderProtocolVersion = "Mcp-Protocol-Version"
-	HeaderMethod          = "Mcp-Method"
-	HeaderName            = "Mcp-Name"
-)
-
 // headerValue is h.Get(key) for a key already in canonical form (the
 // constants above, "Content-Type"): a map lookup without canonicalising
 // the key again on every request, as net/http stores them canonical.
@@ -129,12 +121,6 @@ func headerValue(h http.Header, key string) string {
 	}
 	return ""
 }
-
-// metaVersionKey is the _meta member that marks a 2026-07-28 request.
-const metaVersionKey = "io.modelcontextprotocol/protocolVersion"
-
-// ModernVersion is the first protocol version of the stateless era.
-const ModernVersion = "2026-07-28"
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec := audit.FromContext(r.Context())
@@ -254,20 +240,20 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, rec *audit.Record
 	}
 	jsonOK = jsonOK && !preferSSE // from here: "may the answer be plain JSON"
 
-	hv := headerValue(r.Header, HeaderProtocolVersion)
-	_, hasMeta := msg.MetaString(metaVersionKey)
-	if hasMeta || hv >= ModernVersion {
+	hv := headerValue(r.Header, mcp.HeaderProtocolVersion)
+	_, hasMeta := msg.MetaString(mcp.MetaProtocolVersion)
+	if hasMeta || hv >= mcp.ModernVersion {
 		// 2026-07-28: stateless; Mcp-Session-Id is ignored altogether.
 		h.stateless(w, r, rec, msg, jsonOK, sseOK)
 		return
 	}
-	if hv != "" && msg.Method != "initialize" && !knownVersion(hv) {
+	if hv != "" && msg.Method != "initialize" && !mcp.Known(hv) {
 		writeError(w, http.StatusBadRequest, msg.ID, &jsonrpc.Error{Code: jsonrpc.UnsupportedProtocolVersion,
 			Message: "unsupported MCP-Protocol-Version " + strconv.Quote(hv),
-			Data:    jsonrpc.Marshal(map[string]any{"supported": supportedVersions, "requested": hv})})
+			Data:    jsonrpc.Marshal(map[string]any{"supported": append(mcp.LegacyVersions(), mcp.ModernVersion), "requested": hv})})
 		return
 	}
-	sid := headerValue(r.Header, HeaderSessionID)
+	sid := headerValue(r.Header, mcp.HeaderSessionID)
 	switch {
 	case sid == "" && msg.Method == "initialize" && msg.IsRequest():
 		h.initialize(w, r, rec, msg, jsonOK)
@@ -326,7 +312,7 @@ func (h *Handler) initialize(w http.ResponseWriter, r *http.Request, rec *audit.
 		return
 	}
 	s.SetBackend(backend)
-	w.Header().Set(HeaderSessionID, s.ID)
+	w.Header().Set(mcp.HeaderSessionID, s.ID)
 	h.writeFinal(w, rec, res, jsonOK, false)
 }
 
@@ -356,18 +342,18 @@ func (h *Handler) stateless(w http.ResponseWriter, r *http.Request, rec *audit.R
 // checkHeaders validates the 2026-07-28 request-metadata headers against the
 // body; nil when they agree.
 func checkHeaders(r *http.Request, msg *jsonrpc.Message) *jsonrpc.Error {
-	hv := headerValue(r.Header, HeaderProtocolVersion)
+	hv := headerValue(r.Header, mcp.HeaderProtocolVersion)
 	if hv == "" {
-		return jsonrpc.Errorf(jsonrpc.HeaderMismatch, "MCP-Protocol-Version header is required for requests carrying _meta %q", metaVersionKey)
+		return jsonrpc.Errorf(jsonrpc.HeaderMismatch, "MCP-Protocol-Version header is required for requests carrying _meta %q", mcp.MetaProtocolVersion)
 	}
-	metaVersion, ok := msg.MetaString(metaVersionKey)
+	metaVersion, ok := msg.MetaString(mcp.MetaProtocolVersion)
 	if !ok || metaVersion == "" {
-		return jsonrpc.Errorf(jsonrpc.InvalidParams, "missing or invalid _meta field %q", metaVersionKey)
+		return jsonrpc.Errorf(jsonrpc.InvalidParams, "missing or invalid _meta field %q", mcp.MetaProtocolVersion)
 	}
 	if v := hv; v != metaVersion {
 		return jsonrpc.Errorf(jsonrpc.HeaderMismatch, "MCP-Protocol-Version header %q does not match _meta protocolVersion %q", v, metaVersion)
 	}
-	if v := headerValue(r.Header, HeaderMethod); v != msg.Method {
+	if v := headerValue(r.Header, mcp.HeaderMethod); v != msg.Method {
 		return jsonrpc.Errorf(jsonrpc.HeaderMismatch, "Mcp-Method header %q does not match method %q", v, msg.Method)
 	}
 	var key string
@@ -380,28 +366,17 @@ func checkHeaders(r *http.Request, msg *jsonrpc.Message) *jsonrpc.Error {
 		return nil
 	}
 	want, _ := jsonrpc.StringMember(msg.Params, key)
-	got, ok := mcpheader.DecodeHeaderValue(headerValue(r.Header, HeaderName))
-	if !ok || got != want || headerValue(r.Header, HeaderName) == "" {
+	got, ok := mcpheader.DecodeHeaderValue(headerValue(r.Header, mcp.HeaderName))
+	if !ok || got != want || headerValue(r.Header, mcp.HeaderName) == "" {
 		return jsonrpc.Errorf(jsonrpc.HeaderMismatch, "Mcp-Name header does not match params.%s", key)
 	}
 	return nil
 }
 
-var supportedVersions = append(append([]string{}, upstream.KnownVersions...), "2026-07-28")
-
-func knownVersion(v string) bool {
-	for _, s := range supportedVersions {
-		if s == v {
-			return true
-		}
-	}
-	return false
-}
-
 func (h *Handler) get(w http.ResponseWriter, r *http.Request, rec *audit.Record) {
-	sid := headerValue(r.Header, HeaderSessionID)
+	sid := headerValue(r.Header, mcp.HeaderSessionID)
 	if sid == "" {
-		if v := headerValue(r.Header, HeaderProtocolVersion); v != "" && !slicesContains(upstream.KnownVersions, v) {
+		if v := headerValue(r.Header, mcp.HeaderProtocolVersion); v != "" && !mcp.IsLegacy(v) {
 			// A modern client: this era has no GET stream.
 			w.Header().Set("Allow", "POST")
 			writeError(w, http.StatusMethodNotAllowed, nil, jsonrpc.Errorf(jsonrpc.InvalidRequest, "GET is not supported in protocol %s", v))
@@ -461,7 +436,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, rec *audit.Record)
 }
 
 func (h *Handler) delete(w http.ResponseWriter, r *http.Request, rec *audit.Record) {
-	sid := headerValue(r.Header, HeaderSessionID)
+	sid := headerValue(r.Header, mcp.HeaderSessionID)
 	if sid == "" {
 		writeError(w, http.StatusBadRequest, nil, jsonrpc.Errorf(jsonrpc.InvalidRequest, "missing Mcp-Session-Id header"))
 		return
@@ -473,13 +448,4 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request, rec *audit.Reco
 	rec.Session = s.ID
 	s.End(nil)
 	w.WriteHeader(http.StatusNoContent)
-}
-
-func slicesContains(list []string, v string) bool {
-	for _, s := range list {
-		if s == v {
-			return true
-		}
-	}
-	return false
 }

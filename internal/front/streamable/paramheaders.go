@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/mcp"
 	"github.com/switchboard-mcp/switchboard/internal/mcpheader"
 )
 
@@ -15,7 +16,7 @@ func (h *Handler) checkParamHeaders(r *http.Request, msg *jsonrpc.Message) *json
 	if msg.Method != "tools/call" || h.opts.ParamHeaders == nil {
 		return nil
 	}
-	if v := r.Header.Get(HeaderProtocolVersion); v == "" || v < ModernVersion {
+	if v := r.Header.Get(mcp.HeaderProtocolVersion); v == "" || v < mcp.ModernVersion {
 		return nil // no header–body validation before 2026-07-28
 	}
 	name, ok := msg.ParamName()

@@ -24,6 +24,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/front/streamable"
 	"github.com/switchboard-mcp/switchboard/internal/gateway"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/mcp"
 	"github.com/switchboard-mcp/switchboard/internal/mcpheader"
 	"github.com/switchboard-mcp/switchboard/internal/peertest"
 	"github.com/switchboard-mcp/switchboard/internal/session"
@@ -175,7 +176,7 @@ func TestCheckParamHeaders(t *testing.T) {
 			}
 			version := tt.version
 			if version == "" {
-				version = streamable.ModernVersion
+				version = mcp.ModernVersion
 			}
 			body, hdr := modernCall(t, version, "tools/call", params)
 			for k, v := range tt.headers {
@@ -194,7 +195,7 @@ func TestCheckParamHeaders(t *testing.T) {
 			if status != http.StatusOK || ans.Error != nil {
 				t.Fatalf("got HTTP %d %+v, want 200 with a result", status, ans)
 			}
-			if version == streamable.ModernVersion && (gotTool != "deploy" || gotReq == nil || gotReq.Method != "tools/call") {
+			if version == mcp.ModernVersion && (gotTool != "deploy" || gotReq == nil || gotReq.Method != "tools/call") {
 				t.Errorf("ParamHeaders got tool %q, request %v", gotTool, gotReq)
 			}
 		})
@@ -223,7 +224,7 @@ func TestCheckParamHeadersOnlyForToolsCall(t *testing.T) {
 		}})
 	for _, method := range []string{"prompts/get", "resources/read", "tools/list"} {
 		params := map[string]any{"name": "p", "uri": "test://x", "arguments": map[string]any{"region": "r"}}
-		body, hdr := modernCall(t, streamable.ModernVersion, method, params)
+		body, hdr := modernCall(t, mcp.ModernVersion, method, params)
 		if method == "resources/read" {
 			hdr.Set("Mcp-Name", "test://x")
 		}
@@ -237,7 +238,7 @@ func TestCheckParamHeadersOnlyForToolsCall(t *testing.T) {
 }
 
 func TestCheckParamHeadersWithoutBindings(t *testing.T) {
-	body, hdr := modernCall(t, streamable.ModernVersion, "tools/call",
+	body, hdr := modernCall(t, mcp.ModernVersion, "tools/call",
 		map[string]any{"name": "deploy", "arguments": map[string]any{"region": "r"}})
 	hdr.Set("Mcp-Param-Region", "mismatch")
 
@@ -351,7 +352,7 @@ func post(t *testing.T, url, tool string, arguments map[string]any, extra map[st
 func tryPost(url, tool string, arguments map[string]any, extra map[string]string) (int, rpcAnswer, error) {
 	var ans rpcAnswer
 	params := map[string]any{"name": tool, "arguments": arguments}
-	body, hdr, err := modernBody(streamable.ModernVersion, "tools/call", params)
+	body, hdr, err := modernBody(mcp.ModernVersion, "tools/call", params)
 	if err != nil {
 		return 0, ans, err
 	}

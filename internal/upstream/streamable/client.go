@@ -26,6 +26,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/backoff"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/mcp"
 	"github.com/switchboard-mcp/switchboard/internal/mcpheader"
 	"github.com/switchboard-mcp/switchboard/internal/sse"
 	"github.com/switchboard-mcp/switchboard/internal/upstream"
@@ -260,7 +261,7 @@ func (c *ClientConn) Write(msg []byte) error {
 		p.init = m.Method == "initialize"
 	}
 	if m.Method != "" {
-		p.modern, _ = m.MetaString(metaVersionKey)
+		p.modern, _ = m.MetaString(mcp.MetaProtocolVersion)
 	}
 	var target string
 	if m.Method == "notifications/cancelled" {
@@ -446,8 +447,8 @@ func (c *ClientConn) newPost(p *post) (req *http.Request, sid string, err error)
 	}
 	switch {
 	case p.modern != "":
-		req.Header.Set(HeaderProtocolVersion, p.modern)
-		req.Header.Set(HeaderMethod, p.msg.Method)
+		req.Header.Set(mcp.HeaderProtocolVersion, p.modern)
+		req.Header.Set(mcp.HeaderMethod, p.msg.Method)
 		var key string
 		switch p.msg.Method {
 		case "tools/call", "prompts/get":
@@ -475,10 +476,10 @@ func (c *ClientConn) newPost(p *post) (req *http.Request, sid string, err error)
 		p.sid, p.epoch = sid, c.epoch
 		c.mu.Unlock()
 		if sid != "" {
-			req.Header.Set(HeaderSessionID, sid)
+			req.Header.Set(mcp.HeaderSessionID, sid)
 		}
 		if version != "" {
-			req.Header.Set(HeaderProtocolVersion, version)
+			req.Header.Set(mcp.HeaderProtocolVersion, version)
 		}
 	}
 	return req, sid, nil
@@ -667,7 +668,7 @@ func (c *ClientConn) isAnswer(p *post, m *jsonrpc.Message) bool {
 // header is a server without sessions (allowed, and common): nothing to
 // report. A header that is not a valid id is ignored with a warning.
 func (c *ClientConn) learnSession(h http.Header) {
-	sid := h.Get(HeaderSessionID)
+	sid := h.Get(mcp.HeaderSessionID)
 	if sid != "" && !validSessionID(sid) {
 		c.log.Warn("upstream sent an invalid session id; ignored")
 		sid = ""
@@ -804,7 +805,7 @@ func (c *ClientConn) reinitialize(initMsg, initedMsg []byte) (sid, version strin
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		return "", "", fmt.Errorf("initialize: upstream returned %s%s", resp.Status, upstream.ErrorDetail(resp.Header, body))
 	}
-	sid = resp.Header.Get(HeaderSessionID)
+	sid = resp.Header.Get(mcp.HeaderSessionID)
 	if !validSessionID(sid) {
 		sid = ""
 	}
@@ -1032,10 +1033,10 @@ func (c *ClientConn) get(ctx context.Context, lastID string) (resp *http.Respons
 func (c *ClientConn) setHeaders(req *http.Request, sid, version string) {
 	upstream.CopyHeader(req.Header, c.opts.Header)
 	if sid != "" {
-		req.Header.Set(HeaderSessionID, sid)
+		req.Header.Set(mcp.HeaderSessionID, sid)
 	}
 	if version != "" {
-		req.Header.Set(HeaderProtocolVersion, version)
+		req.Header.Set(mcp.HeaderProtocolVersion, version)
 	}
 }
 

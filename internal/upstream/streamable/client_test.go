@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	sbmcp "github.com/switchboard-mcp/switchboard/internal/mcp"
 	"github.com/switchboard-mcp/switchboard/internal/upstream"
 )
 
@@ -410,7 +411,7 @@ func TestClientLegacySession(t *testing.T) {
 			}
 
 			inits := up.seen(http.MethodPost, "initialize")
-			if len(inits) != 1 || inits[0].header.Get(HeaderSessionID) != "" {
+			if len(inits) != 1 || inits[0].header.Get(sbmcp.HeaderSessionID) != "" {
 				t.Fatalf("initialize POSTs: %+v", inits)
 			}
 			var sid string
@@ -422,12 +423,12 @@ func TestClientLegacySession(t *testing.T) {
 					continue
 				}
 				if sid == "" {
-					sid = r.header.Get(HeaderSessionID)
+					sid = r.header.Get(sbmcp.HeaderSessionID)
 				}
-				if got := r.header.Get(HeaderSessionID); got == "" || got != sid {
+				if got := r.header.Get(sbmcp.HeaderSessionID); got == "" || got != sid {
 					t.Errorf("%s %s: Mcp-Session-Id %q, want %q", r.method, r.rpc, got, sid)
 				}
-				if got := r.header.Get(HeaderProtocolVersion); got != "2025-11-25" {
+				if got := r.header.Get(sbmcp.HeaderProtocolVersion); got != "2025-11-25" {
 					t.Errorf("%s %s: MCP-Protocol-Version %q", r.method, r.rpc, got)
 				}
 			}
@@ -441,7 +442,7 @@ func TestClientLegacySession(t *testing.T) {
 				t.Fatalf("Close: %v", err)
 			}
 			dels := up.seen(http.MethodDelete, "")
-			if len(dels) != 1 || dels[0].header.Get(HeaderSessionID) != sid || dels[0].status != http.StatusNoContent {
+			if len(dels) != 1 || dels[0].header.Get(sbmcp.HeaderSessionID) != sid || dels[0].status != http.StatusNoContent {
 				t.Fatalf("DELETE: %+v", dels)
 			}
 			if !errors.Is(p.conn.Err(), ErrConnClosed) {
@@ -484,7 +485,7 @@ func TestClientStateless(t *testing.T) {
 		t.Fatalf("GETs: %+v", gets)
 	}
 	for _, r := range up.seen(http.MethodPost, "") {
-		if r.header.Get(HeaderSessionID) != "" {
+		if r.header.Get(sbmcp.HeaderSessionID) != "" {
 			t.Errorf("%s carried a session id", r.rpc)
 		}
 	}
@@ -531,7 +532,7 @@ func TestClientModern(t *testing.T) {
 		t.Fatalf("tools/call POSTs: %+v", calls)
 	}
 	h := calls[0].header
-	if h.Get(HeaderProtocolVersion) != "2026-07-28" || h.Get(HeaderMethod) != "tools/call" || h.Get(HeaderName) != "echo" || h.Get(HeaderSessionID) != "" {
+	if h.Get(sbmcp.HeaderProtocolVersion) != "2026-07-28" || h.Get(sbmcp.HeaderMethod) != "tools/call" || h.Get(sbmcp.HeaderName) != "echo" || h.Get(sbmcp.HeaderSessionID) != "" {
 		t.Fatalf("headers: %v", h)
 	}
 	if len(up.seen(http.MethodGet, "")) != 0 {
@@ -657,7 +658,7 @@ func TestClientSessionLost(t *testing.T) {
 	p := dial(t, ClientOptions{URL: up.URL})
 	p.handshake()
 	up.awaitStream(t)
-	oldSID := up.seen(http.MethodPost, "notifications/initialized")[0].header.Get(HeaderSessionID)
+	oldSID := up.seen(http.MethodPost, "notifications/initialized")[0].header.Get(sbmcp.HeaderSessionID)
 
 	up.swap(goSDKHandler(newMCPServer(nil), nil))
 	p.write(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"again"}}}`)
@@ -674,16 +675,16 @@ func TestClientSessionLost(t *testing.T) {
 		t.Fatalf("%d initialize responses delivered; the replayed one must be swallowed", inits)
 	}
 	calls := up.seen(http.MethodPost, "tools/call")
-	if len(calls) != 2 || calls[0].status != http.StatusNotFound || calls[0].header.Get(HeaderSessionID) != oldSID {
+	if len(calls) != 2 || calls[0].status != http.StatusNotFound || calls[0].header.Get(sbmcp.HeaderSessionID) != oldSID {
 		t.Fatalf("tools/call POSTs: %+v", calls)
 	}
-	newSID := calls[1].header.Get(HeaderSessionID)
+	newSID := calls[1].header.Get(sbmcp.HeaderSessionID)
 	if newSID == "" || newSID == oldSID {
 		t.Fatalf("retry carried session %q (old %q)", newSID, oldSID)
 	}
 	initPosts := up.seen(http.MethodPost, "initialize")
 	inited := up.seen(http.MethodPost, "notifications/initialized")
-	if len(initPosts) != 2 || initPosts[1].header.Get(HeaderSessionID) != "" || len(inited) != 2 || inited[1].header.Get(HeaderSessionID) != newSID {
+	if len(initPosts) != 2 || initPosts[1].header.Get(sbmcp.HeaderSessionID) != "" || len(inited) != 2 || inited[1].header.Get(sbmcp.HeaderSessionID) != newSID {
 		t.Fatalf("handshake not replayed: initialize %+v, initialized %+v", initPosts, inited)
 	}
 }
@@ -769,7 +770,7 @@ func TestClientReinitFails(t *testing.T) {
 	p.write(`{"jsonrpc":"2.0","id":9,"method":"ping"}`) // sent after initialized was taken
 	p.result(9)
 	up.swap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get(HeaderSessionID) != "" {
+		if r.Header.Get(sbmcp.HeaderSessionID) != "" {
 			http.Error(w, "session not found", http.StatusNotFound)
 			return
 		}

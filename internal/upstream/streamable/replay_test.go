@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/mcp"
 )
 
 // brokenServer answers initialize and refuses every other request with the
@@ -38,7 +39,7 @@ func (b *brokenServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	switch {
 	case m.Method == "initialize":
-		w.Header().Set(HeaderSessionID, "broken-session")
+		w.Header().Set(mcp.HeaderSessionID, "broken-session")
 		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"broken","version":"1"}}}`, m.ID)
 	case m.ID == nil:
 		w.WriteHeader(http.StatusAccepted)

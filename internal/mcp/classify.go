@@ -1,0 +1,98 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+)
+
+// Coded is implemented by errors that know the answer they get: the
+// sentinel errors of the packages below the fronts (upstream, session),
+// made with Sentinel, so that Classify needs to import none of them.
+type Coded interface {
+	// Answer returns the HTTP status and the JSON-RPC error code.
+	Answer() (httpStatus, code int)
+}
+
+// sentinel is a Coded error with a fixed text.
+type sentinel struct {
+	text         string
+	status, code int
+}
+
+func (s *sentinel) Error() string                  { return s.text }
+func (s *sentinel) Answer() (httpStatus, code int) { return s.status, s.code }
+
+// Sentinel returns a new error with text that Classify answers with
+// httpStatus and code, wherever it is in an error's chain (errors.As).
+// Each call returns a distinct error, for errors.Is.
+func Sentinel(text string, httpStatus, code int) error {
+	return &sentinel{text: text, status: httpStatus, code: code}
+}
+
+// StatusClientClosed is the status of a request its client cancelled
+// (nginx's 499): nobody reads it, the access log records it.
+const StatusClientClosed = 499
+
+// Classify maps a Go error to the HTTP status and the JSON-RPC error every
+// front answers with; the fronts without HTTP statuses (the legacy SSE
+// stream, stdio, the relay) send the JSON-RPC error alone. In order:
+//
+//   - a *jsonrpc.Error in err's chain is sent as it is; its status is 400
+//     for a request Switchboard could not read (-32700, -32600, -32602)
+//     and otherwise StatusFor its code;
+//   - jsonrpc.ErrBatch: 400, -32600;
+//   - a Coded error (the sentinels of upstream and session) gives its own
+//     status and code, with err's text;
+//   - context.DeadlineExceeded: 504, -32001 (UpstreamTimeout);
+//   - context.Canceled: 499, -32603 "request cancelled";
+//   - anything else is a fault of Switchboard's: 500, -32603 "internal
+//     error" (the text, which may say too much, stays in the log).
+//
+// The faults of a server (it is down, exits, refuses connections, or
+// times out) reach the fronts as upstream's ErrUnavailable or a
+// jsonrpc.Error of code UpstreamUnavailable (503), UpstreamTimeout (504)
+// or UpstreamTooLarge (502), or as context.DeadlineExceeded (504).
+func Classify(err error) (httpStatus int, e *jsonrpc.Error) {
+	var coded Coded
+	switch {
+	case err == nil:
+		return http.StatusInternalServerError, jsonrpc.Errorf(jsonrpc.InternalError, "internal error")
+	case errors.As(err, &e):
+		switch e.Code {
+		case jsonrpc.ParseError, jsonrpc.InvalidRequest, jsonrpc.InvalidParams:
+			return http.StatusBadRequest, e
+		}
+		return StatusFor(e.Code), e
+	case errors.Is(err, jsonrpc.ErrBatch):
+		return http.StatusBadRequest, jsonrpc.Errorf(jsonrpc.InvalidRequest, "%v", err)
+	case errors.As(err, &coded):
+		status, code := coded.Answer()
+		return status, jsonrpc.Errorf(code, "%v", err)
+	case errors.Is(err, context.DeadlineExceeded):
+		return http.StatusGatewayTimeout, jsonrpc.Errorf(jsonrpc.UpstreamTimeout, "%v", err)
+	case errors.Is(err, context.Canceled):
+		return StatusClientClosed, jsonrpc.Errorf(jsonrpc.InternalError, "request cancelled")
+	}
+	return http.StatusInternalServerError, jsonrpc.Errorf(jsonrpc.InternalError, "internal error")
+}
+
+// StatusFor is the HTTP status of a JSON-RPC error answered on its own
+// (not as a server's answer inside a 200): the codes Switchboard itself
+// produces for a server's faults, and the 2026-07-28 request errors. Every
+// other code is a server's answer and travels with 200.
+func StatusFor(code int) int {
+	switch code {
+	case jsonrpc.UpstreamUnavailable:
+		return http.StatusServiceUnavailable
+	case jsonrpc.UpstreamTimeout:
+		return http.StatusGatewayTimeout
+	case jsonrpc.UpstreamTooLarge:
+		return http.StatusBadGateway
+	case jsonrpc.HeaderMismatch, jsonrpc.MissingRequiredClientCapability, jsonrpc.UnsupportedProtocolVersion:
+		return http.StatusBadRequest
+	}
+	return http.StatusOK
+}
