@@ -362,7 +362,7 @@ func (c *legacyCall) drive(first *jsonrpc.Message) {
 		retry := &jsonrpc.Message{ID: c.req.ID, Method: c.req.Method, Params: prependMembers(params, add)}
 		inner, err := c.s.t.srv.Stateless(c.ctx, retry)
 		if err != nil {
-			c.q.PushLast(jsonrpc.NewError(c.req.ID, jsonrpc.Errorf(jsonrpc.UpstreamUnavailable, "%s: %v", c.s.t.opts.Name, err)))
+			c.q.PushLast(jsonrpc.NewError(c.req.ID, mcp.RPCError(fmt.Errorf("%s: %w", c.s.t.opts.Name, err))))
 			return
 		}
 		resp = c.pump(inner)

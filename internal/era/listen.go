@@ -3,6 +3,7 @@ package era
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"sync"
 
@@ -45,7 +46,7 @@ func (t *ModernOverLegacy) listen(ctx context.Context, req *jsonrpc.Message) ses
 	defer cancel()
 	b, res, err := t.join.Join(jctx, c, initFor(req))
 	if err != nil {
-		return failure(req, jsonrpc.Errorf(jsonrpc.UpstreamUnavailable, "%s: %v", t.opts.Name, err))
+		return failure(req, mcp.RPCError(fmt.Errorf("%s: %w", t.opts.Name, err)))
 	}
 	caps := jsonrpc.Member(res.Result, "capabilities")
 	on := func(path ...string) bool { return string(jsonrpc.Member(caps, path...)) == "true" }

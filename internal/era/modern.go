@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -182,7 +183,7 @@ func (t *ModernOverLegacy) discover(ctx context.Context, req *jsonrpc.Message) s
 	defer cancel()
 	b, res, err := t.join.Join(ctx, discard{}, initFor(req))
 	if err != nil {
-		return failure(req, jsonrpc.Errorf(jsonrpc.UpstreamUnavailable, "%s: %v", t.opts.Name, err))
+		return failure(req, mcp.RPCError(fmt.Errorf("%s: %w", t.opts.Name, err)))
 	}
 	b.Leave()
 	return result(req, DiscoverFromInit(res.Result))
@@ -512,7 +513,7 @@ func (t *ModernOverLegacy) resume(ctx context.Context, req *jsonrpc.Message, r *
 		for _, a := range answers {
 			if err := p.b.Respond(ctx, a); err != nil {
 				t.states.drop(p)
-				return failure(req, jsonrpc.Errorf(jsonrpc.UpstreamUnavailable, "%s: %v", t.opts.Name, err))
+				return failure(req, mcp.RPCError(fmt.Errorf("%s: %w", t.opts.Name, err)))
 			}
 		}
 		p.reqs = missing
@@ -529,7 +530,7 @@ func (t *ModernOverLegacy) resume(ctx context.Context, req *jsonrpc.Message, r *
 	for _, a := range answers {
 		if err := p.b.Respond(ctx, a); err != nil {
 			t.states.drop(p)
-			return failure(req, jsonrpc.Errorf(jsonrpc.UpstreamUnavailable, "%s: %v", t.opts.Name, err))
+			return failure(req, mcp.RPCError(fmt.Errorf("%s: %w", t.opts.Name, err)))
 		}
 	}
 	c := t.newCall(ctx, req, r, p.b)

@@ -42,7 +42,7 @@ const StatusClientClosed = 499
 //
 //   - a *jsonrpc.Error in err's chain is sent as it is; its status is 400
 //     for a request Switchboard could not read (-32700, -32600, -32602)
-//     and otherwise StatusFor its code;
+//     and otherwise StatusFor(code, false);
 //   - jsonrpc.ErrBatch: 400, -32600;
 //   - a Coded error (the sentinels of upstream and session) gives its own
 //     status and code, with err's text;
@@ -65,7 +65,7 @@ func Classify(err error) (httpStatus int, e *jsonrpc.Error) {
 		case jsonrpc.ParseError, jsonrpc.InvalidRequest, jsonrpc.InvalidParams:
 			return http.StatusBadRequest, e
 		}
-		return StatusFor(e.Code), e
+		return StatusFor(e.Code, false), e
 	case errors.Is(err, jsonrpc.ErrBatch):
 		return http.StatusBadRequest, jsonrpc.Errorf(jsonrpc.InvalidRequest, "%v", err)
 	case errors.As(err, &coded):
@@ -79,11 +79,20 @@ func Classify(err error) (httpStatus int, e *jsonrpc.Error) {
 	return http.StatusInternalServerError, jsonrpc.Errorf(jsonrpc.InternalError, "internal error")
 }
 
+// RPCError is the JSON-RPC error of Classify(err), for the fronts that
+// answer without an HTTP status (the legacy SSE stream, stdio, the relay).
+func RPCError(err error) *jsonrpc.Error {
+	_, e := Classify(err)
+	return e
+}
+
 // StatusFor is the HTTP status of a JSON-RPC error answered on its own
-// (not as a server's answer inside a 200): the codes Switchboard itself
-// produces for a server's faults, and the 2026-07-28 request errors. Every
-// other code is a server's answer and travels with 200.
-func StatusFor(code int) int {
+// rather than inside a server's result: 503, 504 and 502 for the codes
+// Switchboard gives a server's faults, 400 for the 2026-07-28 request
+// errors, and, when modern (a 2026-07-28 request), 404 for an unknown
+// method and 400 for invalid params (a missing _meta), as that era
+// requires. Every other code is a server's answer and travels with 200.
+func StatusFor(code int, modern bool) int {
 	switch code {
 	case jsonrpc.UpstreamUnavailable:
 		return http.StatusServiceUnavailable
@@ -93,6 +102,14 @@ func StatusFor(code int) int {
 		return http.StatusBadGateway
 	case jsonrpc.HeaderMismatch, jsonrpc.MissingRequiredClientCapability, jsonrpc.UnsupportedProtocolVersion:
 		return http.StatusBadRequest
+	}
+	if modern {
+		switch code {
+		case jsonrpc.MethodNotFound:
+			return http.StatusNotFound
+		case jsonrpc.InvalidParams:
+			return http.StatusBadRequest
+		}
 	}
 	return http.StatusOK
 }

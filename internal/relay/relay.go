@@ -237,11 +237,7 @@ func hasMethod(prefix []byte) bool {
 func (r *relay) handle(line []byte) {
 	msg, err := jsonrpc.Decode(bytes.TrimSpace(line))
 	if err != nil {
-		var e *jsonrpc.Error
-		if !errors.As(err, &e) {
-			e = jsonrpc.Errorf(jsonrpc.InvalidRequest, "%v", err)
-		}
-		r.write(jsonrpc.NewError(nil, e))
+		r.write(jsonrpc.NewError(nil, mcp.RPCError(err)))
 		return
 	}
 	modern := jsonrpc.Member(msg.Params, "_meta", mcp.MetaProtocolVersion) != nil
@@ -251,7 +247,7 @@ func (r *relay) handle(line []byte) {
 	case msg.IsRequest() && modern:
 		up, err := r.modernUpstream()
 		if err != nil {
-			r.write(jsonrpc.NewError(msg.ID, toRPC(err)))
+			r.write(jsonrpc.NewError(msg.ID, mcp.RPCError(err)))
 			return
 		}
 		c, err := up.CallStateless(r.ctx, msg)
@@ -292,7 +288,7 @@ func (r *relay) currentMember() *upstream.Member {
 // pump writes a call's messages to stdout, in its own goroutine.
 func (r *relay) pump(req *jsonrpc.Message, c *upstream.Call, err error) {
 	if err != nil {
-		r.write(jsonrpc.NewError(req.ID, toRPC(err)))
+		r.write(jsonrpc.NewError(req.ID, mcp.RPCError(err)))
 		return
 	}
 	wg := &r.wg
@@ -333,7 +329,7 @@ func (r *relay) initialize(msg *jsonrpc.Message) {
 	r.mu.Unlock()
 	dial, err := r.dialer(msg)
 	if err != nil {
-		r.write(jsonrpc.NewError(msg.ID, toRPC(err)))
+		r.write(jsonrpc.NewError(msg.ID, mcp.RPCError(err)))
 		return
 	}
 	up := upstream.New(upstream.Options{
@@ -346,7 +342,7 @@ func (r *relay) initialize(msg *jsonrpc.Message) {
 	m, res, err := up.Join(r.ctx, r, msg)
 	if err != nil {
 		_ = up.Close(context.Background())
-		r.write(jsonrpc.NewError(msg.ID, toRPC(err)))
+		r.write(jsonrpc.NewError(msg.ID, mcp.RPCError(err)))
 		return
 	}
 	r.mu.Lock()
@@ -447,7 +443,7 @@ func (r *relay) dialer(init *jsonrpc.Message) (upstream.Dialer, error) {
 func probeLegacySSE(ctx context.Context, opts Options, init *jsonrpc.Message) (bool, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, opts.URL, bytes.NewReader(init.Encode()))
 	if err != nil {
-		return false, fmt.Errorf("relay: %w", err)
+		return false, fmt.Errorf("%w: relay: %w", upstream.ErrUnavailable, err)
 	}
 	for k, v := range opts.Header {
 		req.Header[k] = v
@@ -460,7 +456,7 @@ func probeLegacySSE(ctx context.Context, opts Options, init *jsonrpc.Message) (b
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return false, fmt.Errorf("upstream unreachable: %w", upstream.UnwrapURLError(err))
+		return false, fmt.Errorf("%w: upstream unreachable: %w", upstream.ErrUnavailable, upstream.UnwrapURLError(err))
 	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
@@ -471,7 +467,7 @@ func probeLegacySSE(ctx context.Context, opts Options, init *jsonrpc.Message) (b
 		}
 		return true, nil
 	case http.StatusUnauthorized, http.StatusForbidden:
-		return false, fmt.Errorf("upstream returned %s", resp.Status)
+		return false, fmt.Errorf("%w: upstream returned %s", upstream.ErrUnavailable, resp.Status)
 	}
 	if sid := resp.Header.Get(mcp.HeaderSessionID); sid != "" {
 		del, _ := http.NewRequestWithContext(ctx, http.MethodDelete, opts.URL, nil)
@@ -500,14 +496,6 @@ func (r *relay) close() {
 	r.omu.Lock()
 	_ = r.out.Flush()
 	r.omu.Unlock()
-}
-
-func toRPC(err error) *jsonrpc.Error {
-	var e *jsonrpc.Error
-	if errors.As(err, &e) {
-		return e
-	}
-	return jsonrpc.Errorf(jsonrpc.UpstreamUnavailable, "%v", err)
 }
 
 // ParseHeader parses a --header value "Name: value".

@@ -14,10 +14,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/mcp"
 )
 
 // Call is one request in flight, as a front reads it. *upstream.Call
@@ -273,8 +275,8 @@ func (s *Session) Release() {
 }
 
 // ErrTooMany is returned by Table.New when a destination is at its cap and
-// every one of its sessions is busy.
-var ErrTooMany = errors.New("too many sessions")
+// every one of its sessions is busy. mcp.Classify answers it 503, -32000.
+var ErrTooMany = mcp.Sentinel("too many sessions", http.StatusServiceUnavailable, jsonrpc.UpstreamUnavailable)
 
 // ErrEvicted is the end error of a session evicted to make room for a new
 // one.

@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -142,11 +143,15 @@ func (s State) String() string {
 	return [...]string{"idle", "starting", "ready", "restarting", "failed", "closed"}[s]
 }
 
-// Errors returned by Upstream methods. The fronts map them to HTTP statuses.
+// Errors returned by Upstream methods. Each carries its answer for
+// mcp.Classify: the server is down or cannot be reached (503, -32000); the
+// upstream, and so the session on it, has ended (404 so that a client
+// initializes again, -32600); the client reused an id in flight (409,
+// -32600).
 var (
-	ErrUnavailable = errors.New("upstream unavailable")
-	ErrClosed      = errors.New("upstream closed")
-	ErrDuplicateID = errors.New("duplicate request id")
+	ErrUnavailable = mcp.Sentinel("upstream unavailable", http.StatusServiceUnavailable, jsonrpc.UpstreamUnavailable)
+	ErrClosed      = mcp.Sentinel("upstream closed", http.StatusNotFound, jsonrpc.InvalidRequest)
+	ErrDuplicateID = mcp.Sentinel("duplicate request id", http.StatusConflict, jsonrpc.InvalidRequest)
 )
 
 // PermanentError marks why a connection failed when connecting again cannot

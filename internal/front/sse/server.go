@@ -17,6 +17,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/audit"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/mcp"
 	"github.com/switchboard-mcp/switchboard/internal/reqbody"
 	"github.com/switchboard-mcp/switchboard/internal/session"
 	"github.com/switchboard-mcp/switchboard/internal/sse"
@@ -211,7 +212,7 @@ func (s *Server) ServeMessage(w http.ResponseWriter, r *http.Request) {
 		backend, res, err := s.dest.Open(r.Context(), sess, msg)
 		if err != nil {
 			s.log.Warn("initialize failed", "destination", s.opts.Name, "err", err)
-			sess.Deliver(jsonrpc.NewError(msg.ID, toRPCError(err)))
+			sess.Deliver(jsonrpc.NewError(msg.ID, mcp.RPCError(err)))
 			w.WriteHeader(http.StatusAccepted)
 			return
 		}
@@ -224,7 +225,7 @@ func (s *Server) ServeMessage(w http.ResponseWriter, r *http.Request) {
 	case msg.IsRequest():
 		call, err := b.Call(r.Context(), msg)
 		if err != nil {
-			sess.Deliver(jsonrpc.NewError(msg.ID, toRPCError(err)))
+			sess.Deliver(jsonrpc.NewError(msg.ID, mcp.RPCError(err)))
 		} else {
 			go s.pump(sess, msg.ID, call)
 		}
@@ -279,14 +280,6 @@ func (s *Server) pump(sess *session.Session, id []byte, call session.Call) {
 			return
 		}
 	}
-}
-
-func toRPCError(err error) *jsonrpc.Error {
-	var e *jsonrpc.Error
-	if errors.As(err, &e) {
-		return e
-	}
-	return jsonrpc.Errorf(jsonrpc.UpstreamUnavailable, "%v", err)
 }
 
 func httpError(w http.ResponseWriter, status int, msg string) {

@@ -157,11 +157,7 @@ func (f *front) handle(line []byte, wg *sync.WaitGroup) {
 	}
 	msg, err := jsonrpc.Decode(line)
 	if err != nil {
-		var e *jsonrpc.Error
-		if !errors.As(err, &e) {
-			e = jsonrpc.Errorf(jsonrpc.InvalidRequest, "%v", err)
-		}
-		f.write(jsonrpc.NewError(nil, e))
+		f.write(jsonrpc.NewError(nil, mcp.RPCError(err)))
 		return
 	}
 	b := f.s.Backend()
@@ -174,7 +170,7 @@ func (f *front) handle(line []byte, wg *sync.WaitGroup) {
 			backend, res, err := f.dest.Open(f.ctx, f.s, msg)
 			if err != nil {
 				f.log.Warn("stdio: initialize failed", "err", err)
-				f.write(jsonrpc.NewError(msg.ID, rpcError(err)))
+				f.write(jsonrpc.NewError(msg.ID, mcp.RPCError(err)))
 				return
 			}
 			f.s.SetBackend(backend)
@@ -191,7 +187,7 @@ func (f *front) handle(line []byte, wg *sync.WaitGroup) {
 			wg.Go(func() {
 				call, err := b.Call(f.ctx, msg)
 				if err != nil {
-					f.write(jsonrpc.NewError(msg.ID, rpcError(err)))
+					f.write(jsonrpc.NewError(msg.ID, mcp.RPCError(err)))
 					return
 				}
 				f.pump(msg.ID, call)
@@ -239,7 +235,7 @@ func (f *front) stateless(msg *jsonrpc.Message) {
 	}()
 	call, err := f.dest.Stateless(ctx, msg)
 	if err != nil {
-		f.write(jsonrpc.NewError(msg.ID, rpcError(err)))
+		f.write(jsonrpc.NewError(msg.ID, mcp.RPCError(err)))
 		return
 	}
 	f.pumpCtx(ctx, msg.ID, call)
@@ -282,14 +278,6 @@ func (f *front) pumpCtx(ctx context.Context, id []byte, call session.Call) {
 			return
 		}
 	}
-}
-
-func rpcError(err error) *jsonrpc.Error {
-	var e *jsonrpc.Error
-	if errors.As(err, &e) {
-		return e
-	}
-	return jsonrpc.Errorf(jsonrpc.UpstreamUnavailable, "%v", err)
 }
 
 func trimSpace(b []byte) []byte {

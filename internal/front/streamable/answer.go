@@ -1,8 +1,6 @@
 package streamable
 
 import (
-	"context"
-	"errors"
 	"net/http"
 	"strconv"
 	"sync"
@@ -11,9 +9,9 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/audit"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/mcp"
 	"github.com/switchboard-mcp/switchboard/internal/session"
 	"github.com/switchboard-mcp/switchboard/internal/sse"
-	"github.com/switchboard-mcp/switchboard/internal/upstream"
 )
 
 // answer writes a call's messages to the client: JSON when the response is
@@ -187,10 +185,7 @@ func (h *Handler) writeFinal(w http.ResponseWriter, rec *audit.Record, m *jsonrp
 	rec.ResponseBody = body
 	status := http.StatusOK
 	if e := m.ErrorOf(); e != nil {
-		status = statusForCode(e.Code)
-		if modern {
-			status = modernStatus(e.Code, status)
-		}
+		status = mcp.StatusFor(e.Code, modern)
 		rec.Error = e.Message
 	}
 	rec.Status = status
@@ -261,41 +256,11 @@ func contentLength(n int) []string {
 	return v
 }
 
-// statusForCode maps the error codes Switchboard itself produces (and the
-// 2026-07-28 header errors) to HTTP statuses; every other JSON-RPC error is
-// the server's answer and travels with 200.
-func statusForCode(code int) int {
-	switch code {
-	case jsonrpc.UpstreamUnavailable:
-		return http.StatusServiceUnavailable
-	case jsonrpc.UpstreamTimeout:
-		return http.StatusGatewayTimeout
-	case jsonrpc.UpstreamTooLarge:
-		return http.StatusBadGateway
-	case jsonrpc.HeaderMismatch, jsonrpc.MissingRequiredClientCapability, jsonrpc.UnsupportedProtocolVersion:
-		return http.StatusBadRequest
-	}
-	return http.StatusOK
-}
-
-// modernStatus maps protocol errors to the HTTP statuses 2026-07-28
-// requires: unknown method 404; invalid params (missing _meta), unsupported
-// version and missing capability 400.
-func modernStatus(code, otherwise int) int {
-	switch code {
-	case jsonrpc.MethodNotFound:
-		return http.StatusNotFound
-	case jsonrpc.InvalidParams, jsonrpc.UnsupportedProtocolVersion, jsonrpc.MissingRequiredClientCapability, jsonrpc.HeaderMismatch:
-		return http.StatusBadRequest
-	}
-	return otherwise
-}
-
 // fail writes the answer for an error returned before any response exists.
 // It is the one place where Go errors become HTTP statuses and JSON-RPC
 // errors for this front.
 func (h *Handler) fail(w http.ResponseWriter, msg *jsonrpc.Message, err error) {
-	status, e := Classify(err)
+	status, e := mcp.Classify(err)
 	if status >= 500 {
 		h.log.Warn("request failed", "method", msg.Method, "status", status, "err", err)
 	}
@@ -304,43 +269,6 @@ func (h *Handler) fail(w http.ResponseWriter, msg *jsonrpc.Message, err error) {
 		id = msg.ID
 	}
 	writeError(w, status, id, e)
-}
-
-// Classify maps a Go error to an HTTP status and a JSON-RPC error.
-func Classify(err error) (int, *jsonrpc.Error) {
-	var e *jsonrpc.Error
-	switch {
-	case errors.As(err, &e):
-		switch e.Code {
-		case jsonrpc.ParseError, jsonrpc.InvalidRequest, jsonrpc.InvalidParams:
-			return http.StatusBadRequest, e
-		}
-		return statusForCode(e.Code), e
-	case errors.Is(err, session.ErrTooMany):
-		return http.StatusServiceUnavailable, jsonrpc.Errorf(jsonrpc.UpstreamUnavailable, "%v", err)
-	case errors.Is(err, upstream.ErrDuplicateID):
-		return http.StatusConflict, jsonrpc.Errorf(jsonrpc.InvalidRequest, "%v", err)
-	case errors.Is(err, upstream.ErrClosed):
-		return http.StatusNotFound, jsonrpc.Errorf(jsonrpc.InvalidRequest, "session ended")
-	case errors.Is(err, upstream.ErrUnavailable):
-		return http.StatusServiceUnavailable, jsonrpc.Errorf(jsonrpc.UpstreamUnavailable, "%v", err)
-	case errors.Is(err, context.DeadlineExceeded):
-		return http.StatusGatewayTimeout, jsonrpc.Errorf(jsonrpc.UpstreamTimeout, "%v", err)
-	case errors.Is(err, context.Canceled):
-		return 499, jsonrpc.Errorf(jsonrpc.InternalError, "request cancelled")
-	}
-	return http.StatusInternalServerError, jsonrpc.Errorf(jsonrpc.InternalError, "internal error")
-}
-
-func asRPCError(err error) *jsonrpc.Error {
-	if errors.Is(err, jsonrpc.ErrBatch) {
-		return jsonrpc.Errorf(jsonrpc.InvalidRequest, "%v", err)
-	}
-	var e *jsonrpc.Error
-	if errors.As(err, &e) {
-		return e
-	}
-	return jsonrpc.Errorf(jsonrpc.ParseError, "%v", err)
 }
 
 // writeError writes a JSON-RPC error response with an HTTP status.

@@ -231,7 +231,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, rec *audit.Record
 	rec.RequestBody = body
 	msg, err := jsonrpc.Decode(body)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, nil, asRPCError(err))
+		writeError(w, http.StatusBadRequest, nil, mcp.RPCError(err)) // a *jsonrpc.Error, or ErrBatch
 		return
 	}
 	rec.MCPMethod, rec.RPCID = msg.Method, msg.ID
