@@ -458,7 +458,7 @@ func (c *ClientConn) newPost(p *post) (req *http.Request, sid string, err error)
 		}
 		if key != "" {
 			if v, ok := jsonrpc.StringMember(p.msg.Params, key); ok {
-				req.Header.Set(HeaderName, mcpheader.EncodeHeaderValue(v))
+				req.Header.Set(mcp.HeaderName, mcpheader.EncodeHeaderValue(v))
 				if p.msg.Method == "tools/call" {
 					c.bmu.Lock()
 					b := c.bindings[v]
