@@ -247,6 +247,7 @@ var layers = map[string]string{
 	"internal/cluster/ratelimit":        support,
 	"internal/cluster/sessionstore":     support,
 	"internal/sealed":                   support,
+	"internal/guard":                    support, // issue 25: the guards' detectors and pins, wired in by the core
 	"internal/cluster/clustertest":      tests,
 	"internal/peertest":                 tests,
 	"internal/upstream/oauth/oauthtest": tests,
