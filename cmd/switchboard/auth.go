@@ -182,10 +182,16 @@ func describe(st oauth.Status) string {
 
 // oauthNotes prints, for `check`, the login state of each destination
 // that uses the authorization code grant.
-func oauthNotes(cfg *config.Config, w io.Writer) {
+func oauthNotes(cfg *config.Config, w, warn io.Writer) {
 	log := slog.New(slog.DiscardHandler)
 	for _, n := range cfg.Names {
 		d := cfg.Destinations[n]
+		if d.OAuth != nil && d.OAuth.TokenStore == config.TokenStoreKeyring {
+			if err := (oauth.KeyringStore{}).Available(); err != nil {
+				fmt.Fprintf(warn, "warning: destination %s: oauth.token_store is keyring, but no OS keyring is available here (%v): it will be needs_login\n", n, err)
+				continue
+			}
+		}
 		if d.OAuth == nil || d.OAuth.Grant == config.GrantClientCredentials {
 			continue
 		}

@@ -330,7 +330,7 @@ func check(args []string, stdout, stderr io.Writer) int {
 	for _, w := range policy.Warnings(cfg, members) {
 		fmt.Fprintf(stderr, "%s: warning: %s\n", *cfgPath, w)
 	}
-	oauthNotes(cfg, stdout)
+	oauthNotes(cfg, stdout, stderr)
 	if *explain {
 		fmt.Fprintln(stdout)
 		policy.Explain(stdout, cfg, members)

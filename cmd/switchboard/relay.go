@@ -66,6 +66,8 @@ OAuth 2.1 for --url (any of these implies --oauth; the relay's own tokens, never
   --oauth-redirect-url URL    the loopback redirect (default http://127.0.0.1:<free port>/callback)
   --oauth-state-dir DIR       where tokens are kept, mode 0600 (default $SWITCHBOARD_STATE_DIR/oauth, else
                               $XDG_STATE_HOME/switchboard/oauth, else ~/.local/state/switchboard/oauth)
+  --oauth-token-store STORE   file (default: a file under --oauth-state-dir) or keyring (the OS keyring: Secret
+                              Service, Keychain, Credential Manager; an error where there is none, never a file)
 `
 
 // headerFlags collects repeated --header values.

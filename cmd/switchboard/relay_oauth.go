@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"runtime"
 
+	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/upstream/oauth"
 )
 
@@ -25,6 +26,7 @@ type oauthFlags struct {
 	metadataURL  *string
 	redirectURL  *string
 	stateDir     *string
+	tokenStore   *string
 	login        *bool
 }
 
@@ -38,6 +40,7 @@ func addOAuthFlags(fs *flag.FlagSet) oauthFlags {
 		metadataURL:  fs.String("oauth-client-metadata-url", "", ""),
 		redirectURL:  fs.String("oauth-redirect-url", "", ""),
 		stateDir:     fs.String("oauth-state-dir", "", ""),
+		tokenStore:   fs.String("oauth-token-store", "", ""),
 		login:        fs.Bool("login", false, ""),
 	}
 }
@@ -46,7 +49,7 @@ func addOAuthFlags(fs *flag.FlagSet) oauthFlags {
 // --oauth-* flag given.
 func (f oauthFlags) enabled(set map[string]bool) bool {
 	for _, name := range []string{"oauth", "oauth-grant", "oauth-client-id", "oauth-client-secret", "oauth-client-key",
-		"oauth-client-metadata-url", "oauth-redirect-url", "oauth-state-dir", "login"} {
+		"oauth-client-metadata-url", "oauth-redirect-url", "oauth-state-dir", "oauth-token-store", "login"} {
 		if set[name] {
 			return true
 		}
@@ -62,11 +65,24 @@ func relayOAuthClient(url string, f oauthFlags, stderr io.Writer, log *slog.Logg
 	if err != nil {
 		return nil, fmt.Errorf("--oauth-client-secret: %v", err)
 	}
-	dir := *f.stateDir
-	if dir == "" {
-		if dir, err = oauth.DefaultDir(); err != nil {
-			return nil, err
+	var store oauth.Store
+	switch *f.tokenStore {
+	case "", config.TokenStoreFile:
+		dir := *f.stateDir
+		if dir == "" {
+			if dir, err = oauth.DefaultDir(); err != nil {
+				return nil, err
+			}
 		}
+		store = oauth.FileStore{Dir: dir}
+	case config.TokenStoreKeyring:
+		ks := oauth.KeyringStore{}
+		if err := ks.Available(); err != nil {
+			return nil, fmt.Errorf("--oauth-token-store keyring: %v (tokens are never kept in a file instead)", err)
+		}
+		store = ks
+	default:
+		return nil, fmt.Errorf("--oauth-token-store: want file or keyring, not %q", *f.tokenStore)
 	}
 	var key []byte
 	if *f.clientKey != "" {
@@ -77,7 +93,7 @@ func relayOAuthClient(url string, f oauthFlags, stderr io.Writer, log *slog.Logg
 	sum := sha256.Sum256([]byte(url))
 	opts := oauth.Options{URL: url, Grant: *f.grant, ClientID: *f.clientID, ClientSecret: secret, ClientKey: key,
 		ClientMetadataURL: *f.metadataURL, RedirectURL: *f.redirectURL,
-		Store: oauth.FileStore{Dir: dir}, Key: "relay-" + hex.EncodeToString(sum[:8]),
+		Store: store, Key: "relay-" + hex.EncodeToString(sum[:8]),
 		LoginHint: "switchboard relay --url " + url + " --login", Logger: log}
 	if *f.login {
 		opts.Prompt = browserPrompt(stderr, log)

@@ -93,6 +93,7 @@ var expectedErrors = []struct {
 	{"arn_on_http.bad.yaml", `:5: destinations.github: arn is not valid for type streamable_http`},
 	{"upstream_oauth_on_stdio.bad.yaml", `:5: destinations.local: oauth is not valid for type stdio`},
 	{"upstream_oauth_grant.bad.yaml", `:6: destinations.remote: oauth.grant: want authorization_code or client_credentials`},
+	{"upstream_oauth_token_store.bad.yaml", `:6: destinations.remote: oauth.token_store: want file or keyring`},
 	{"upstream_oauth_client_credentials.bad.yaml", `:6: destinations.remote: oauth: grant client_credentials needs client_id and client_secret`},
 	{"upstream_oauth_secret_no_id.bad.yaml", `:6: destinations.remote: oauth.client_secret needs oauth.client_id`},
 	{"upstream_oauth_metadata_url.bad.yaml", `:6: destinations.remote: oauth.client_metadata_url: want an https URL with a path`},

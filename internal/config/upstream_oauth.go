@@ -12,6 +12,12 @@ const (
 	GrantClientCredentials = "client_credentials"
 )
 
+// Token stores of an upstream oauth block (token_store).
+const (
+	TokenStoreFile    = "file"
+	TokenStoreKeyring = "keyring"
+)
+
 // UpstreamOAuth makes Switchboard an OAuth 2.1 client of a streamable_http
 // or sse destination (`oauth` in a destination): the gateway holds its own
 // tokens for the server (one identity per destination, shared by every
@@ -60,6 +66,14 @@ type UpstreamOAuth struct {
 	// else ~/.local/state/switchboard/oauth. Relative paths are resolved
 	// against the configuration file's directory.
 	TokenDir string `yaml:"token_dir"`
+
+	// TokenStore is where the tokens are kept (`token_store`):
+	// TokenStoreFile (the default ""), a file under TokenDir; or
+	// TokenStoreKeyring, the operating system's keyring (the Secret
+	// Service on Linux, the Keychain on macOS, the Credential Manager on
+	// Windows), nothing on disk. Where the keyring cannot be reached the
+	// destination is needs_login; it never falls back to a file.
+	TokenStore string `yaml:"token_store"`
 }
 
 // validateUpstreamOAuth checks the oauth block of an HTTP destination.
@@ -74,6 +88,11 @@ func (d *decoder) validateUpstreamOAuth(dst *Destination, p string) {
 		}
 	default:
 		d.errorAt(op+".grant", p, "oauth.grant: want authorization_code or client_credentials")
+	}
+	switch o.TokenStore {
+	case "", TokenStoreFile, TokenStoreKeyring:
+	default:
+		d.errorAt(op+".token_store", p, "oauth.token_store: want file or keyring")
 	}
 	if o.ClientKeyFile != "" && o.Grant != GrantClientCredentials {
 		d.errorAt(op+".client_key_file", p, "oauth.client_key_file is for grant client_credentials")

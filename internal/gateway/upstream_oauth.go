@@ -43,15 +43,28 @@ func newOAuthTarget(cfg *config.Destination, log *slog.Logger) *oauthTarget {
 }
 
 // NewOAuthClient returns the OAuth client of a destination with an oauth
-// block, its tokens in TokenDir/NAME.json (`switchboard auth` uses it too).
+// block, its tokens in TokenDir/NAME.json, or under NAME in the OS keyring
+// with token_store keyring (`switchboard auth` uses it too). A keyring that
+// cannot be reached is an error (the destination is needs_login with it):
+// the tokens never go to a file instead.
 func NewOAuthClient(cfg *config.Destination, log *slog.Logger) (*oauth.Client, error) {
 	o := cfg.OAuth
-	dir := o.TokenDir
-	if dir == "" {
-		var err error
-		if dir, err = oauth.DefaultDir(); err != nil {
-			return nil, err
+	var store oauth.Store
+	if o.TokenStore == config.TokenStoreKeyring {
+		ks := oauth.KeyringStore{}
+		if err := ks.Available(); err != nil {
+			return nil, fmt.Errorf("oauth.token_store keyring: %v (tokens are never kept in a file instead)", err)
 		}
+		store = ks
+	} else {
+		dir := o.TokenDir
+		if dir == "" {
+			var err error
+			if dir, err = oauth.DefaultDir(); err != nil {
+				return nil, err
+			}
+		}
+		store = oauth.FileStore{Dir: dir}
 	}
 	var key []byte
 	if o.ClientKeyFile != "" {
@@ -62,7 +75,7 @@ func NewOAuthClient(cfg *config.Destination, log *slog.Logger) (*oauth.Client, e
 	}
 	return oauth.New(oauth.Options{URL: cfg.URL, Grant: o.Grant, ClientID: o.ClientID, ClientSecret: o.ClientSecret, ClientKey: key,
 		ClientMetadataURL: o.ClientMetadataURL, RedirectURL: o.RedirectURL,
-		Store: oauth.FileStore{Dir: dir}, Key: cfg.Name, SSE: cfg.Type == config.TypeSSE,
+		Store: store, Key: cfg.Name, SSE: cfg.Type == config.TypeSSE,
 		LoginHint: "switchboard auth login " + cfg.Name, Logger: log})
 }
 
