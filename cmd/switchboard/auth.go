@@ -29,8 +29,8 @@ options:
 
 login sends the destination an unauthenticated request, discovers its authorization server from the 401,
 registers (or uses the configured client), prints the authorization URL and waits for the browser's redirect
-on a loopback port (oauth.redirect_url). The tokens go to oauth.token_dir/DEST.json (mode 0600), which a
-running gateway reads again at once: no restart. On a headless server, log in on a machine with a browser and
+on a loopback port (oauth.redirect_url). The tokens go to oauth.token_dir/DEST.json (mode 0600), or with
+oauth.token_store keyring to the OS keyring, which a running gateway reads again at once: no restart. On a headless server, log in on a machine with a browser and
 copy DEST.json to the server's token_dir.
 `
 
