@@ -12,6 +12,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/auth"
 	"github.com/switchboard-mcp/switchboard/internal/buildinfo"
 	"github.com/switchboard-mcp/switchboard/internal/config"
+	"github.com/switchboard-mcp/switchboard/internal/destination"
 	"github.com/switchboard-mcp/switchboard/internal/front/sse"
 	stdiofront "github.com/switchboard-mcp/switchboard/internal/front/stdio"
 	"github.com/switchboard-mcp/switchboard/internal/front/streamable"
@@ -56,14 +57,11 @@ func viewKey(name string) string {
 	return "mcp/" + name
 }
 
-// Name returns the destination's name (router.Server).
-func (d *destination) Name() string { return d.name }
-
 // buildViews creates (or, on a reload, updates) a Router and its fronts for
 // the default view and every namespace and group. Routers live across
 // reloads, so their sessions do; a router whose view is gone is closed.
 // reloadMu is held.
-func (g *Gateway) buildViews(cfg *config.Config, dests map[string]*destination) *views {
+func (g *Gateway) buildViews(cfg *config.Config, dests map[string]*destination.Destination) *views {
 	servers := map[string]router.Server{}
 	for name, d := range dests {
 		servers[name] = d

@@ -33,6 +33,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/auth"
 	"github.com/switchboard-mcp/switchboard/internal/buildinfo"
 	"github.com/switchboard-mcp/switchboard/internal/config"
+	"github.com/switchboard-mcp/switchboard/internal/destination"
 	"github.com/switchboard-mcp/switchboard/internal/front/sse"
 	"github.com/switchboard-mcp/switchboard/internal/metrics"
 	"github.com/switchboard-mcp/switchboard/internal/policy"
@@ -106,7 +107,7 @@ type Gateway struct {
 // immutable once published.
 type state struct {
 	cfg       *config.Config
-	dests     map[string]*destination
+	dests     map[string]*destination.Destination
 	fronts    map[string]http.Handler // "{d}/mcp", "{d}/sse", "{d}/message"
 	views     *views                  // aggregated endpoints (aggregate.go)
 	loadedAt  time.Time
@@ -441,7 +442,7 @@ func (g *Gateway) audited(next http.Handler) http.Handler {
 // auditedRequest is what audited keeps per request, in one allocation: the
 // audit record, the response writer that fills it in, and the request's
 // context, which answers for the record ([audit.FromContext]), the
-// client's header ([clientHeader]) and the request's trace
+// client's header ([destination.HeaderKey]) and the request's trace
 // ([tracing.FromContext]) itself instead of three context.WithValue
 // layers.
 type auditedRequest struct {
@@ -456,7 +457,7 @@ func (a *auditedRequest) Value(key any) any {
 	switch key.(type) {
 	case audit.RecordKey:
 		return &a.rec
-	case headerKey:
+	case destination.HeaderKey:
 		return a.header
 	case tracing.RequestKey:
 		return a.trace
@@ -545,10 +546,10 @@ func (g *Gateway) healthz(w http.ResponseWriter, r *http.Request) {
 		wg.Go(func() {
 			d := cur.dests[n]
 			st, msg := d.State(r.Context())
-			members, children := d.usage()
+			members, children := d.Usage()
 			out.Destinations[i] = dest{Name: n, Type: cur.cfg.Destinations[n].Type, State: st,
 				Error: g.redactor.String(msg), Sessions: g.sessions.Count(n), Members: members, Children: children}
-			if at := d.nextRetry(); st == "failed" && !at.IsZero() {
+			if at := d.NextRetry(); st == "failed" && !at.IsZero() {
 				out.Destinations[i].NextRetry = at.UTC().Format(time.RFC3339Nano)
 			}
 		})

@@ -11,6 +11,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/config"
 
 	"github.com/switchboard-mcp/switchboard/internal/audit"
+	"github.com/switchboard-mcp/switchboard/internal/destination"
 	"github.com/switchboard-mcp/switchboard/internal/metrics"
 	"github.com/switchboard-mcp/switchboard/internal/upstream"
 )
@@ -81,66 +82,21 @@ func (g *Gateway) destinationStatus(cur *state) []destStatus {
 	}
 	sort.Strings(names)
 	out := make([]destStatus, len(names))
-	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), destination.ProbeTimeout)
 	defer cancel()
 	var wg sync.WaitGroup
 	for i, n := range names {
 		wg.Go(func() {
 			d := cur.dests[n]
 			st, msg := d.State(ctx)
-			members, children := d.usage()
+			members, children := d.Usage()
 			out[i] = destStatus{Destination: metrics.Destination{Name: n, Type: cur.cfg.Destinations[n].Type, State: st,
 				Sessions: g.sessions.Count(n), Members: members, Children: children,
-				InFlight: d.inFlight(), Restarts: d.restarts()}, err: msg}
+				InFlight: d.InFlight(), Restarts: d.Restarts()}, err: msg}
 		})
 	}
 	wg.Wait()
 	return out
-}
-
-// upstreams returns every upstream of the destination: shared, modern and
-// per-session ones.
-func (d *destination) upstreams() []*upstream.Upstream {
-	var ups []*upstream.Upstream
-	for _, up := range []*upstream.Upstream{d.shared, d.modern} {
-		if up != nil {
-			ups = append(ups, up)
-		}
-	}
-	d.mu.Lock()
-	for up := range d.private {
-		ups = append(ups, up)
-	}
-	d.mu.Unlock()
-	return ups
-}
-
-// inFlight counts the requests sent to the destination's servers and not
-// answered yet.
-func (d *destination) inFlight() int {
-	n := 0
-	for _, up := range d.upstreams() {
-		n += up.InFlight()
-	}
-	return n
-}
-
-// restarts counts the destination's connections restarted after an
-// unexpected end, those of per-session upstreams since released included.
-func (d *destination) restarts() uint64 {
-	var n uint64
-	for _, up := range []*upstream.Upstream{d.shared, d.modern} {
-		if up != nil {
-			n += up.Restarts()
-		}
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	n += d.retiredRestarts // one lock with private: a release is counted once
-	for up := range d.private {
-		n += up.Restarts()
-	}
-	return n
 }
 
 // noteStream counts an answer that is an event stream in

@@ -15,6 +15,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/auth"
 	"github.com/switchboard-mcp/switchboard/internal/config"
+	"github.com/switchboard-mcp/switchboard/internal/destination"
 	"github.com/switchboard-mcp/switchboard/internal/front/streamable"
 	"github.com/switchboard-mcp/switchboard/internal/policy"
 	"github.com/switchboard-mcp/switchboard/internal/router"
@@ -46,21 +47,20 @@ type reloadStatus struct {
 // build makes a state for cfg, reusing prev's unchanged destinations, and
 // returns the destinations of prev that the new state no longer uses.
 // reloadMu is held (or the Gateway is not yet shared).
-func (g *Gateway) build(cfg *config.Config, prev *state) (*state, []*destination) {
-	st := &state{cfg: cfg, dests: map[string]*destination{}, fronts: map[string]http.Handler{}, loadedAt: time.Now(), guard: newGuardPolicy(cfg),
+func (g *Gateway) build(cfg *config.Config, prev *state) (*state, []*destination.Destination) {
+	st := &state{cfg: cfg, dests: map[string]*destination.Destination{}, fronts: map[string]http.Handler{}, loadedAt: time.Now(), guard: newGuardPolicy(cfg),
 		auth: auth.New(cfg, auth.Options{}), authority: policy.NewAuthority(cfg, &g.clientLimits)}
 	for _, name := range cfg.Names {
 		if prev != nil {
 			if old := prev.dests[name]; old != nil && sameDestination(prev.cfg, cfg, name) {
-				old.setLimits(cfg)
+				old.SetLimits(destinationLimits(cfg))
 				st.dests[name] = old
 				continue
 			}
 		}
-		st.dests[name] = newDestination(cfg.Destinations[name], cfg, g.log)
-		st.dests[name].traced = g.tracer != nil
+		st.dests[name] = g.newDestination(cfg.Destinations[name], cfg)
 	}
-	var stale []*destination
+	var stale []*destination.Destination
 	if prev != nil {
 		for name, old := range prev.dests {
 			if st.dests[name] != old {
@@ -72,12 +72,12 @@ func (g *Gateway) build(cfg *config.Config, prev *state) (*state, []*destination
 		g.log.Warn("access: " + w)
 	}
 	for name, d := range st.dests {
-		d.limits.Store(policy.NewDestinationLimiter(name, cfg.Limits.Destinations[name], d.limits.Load()))
+		d.SetRequestLimits(policy.NewDestinationLimiter(name, cfg.Limits.Destinations[name], d.RequestLimits()))
 		dc := cfg.Destinations[name]
 		front := g.guarded(cfg, d, policy.DestinationEndpoint(name))
 		st.fronts[name+"/mcp"] = streamable.NewHandler(front, streamable.Options{
 			Name: name, Sessions: g.sessions, Timeout: timeoutOf(dc, cfg), MaxBody: cfg.MaxBodyBytes,
-			KeepAlive: keepAlive(cfg), GetStreams: cfg.Connections.GetStreams, Done: g.done, Logger: g.log, ParamHeaders: d.paramHeaders,
+			KeepAlive: keepAlive(cfg), GetStreams: cfg.Connections.GetStreams, Done: g.done, Logger: g.log, ParamHeaders: d.ParamHeaders,
 		})
 		st.fronts[name+"/sse"], st.fronts[name+"/message"] = g.legacyFront(cfg, name, front, dc)
 	}
@@ -141,7 +141,7 @@ func (g *Gateway) Reload(cfg *config.Config) {
 	}
 	g.log.Info("config reloaded", "added", added, "changed", changed, "removed", removed, "unchanged", len(kept))
 	for _, name := range kept {
-		if st.dests[name].retry() {
+		if st.dests[name].Retry() {
 			g.log.Info("config reloaded: retrying a failed destination", "destination", name)
 		}
 	}
@@ -191,13 +191,13 @@ func (g *Gateway) startShared(st *state) {
 		}
 		for _, s := range rt.View().Servers {
 			if d := st.dests[s.Name()]; d != nil {
-				d.start()
+				d.Start()
 			}
 		}
 		return
 	}
 	for _, d := range st.dests {
-		d.start()
+		d.Start()
 	}
 }
 

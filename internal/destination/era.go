@@ -1,11 +1,10 @@
-package gateway
+package destination
 
 import (
 	"context"
 	"sync"
 	"time"
 
-	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/era"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/internal/session"
@@ -24,7 +23,7 @@ import (
 //	legacy      modern       era.LegacyOverModern over d.modern (pinned modern, or probed
 //	                         modern-only; a dual-era server serves legacy sessions itself)
 type eraState struct {
-	d        *destination
+	d        *Destination
 	detector *era.Detector
 	opts     era.Options
 
@@ -35,12 +34,12 @@ type eraState struct {
 	closed   bool                  // guarded by mu
 }
 
-func newEraState(d *destination, cfg *config.Destination, timeout time.Duration) *eraState {
-	e := &eraState{d: d, opts: era.Options{Name: cfg.Name, Timeout: timeout, Logger: d.log}}
+func newEraState(d *Destination, timeout time.Duration) *eraState {
+	e := &eraState{d: d, opts: era.Options{Name: d.name, Timeout: timeout, Logger: d.log}}
 	switch {
-	case cfg.Type == config.TypeSSE || cfg.Protocol == config.ProtocolLegacy:
+	case d.legacySSE() || d.opts.Era == era.Legacy:
 		e.detector = era.Pinned(era.Legacy)
-	case cfg.Protocol == config.ProtocolModern:
+	case d.opts.Era == era.Modern:
 		e.detector = era.Pinned(era.Modern)
 	default:
 		e.detector = era.NewDetector(func(ctx context.Context) (era.Era, error) {
@@ -63,7 +62,7 @@ func newEraState(d *destination, cfg *config.Destination, timeout time.Duration)
 }
 
 // nativeModern sends 2026-07-28 requests to the server itself.
-type nativeModern struct{ d *destination }
+type nativeModern struct{ d *Destination }
 
 func (n nativeModern) Stateless(ctx context.Context, req *jsonrpc.Message) (session.Call, error) {
 	return n.d.nativeStateless(ctx, req)

@@ -1,20 +1,19 @@
-package gateway
+package destination
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/era"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/internal/session"
 	"github.com/switchboard-mcp/switchboard/internal/upstream"
+	"github.com/switchboard-mcp/switchboard/internal/upstream/stdio"
 )
 
 // The legacy pool behind era.ModernOverLegacy, driven with 2026-07-28
@@ -30,18 +29,8 @@ func poolDest(t *testing.T, max int) (*era.ModernOverLegacy, *legacyPool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	yaml := fmt.Sprintf(`destinations:
-  d:
-    type: stdio
-    command: [%q]
-    protocol: legacy
-    env: {SWITCHBOARD_TEST_SERVER: plain, GORACE: atexit_sleep_ms=0}
-`, exe)
-	cfg, err := config.Parse([]byte(yaml), "pool.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := newDestination(cfg.Destinations["d"], cfg, slog.New(slog.DiscardHandler))
+	d := New(Options{Name: "d", Era: era.Legacy, Timeout: 30 * time.Second, RestartDelays: make([]time.Duration, 3),
+		Stdio: &stdio.Spec{Argv: []string{exe}, Env: stdio.Env(map[string]string{envServerMode: "plain", "GORACE": "atexit_sleep_ms=0"})}})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()

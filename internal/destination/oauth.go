@@ -1,14 +1,11 @@
-package gateway
+package destination
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 
-	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/upstream"
 	"github.com/switchboard-mcp/switchboard/internal/upstream/oauth"
 )
@@ -27,56 +24,18 @@ type oauthTarget struct {
 	err    error // the Client could not be made (no state directory)
 }
 
-// newOAuthTarget returns the OAuth side of cfg, or nil when cfg has no
-// oauth block.
-func newOAuthTarget(cfg *config.Destination, log *slog.Logger) *oauthTarget {
-	if cfg.OAuth == nil {
+// newOAuthTarget returns the OAuth side of h, or nil when h has no OAuth.
+func newOAuthTarget(name string, h *HTTP, log *slog.Logger) *oauthTarget {
+	if h.OAuth == nil {
 		return nil
 	}
-	oc, err := NewOAuthClient(cfg, log)
+	oc, err := h.OAuth(log)
 	if err != nil {
-		return &oauthTarget{name: cfg.Name, err: err}
+		return &oauthTarget{name: name, err: err}
 	}
 	c := upstream.NewHTTPClient()
 	c.Transport = oc.Transport(c.Transport)
-	return &oauthTarget{name: cfg.Name, oc: oc, client: c}
-}
-
-// NewOAuthClient returns the OAuth client of a destination with an oauth
-// block, its tokens in TokenDir/NAME.json, or under NAME in the OS keyring
-// with token_store keyring (`switchboard auth` uses it too). A keyring that
-// cannot be reached is an error (the destination is needs_login with it):
-// the tokens never go to a file instead.
-func NewOAuthClient(cfg *config.Destination, log *slog.Logger) (*oauth.Client, error) {
-	o := cfg.OAuth
-	var store oauth.Store
-	if o.TokenStore == config.TokenStoreKeyring {
-		ks := oauth.KeyringStore{}
-		if err := ks.Available(); err != nil {
-			return nil, fmt.Errorf("oauth.token_store keyring: %v (tokens are never kept in a file instead)", err)
-		}
-		store = ks
-	} else {
-		dir := o.TokenDir
-		if dir == "" {
-			var err error
-			if dir, err = oauth.DefaultDir(); err != nil {
-				return nil, err
-			}
-		}
-		store = oauth.FileStore{Dir: dir}
-	}
-	var key []byte
-	if o.ClientKeyFile != "" {
-		var err error
-		if key, err = os.ReadFile(o.ClientKeyFile); err != nil {
-			return nil, fmt.Errorf("oauth.client_key_file: %v", err)
-		}
-	}
-	return oauth.New(oauth.Options{URL: cfg.URL, Grant: o.Grant, ClientID: o.ClientID, ClientSecret: o.ClientSecret, ClientKey: key,
-		ClientMetadataURL: o.ClientMetadataURL, RedirectURL: o.RedirectURL,
-		Store: store, Key: cfg.Name, SSE: cfg.Type == config.TypeSSE,
-		LoginHint: "switchboard auth login " + cfg.Name, Logger: log})
+	return &oauthTarget{name: name, oc: oc, client: c}
 }
 
 // get returns the HTTP client of the destination's requests.

@@ -1,4 +1,4 @@
-package gateway
+package destination
 
 import (
 	"cmp"
@@ -38,7 +38,7 @@ import (
 // and no stream joined for the pool's idle time is retired too, so a
 // server that modern clients stopped using does not keep its process.
 type legacyPool struct {
-	d   *destination
+	d   *Destination
 	max int // the most connections; zero means maxPooled
 	// dropParked ends the parked calls whose member a predicate picks
 	// (era.ModernOverLegacy.DropParked); set before the pool is used.

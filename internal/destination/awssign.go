@@ -1,4 +1,4 @@
-package gateway
+package destination
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"sync"
 
-	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/sigv4"
 	"github.com/switchboard-mcp/switchboard/internal/upstream"
 )
@@ -18,22 +17,26 @@ import (
 // themselves; a failed resolution is retried by the next dial. One client
 // serves every session of the destination, so they share its connections.
 type awsClient struct {
-	url string
-	aws *config.AWS
-	log *slog.Logger
+	url  string
+	opts sigv4.Options
 
 	mu     sync.Mutex
 	client *http.Client      // guarded by mu; nil until resolved
 	base   http.RoundTripper // guarded by mu: client's transport under the signer
 }
 
-// newAWSClient returns the signing client of cfg, or nil when cfg has no
-// aws block (its requests go unsigned).
-func newAWSClient(cfg *config.Destination, log *slog.Logger) *awsClient {
-	if cfg.AWS == nil {
+// newAWSClient returns the signing client of h, or nil when h has no AWS
+// options (its requests go unsigned). log is the signer's unless the
+// options name one.
+func newAWSClient(h *HTTP, log *slog.Logger) *awsClient {
+	if h.AWS == nil {
 		return nil
 	}
-	return &awsClient{url: cfg.URL, aws: cfg.AWS, log: log}
+	opts := *h.AWS
+	if opts.Logger == nil {
+		opts.Logger = log
+	}
+	return &awsClient{url: h.URL, opts: opts}
 }
 
 // get returns the signing client, resolving the signer if need be. A nil
@@ -47,7 +50,7 @@ func (a *awsClient) get(ctx context.Context) (*http.Client, error) {
 	if a.client != nil {
 		return a.client, nil
 	}
-	s, err := sigv4.New(ctx, a.url, sigv4Options(a.aws, a.log))
+	s, err := sigv4.New(ctx, a.url, a.opts)
 	if err != nil {
 		return nil, err
 	}
@@ -56,19 +59,6 @@ func (a *awsClient) get(ctx context.Context) (*http.Client, error) {
 	c.Transport = sigv4.ErrorStatus(s.Transport(c.Transport)) // a refusal's reason in the status line
 	a.client = c
 	return c, nil
-}
-
-// sigv4Options translates an aws block; nil is the default chain, with
-// everything inferred.
-func sigv4Options(a *config.AWS, log *slog.Logger) sigv4.Options {
-	if a == nil {
-		return sigv4.Options{Logger: log}
-	}
-	return sigv4.Options{
-		Service: a.Service, Region: a.Region, Profile: a.Profile,
-		AssumeRoleARN: a.AssumeRoleARN, RoleSessionName: a.RoleSessionName,
-		Logger: log,
-	}
 }
 
 // close drops the idle connections of the client, if it was made.

@@ -1,4 +1,4 @@
-package gateway
+package destination
 
 import (
 	"context"
@@ -59,11 +59,11 @@ type toolsFetch struct {
 	err   error
 }
 
-// paramHeaders returns the x-mcp-header bindings of tool (nil for a tool
+// ParamHeaders returns the x-mcp-header bindings of tool (nil for a tool
 // without annotations or not listed). It serves streamable.Options.ParamHeaders:
 // a tool missing from a fresh cache, or any tool once the cache is stale,
 // costs one tools/list walk, shared by concurrent callers.
-func (d *destination) paramHeaders(ctx context.Context, req *jsonrpc.Message, tool string) ([]mcpheader.ParamBinding, error) {
+func (d *Destination) ParamHeaders(ctx context.Context, req *jsonrpc.Message, tool string) ([]mcpheader.ParamBinding, error) {
 	t := &d.toolHeaders
 	t.mu.Lock()
 	if t.tools != nil && time.Now().Before(t.expires) {
@@ -83,7 +83,7 @@ func (d *destination) paramHeaders(ctx context.Context, req *jsonrpc.Message, to
 	if lead {
 		// The walk serves every waiter, so it does not end with this
 		// caller's request; it is bounded by its own timeout.
-		timeout := d.cfg.Timeout
+		timeout := d.opts.ListTimeout
 		if timeout <= 0 {
 			timeout = toolsFetchTimeout
 		}
@@ -113,7 +113,7 @@ func (d *destination) paramHeaders(ctx context.Context, req *jsonrpc.Message, to
 // listTools walks the destination's tools/list (following nextCursor) and
 // returns every tool's bindings and how long the result may be cached: the
 // smallest ttlMs of its pages, else defaultToolsTTL.
-func (d *destination) listTools(ctx context.Context, req *jsonrpc.Message) (map[string][]mcpheader.ParamBinding, time.Duration, error) {
+func (d *Destination) listTools(ctx context.Context, req *jsonrpc.Message) (map[string][]mcpheader.ParamBinding, time.Duration, error) {
 	meta := map[string]json.RawMessage{}
 	for _, k := range metaCopied {
 		if v := jsonrpc.Member(req.Params, "_meta", k); v != nil {
@@ -170,7 +170,7 @@ func (d *destination) listTools(ctx context.Context, req *jsonrpc.Message) (map[
 
 // roundTrip sends one stateless request through the modern upstream and
 // returns its result. Related notifications are dropped.
-func (d *destination) roundTrip(ctx context.Context, req *jsonrpc.Message) (json.RawMessage, error) {
+func (d *Destination) roundTrip(ctx context.Context, req *jsonrpc.Message) (json.RawMessage, error) {
 	c, err := d.stateless(ctx, req) // era-aware (translated for a legacy server), outside the limits
 	if err != nil {
 		return nil, err

@@ -1,24 +1,20 @@
-package gateway
+package destination
 
 import (
 	"context"
-	"log/slog"
 	"net/http"
 	"sync"
 
-	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/upstream"
 	"github.com/switchboard-mcp/switchboard/internal/upstream/agentcore"
 )
 
-// agentCoreTarget is a type agentcore destination's runtime, resolved on
+// agentCoreTarget is an AgentCore destination's runtime, resolved on
 // the first dial (the caller's identity is asked once, in identity mode)
 // and kept: its signer refreshes its own credentials. A failed resolution
 // is retried by the next dial.
 type agentCoreTarget struct {
-	cfg    *config.Destination
-	maxMsg int
-	log    *slog.Logger
+	opts agentcore.Options
 
 	mu sync.Mutex
 	rt *agentcore.Runtime // guarded by mu; nil until resolved
@@ -30,10 +26,7 @@ func (a *agentCoreTarget) runtime(ctx context.Context) (*agentcore.Runtime, erro
 	if a.rt != nil {
 		return a.rt, nil
 	}
-	// The aws block's profile and role (nil: the default chain); the
-	// region is the ARN's, the service bedrock-agentcore.
-	rt, err := agentcore.Resolve(ctx, agentcore.Options{ARN: a.cfg.ARN, Qualifier: a.cfg.Qualifier,
-		SessionMode: a.cfg.SessionMode, MaxMessage: a.maxMsg, Logger: a.log, AWS: sigv4Options(a.cfg.AWS, a.log)})
+	rt, err := agentcore.Resolve(ctx, a.opts)
 	if err != nil {
 		return nil, err
 	}
