@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"github.com/switchboard-mcp/switchboard/internal/edge"
 	"log/slog"
 	"math"
 	"net"
@@ -373,16 +374,6 @@ func (ll *limitListener) Close() error {
 // ConnContext).
 type connKey struct{}
 
-// probePath reports the paths served on a reserved connection: the
-// gateway's probes and scrapes, and AgentCore's /ping.
-func probePath(p string) bool {
-	switch p {
-	case "/healthz", "/readyz", "/health", "/metrics", "/ping":
-		return true
-	}
-	return false
-}
-
 // reserveGate serves a reserved connection's probes and answers anything
 // else 503 and closes the connection (its body unread). It also closes the
 // connection after a request that had a Transfer-Encoding: net/http drops
@@ -394,7 +385,7 @@ func reserveGate(next http.Handler) http.Handler {
 		if len(r.TransferEncoding) > 0 {
 			w.Header().Set("Connection", "close")
 		}
-		if c, _ := r.Context().Value(connKey{}).(*limitedConn); c != nil && c.reserved && !probePath(r.URL.Path) {
+		if c, _ := r.Context().Value(connKey{}).(*limitedConn); c != nil && c.reserved && !edge.ProbePath(r.URL.Path) {
 			// No body is read: without a deadline net/http would wait
 			// to drain it (up to 256 KiB) before closing.
 			_ = http.NewResponseController(w).SetReadDeadline(time.Now())

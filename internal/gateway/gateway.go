@@ -24,16 +24,15 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/audit"
-	"github.com/switchboard-mcp/switchboard/internal/auth"
 	"github.com/switchboard-mcp/switchboard/internal/buildinfo"
 	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/destination"
+	"github.com/switchboard-mcp/switchboard/internal/edge"
 	"github.com/switchboard-mcp/switchboard/internal/front/sse"
 	"github.com/switchboard-mcp/switchboard/internal/metrics"
 	"github.com/switchboard-mcp/switchboard/internal/policy"
@@ -66,6 +65,9 @@ type Gateway struct {
 	// tracer makes the spans of every request (tracing.go); nil when the
 	// config Switchboard started with has no tracing block. Set by New.
 	tracer *tracing.Tracer
+	// edge serves every HTTP request (internal/edge): the gateway stores
+	// each configuration generation's edge.Table in it. Set by New.
+	edge *edge.Edge
 
 	// cur is what requests see: replaced whole by a reload (reload.go).
 	cur atomic.Pointer[state]
@@ -91,11 +93,8 @@ type Gateway struct {
 	// lim bounds the connections of the servers serveAll runs (nil
 	// before); tests read its counts.
 	lim atomic.Pointer[connLimit]
-	// clientReqs counts each client's requests in progress
-	// (connections.per_client, connlimit_client.go).
-	clientReqs clientRequests
 	// owners maps each session opened by an authenticated caller to its
-	// name (auth.go refuses the session to anyone else).
+	// name (the edge refuses the session to anyone else).
 	owners policy.Owners
 
 	// reloadsOK and reloadsFailed count reloads applied and rejected
@@ -106,14 +105,13 @@ type Gateway struct {
 // state is one generation of the configuration, as requests see it. It is
 // immutable once published.
 type state struct {
-	cfg       *config.Config
-	dests     map[string]*destination.Destination
-	fronts    map[string]http.Handler // "{d}/mcp", "{d}/sse", "{d}/message"
-	views     *views                  // aggregated endpoints (aggregate.go)
-	loadedAt  time.Time
-	guard     guardPolicy
-	auth      *auth.Authenticator // nil: authentication off (auth.go)
-	authority *policy.Authority   // what each client may reach (policy.go)
+	cfg      *config.Config
+	dests    map[string]*destination.Destination
+	routers  map[string]*router.Router // the aggregated views', by name ("" the default; aggregate.go)
+	loadedAt time.Time
+	// table is what the HTTP edge serves: the fronts, the guard and the
+	// callers' authentication and access.
+	table *edge.Table
 }
 
 // Options are the parts of a Gateway that do not come from the config file.
@@ -211,8 +209,11 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 					"destination", s.Dest, "session", s.ID[:8]+"…")
 			}
 		}}
+	g.edge = edge.New(nil, edge.Options{Audit: g.audit, Metrics: g.metrics, StatusPage: g.statusPage, Tracer: g.tracer,
+		Sessions: g.sessions, Owners: &g.owners, PerClient: g.perClientBound(), Done: g.done, Routes: g.statusRoutes})
 	st, _ := g.build(cfg, nil)
 	g.cur.Store(st)
+	g.edge.Store(st.table)
 	g.lastReload = reloadStatus{Time: st.loadedAt, OK: true}
 	if opts.ConfigPath != "" {
 		// The baseline of the watcher, taken now: a change made before
@@ -317,14 +318,7 @@ func (g *Gateway) openOutput(path string) (io.Writer, error) {
 // legacyFront returns the handlers of /{d}/sse and /{d}/message.
 func (g *Gateway) legacyFront(cfg *config.Config, name string, d sse.Destination, dc *config.Destination) (http.Handler, http.Handler) {
 	if !dc.LegacySSE {
-		gone := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			audit.FromContext(r.Context()).Destination = name
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusGone)
-			_ = json.NewEncoder(w).Encode(map[string]string{
-				"error": fmt.Sprintf("the legacy HTTP+SSE transport is disabled for %s; use Streamable HTTP at /%s/mcp", name, name),
-			})
-		})
+		gone := edge.Gone(name)
 		return gone, gone
 	}
 	h := sse.NewServer(d, sse.ServerOptions{
@@ -334,179 +328,39 @@ func (g *Gateway) legacyFront(cfg *config.Config, name string, d sse.Destination
 	return http.HandlerFunc(h.ServeStream), http.HandlerFunc(h.ServeMessage)
 }
 
-// Handler returns the gateway's HTTP handler: guard, audit, routes.
-func (g *Gateway) Handler() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", permitStatus(g.healthz))      // HEAD too; other methods 405 with Allow
-	mux.HandleFunc("GET /health", g.health)                      // liveness, as mithril-proxy and MCProxy answer it (health.go); HEAD too, others 405
-	mux.HandleFunc("GET /readyz", g.readyz)                      // readiness (health.go); HEAD too, others 405
-	mux.HandleFunc("GET /metrics", permitStatus(g.serveMetrics)) // Prometheus (observe.go); 404 when metrics are off
-	g.routeStatusPage(mux)                                       // GET /ui, /ui/status.json, … (statuspage.go)
-	mux.HandleFunc("GET "+auth.MetadataPath, g.serveMetadata)    // RFC 9728 (auth.go); 404 without oauth
-	mux.HandleFunc("GET "+auth.MetadataPath+"/", g.serveMetadata)
-	atView := g.viewRoutes() // /{ns}/mcp, /{ns}/sse, /{ns}/message (aggregate.go)
-	mux.HandleFunc("/{dest}/{endpoint}", func(w http.ResponseWriter, r *http.Request) {
-		h := g.state().fronts[r.PathValue("dest")+"/"+r.PathValue("endpoint")]
-		if h == nil {
-			if v := atView[r.PathValue("endpoint")]; v != nil && g.state().views.mcp[r.PathValue("dest")] != nil {
-				r.SetPathValue("name", r.PathValue("dest"))
-				v(w, r)
-				return
-			}
-			http.Error(w, "no such destination, namespace or endpoint: "+r.URL.Path, http.StatusNotFound)
-			return
-		}
-		if !g.permitDestination(w, r, r.PathValue("dest")) {
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
-	g.routeViews(mux)
-	return g.audited(g.guard(g.authenticate(g.clientBound(g.directFront(mux))))) // refused requests are audited too
+// Handler returns the gateway's HTTP handler (internal/edge): audit,
+// guard, authentication, routes.
+func (g *Gateway) Handler() http.Handler { return g.edge.Handler() }
+
+// statusRoutes registers the status endpoints on the edge's mux.
+func (g *Gateway) statusRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /healthz", edge.PermitStatus(g.healthz))      // HEAD too; other methods 405 with Allow
+	mux.HandleFunc("GET /metrics", edge.PermitStatus(g.serveMetrics)) // Prometheus (observe.go); 404 when metrics are off
+	g.routeStatusPage(mux)                                            // GET /ui, /ui/status.json, … (statuspage.go)
 }
 
-// directFront serves /{dest}/mcp, the path of nearly every request, by one
-// map lookup, and everything else through mux (whose pattern matching
-// costs a routing walk and two allocations per request). It is exactly
-// mux's "/{dest}/{endpoint}" route for these paths: a destination name is
-// [a-zA-Z0-9_-]+ (so the path is clean), a path with escapes goes to mux
-// (which matches escaped segments), and the names whose first segment
-// other routes share (mcp, sse, message) go through mux.
-func (g *Gateway) directFront(mux http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.RawPath == "" && r.Method != http.MethodConnect {
-			if dest, h := g.mcpFront(r.URL.Path); h != nil {
-				if g.permitDestination(w, r, dest) {
-					h.ServeHTTP(w, r)
-				}
-				return
-			}
-		}
-		mux.ServeHTTP(w, r)
-	})
-}
-
-// mcpFront returns the destination and the Streamable HTTP front of a path
-// /{dest}/mcp, or a nil handler for any other path (and for the names
-// whose first segment other routes share: mcp, sse, message).
-func (g *Gateway) mcpFront(path string) (dest string, h http.Handler) {
-	dest, ok := strings.CutSuffix(path, "/mcp")
-	if !ok || len(dest) < 2 || dest[0] != '/' {
-		return "", nil
+// perClientBound is connections.per_client resolved: 0 is half the
+// connection cap, -1 (or any negative) no bound (0 returned).
+func (g *Gateway) perClientBound() int {
+	n := g.static.Connections.PerClient
+	switch {
+	case n < 0:
+		return 0
+	case n > 0:
+		return n
 	}
-	switch dest = dest[1:]; dest {
-	case "mcp", "sse", "message":
-		return "", nil
+	m := g.opts.MaxConns
+	if m == 0 {
+		m = g.static.Connections.Max
 	}
-	if strings.Contains(dest, "/") {
-		return "", nil
+	if m == 0 {
+		m = defaultMaxConns()
 	}
-	return dest, g.state().fronts[path[1:]]
-}
-
-// audited is the one call site of the audit log: every request gets a
-// record, filled in by the handlers, written when the handler returns
-// (for a stream, when it closes).
-func (g *Gateway) audited(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if unaudited(r.URL.Path) {
-			next.ServeHTTP(w, r)
-			return
-		}
-		start := time.Now()
-		a := &auditedRequest{Context: r.Context(), header: r.Header}
-		rec := &a.rec
-		*rec = audit.Record{Time: start, SourceIP: audit.SourceIP(r), HTTPMethod: r.Method, Path: r.URL.Path}
-		sw := &a.sw
-		*sw = statusWriter{ResponseWriter: w, rec: rec}
-		if g.state().cfg.Metrics.Enabled {
-			sw.m = g.metrics
-		}
-		q := g.tracer.Start(r, start) // nil when tracing is off
-		a.trace = q
-		sw.m.RequestStarted()
-		next.ServeHTTP(sw, r.WithContext(a))
-		sw.m.RequestDone()
-		sw.endStream()
-		rec.Status = sw.status
-		if rec.Status == 0 {
-			rec.Status = http.StatusOK
-		}
-		rec.Latency = time.Since(start)
-		q.End(rec) // a no-op when tracing is off
-		g.audit.Log(rec)
-		g.observe(rec)
-	})
-}
-
-// auditedRequest is what audited keeps per request, in one allocation: the
-// audit record, the response writer that fills it in, and the request's
-// context, which answers for the record ([audit.FromContext]), the
-// client's header ([destination.HeaderKey]) and the request's trace
-// ([tracing.FromContext]) itself instead of three context.WithValue
-// layers.
-type auditedRequest struct {
-	context.Context // the request's own
-	rec             audit.Record
-	sw              statusWriter
-	header          http.Header      // the client's request header
-	trace           *tracing.Request // its trace; nil when tracing is off
-}
-
-func (a *auditedRequest) Value(key any) any {
-	switch key.(type) {
-	case audit.RecordKey:
-		return &a.rec
-	case destination.HeaderKey:
-		return a.header
-	case tracing.RequestKey:
-		return a.trace
+	if m < 0 {
+		return 0
 	}
-	return a.Context.Value(key)
+	return max(1, m/2)
 }
-
-// statusWriter records the status code and the bytes written, and counts
-// event streams in the metrics (m, nil when they are off); Unwrap keeps
-// http.ResponseController (flushing) working through it.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-	rec    *audit.Record
-
-	m          *metrics.Metrics
-	stream     bool   // the answer is an event stream, counted open in m
-	streamDest string // its destination label
-	streamView string // its view label
-}
-
-// Record gives the fronts' error writer the request's audit record.
-func (w *statusWriter) Record() *audit.Record { return w.rec }
-
-func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-		w.noteStream()
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-		w.noteStream()
-	}
-	n, err := w.ResponseWriter.Write(b)
-	w.rec.BytesOut += int64(n)
-	return n, err
-}
-
-func (w *statusWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // healthz reports each destination's state and when the config was loaded.
 func (g *Gateway) healthz(w http.ResponseWriter, r *http.Request) {
@@ -679,111 +533,4 @@ func (g *Gateway) serveAll(ctx context.Context, lns []listener) error {
 		return fmt.Errorf("gateway: serve: %w", serveErr)
 	}
 	return nil
-}
-
-// guard rejects requests that could come from a DNS-rebinding page: a Host
-// that is not allowed (when listening on loopback or when allowed_hosts is
-// set) or an Origin that is neither loopback nor allowed. Both get 403.
-func (g *Gateway) guard(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		g.state().guard.check(w, r, next)
-	})
-}
-
-// guardPolicy is the Host and Origin allowlist of one config generation.
-type guardPolicy struct {
-	checkHost bool
-	hosts     map[string]bool
-	origins   map[string]bool
-	anyOrigin bool
-}
-
-func newGuardPolicy(cfg *config.Config) guardPolicy {
-	listenHost, _, _ := net.SplitHostPort(cfg.Listen)
-	loopbackListen := isLoopbackHost(listenHost)
-	hosts := map[string]bool{}
-	anyHost := false
-	for _, h := range cfg.AllowedHosts {
-		if h == "*" {
-			anyHost = true
-		}
-		hosts[strings.ToLower(h)] = true
-	}
-	if listenHost != "" {
-		hosts[strings.ToLower(listenHost)] = true
-	}
-	origins := map[string]bool{}
-	anyOrigin := false
-	for _, o := range cfg.AllowedOrigins {
-		if o == "*" {
-			anyOrigin = true
-		}
-		origins[strings.ToLower(strings.TrimSuffix(o, "/"))] = true
-	}
-	return guardPolicy{checkHost: !anyHost && (loopbackListen || len(cfg.AllowedHosts) > 0),
-		hosts: hosts, origins: origins, anyOrigin: anyOrigin}
-}
-
-// check serves r with next, or answers 403.
-func (p *guardPolicy) check(w http.ResponseWriter, r *http.Request, next http.Handler) {
-	hosts, origins, anyOrigin := p.hosts, p.origins, p.anyOrigin
-	{
-		if p.checkHost {
-			host := r.Host
-			if h, _, err := net.SplitHostPort(host); err == nil {
-				host = h
-			}
-			host = strings.Trim(strings.ToLower(host), "[]")
-			if !isLoopbackHost(host) && !hosts[host] {
-				forbid(w, "Host "+r.Host+" is not allowed (allowed_hosts)")
-				return
-			}
-		}
-		if o := canonicalHeader(r.Header, "Origin"); o != "" && !anyOrigin && !origins[strings.ToLower(o)] && !loopbackOrigin(o) {
-			forbid(w, "Origin "+o+" is not allowed (allowed_origins)")
-			return
-		}
-		next.ServeHTTP(w, r)
-	}
-}
-
-func forbid(w http.ResponseWriter, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusForbidden)
-	_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": nil,
-		"error": map[string]any{"code": -32600, "message": msg}})
-}
-
-func isLoopbackHost(h string) bool {
-	h = strings.Trim(strings.ToLower(h), "[]")
-	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
-}
-
-func loopbackOrigin(o string) bool {
-	rest, ok := strings.CutPrefix(strings.ToLower(o), "http://")
-	if !ok {
-		rest, ok = strings.CutPrefix(strings.ToLower(o), "https://")
-	}
-	if !ok {
-		return false
-	}
-	host := rest
-	if h, _, err := net.SplitHostPort(rest); err == nil {
-		host = h
-	}
-	return isLoopbackHost(host)
-}
-
-// canonicalHeader is h.Get(key) for a key already in canonical form: the
-// map is read directly, without canonicalising the key per request (net/http
-// stores the keys it parses canonical).
-func canonicalHeader(h http.Header, key string) string {
-	if v := h[key]; len(v) > 0 {
-		return v[0]
-	}
-	return ""
 }

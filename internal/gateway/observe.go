@@ -10,7 +10,6 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/config"
 
-	"github.com/switchboard-mcp/switchboard/internal/audit"
 	"github.com/switchboard-mcp/switchboard/internal/destination"
 	"github.com/switchboard-mcp/switchboard/internal/metrics"
 	"github.com/switchboard-mcp/switchboard/internal/upstream"
@@ -20,29 +19,6 @@ import (
 // (internal/statusui). Both are fed from the one audit record each request
 // gets (audited, gateway.go) and from the structures /healthz reads, read
 // when they are asked; neither instruments the data path.
-
-// unaudited reports the gateway's own read-only routes: probes, scrapes and
-// the status page poll often and are not MCP traffic, so they get neither
-// an audit line nor metrics.
-func unaudited(path string) bool {
-	switch path {
-	case "/healthz", "/readyz", "/health", "/metrics", "/ui":
-		return true
-	}
-	return strings.HasPrefix(path, "/ui/")
-}
-
-// observe hands a finished request's record to the metrics and the status
-// page, as the current config enables them.
-func (g *Gateway) observe(rec *audit.Record) {
-	cfg := g.state().cfg
-	if cfg.Metrics.Enabled {
-		g.metrics.Observe(rec)
-	}
-	if cfg.UI.Enabled {
-		g.statusPage.Observe(rec)
-	}
-}
 
 // serveMetrics serves /metrics when metrics are enabled (404 otherwise).
 func (g *Gateway) serveMetrics(w http.ResponseWriter, r *http.Request) {
@@ -99,25 +75,6 @@ func (g *Gateway) destinationStatus(cur *state) []destStatus {
 	return out
 }
 
-// noteStream counts an answer that is an event stream in
-// switchboard_open_streams, when the headers are written.
-func (w *statusWriter) noteStream() {
-	if w.m == nil || w.stream {
-		return
-	}
-	if ct := w.ResponseWriter.Header()["Content-Type"]; len(ct) > 0 && strings.HasPrefix(ct[0], "text/event-stream") {
-		w.stream, w.streamDest, w.streamView = true, w.rec.Destination, w.rec.View
-		w.m.StreamOpened(w.streamDest, w.streamView)
-	}
-}
-
-// endStream uncounts what noteStream counted; the request has ended.
-func (w *statusWriter) endStream() {
-	if w.stream {
-		w.m.StreamClosed(w.streamDest, w.streamView)
-	}
-}
-
 // logListening logs, when a listener starts, the URLs it serves: the
 // aggregated endpoint and each namespace's and group's, each destination's,
 // and the status page, metrics and health when the config has them on.
@@ -133,8 +90,8 @@ func (g *Gateway) logListening(l listener) {
 		base = "https://" + l.ln.Addr().String()
 	}
 	var views []string
-	if cur.views != nil {
-		for n := range cur.views.routers {
+	if cur.routers != nil {
+		for n := range cur.routers {
 			if n != "" {
 				views = append(views, base+"/"+viewKey(n))
 			}

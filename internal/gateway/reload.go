@@ -16,6 +16,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/auth"
 	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/destination"
+	"github.com/switchboard-mcp/switchboard/internal/edge"
 	"github.com/switchboard-mcp/switchboard/internal/front/streamable"
 	"github.com/switchboard-mcp/switchboard/internal/policy"
 	"github.com/switchboard-mcp/switchboard/internal/router"
@@ -48,8 +49,13 @@ type reloadStatus struct {
 // returns the destinations of prev that the new state no longer uses.
 // reloadMu is held (or the Gateway is not yet shared).
 func (g *Gateway) build(cfg *config.Config, prev *state) (*state, []*destination.Destination) {
-	st := &state{cfg: cfg, dests: map[string]*destination.Destination{}, fronts: map[string]http.Handler{}, loadedAt: time.Now(), guard: newGuardPolicy(cfg),
-		auth: auth.New(cfg, auth.Options{}), authority: policy.NewAuthority(cfg, &g.clientLimits)}
+	t := &edge.Table{Fronts: map[string]http.Handler{}, Guard: edge.NewGuard(cfg.Listen, cfg.AllowedHosts, cfg.AllowedOrigins),
+		Auth: auth.New(cfg, auth.Options{}), Authority: policy.NewAuthority(cfg, &g.clientLimits),
+		IdentityHeader: cfg.Auth.IdentityHeader, Metrics: cfg.Metrics.Enabled, UI: cfg.UI.Enabled}
+	if cfg.Format == config.FormatMCProxy {
+		t.HealthStatus = "healthy" // MCProxy's /health body
+	}
+	st := &state{cfg: cfg, dests: map[string]*destination.Destination{}, loadedAt: time.Now(), table: t}
 	for _, name := range cfg.Names {
 		if prev != nil {
 			if old := prev.dests[name]; old != nil && sameDestination(prev.cfg, cfg, name) {
@@ -75,13 +81,13 @@ func (g *Gateway) build(cfg *config.Config, prev *state) (*state, []*destination
 		d.SetRequestLimits(policy.NewDestinationLimiter(name, cfg.Limits.Destinations[name], d.RequestLimits()))
 		dc := cfg.Destinations[name]
 		front := g.guarded(cfg, d, policy.DestinationEndpoint(name))
-		st.fronts[name+"/mcp"] = streamable.NewHandler(front, streamable.Options{
+		t.Fronts[name+"/mcp"] = streamable.NewHandler(front, streamable.Options{
 			Name: name, Sessions: g.sessions, Timeout: timeoutOf(dc, cfg), MaxBody: cfg.MaxBodyBytes,
 			KeepAlive: keepAlive(cfg), GetStreams: cfg.Connections.GetStreams, Done: g.done, Logger: g.log, ParamHeaders: d.ParamHeaders,
 		})
-		st.fronts[name+"/sse"], st.fronts[name+"/message"] = g.legacyFront(cfg, name, front, dc)
+		t.Fronts[name+"/sse"], t.Fronts[name+"/message"] = g.legacyFront(cfg, name, front, dc)
 	}
-	st.views = g.buildViews(cfg, st.dests)
+	st.routers = g.buildViews(cfg, st.dests, t)
 	return st, stale
 }
 
@@ -116,6 +122,7 @@ func (g *Gateway) Reload(cfg *config.Config) {
 	st, stale := g.build(cfg, prev)
 	g.sessions.SetLimits(cfg.MaxSessions, cfg.SessionIdleTimeout)
 	g.cur.Store(st)
+	g.edge.Store(st.table)
 	g.lastReload = reloadStatus{Time: st.loadedAt, OK: true}
 	g.reloadsOK++
 	g.metrics.SetToolLabels(cfg.Metrics.ToolLabels)
@@ -185,7 +192,7 @@ func (g *Gateway) ReloadFile() error {
 // no client can reach the others.
 func (g *Gateway) startShared(st *state) {
 	if view := g.stdioView.Load(); view != nil {
-		rt := st.views.routers[*view]
+		rt := st.routers[*view]
 		if rt == nil {
 			return
 		}

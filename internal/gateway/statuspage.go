@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/switchboard-mcp/switchboard/internal/buildinfo"
+	"github.com/switchboard-mcp/switchboard/internal/edge"
 	"github.com/switchboard-mcp/switchboard/internal/router"
 	"github.com/switchboard-mcp/switchboard/internal/statusui"
 )
@@ -24,7 +25,7 @@ func (g *Gateway) routeStatusPage(mux *http.ServeMux) {
 		h.ServeHTTP(w, r)
 	}
 	for _, p := range []string{"GET /ui", "GET /ui/style.css", "GET /ui/app.js", "GET /ui/status.json"} {
-		mux.HandleFunc(p, permitStatus(serve))
+		mux.HandleFunc(p, edge.PermitStatus(serve))
 	}
 }
 
@@ -49,17 +50,17 @@ func (g *Gateway) uiStatus(r *http.Request) statusui.Status {
 // of its own last tools/list answer to a client, else the ones its
 // servers' last answers give under its naming policy and filters.
 func (g *Gateway) uiViews(cur *state) []statusui.View {
-	if cur.views == nil {
+	if cur.routers == nil {
 		return []statusui.View{}
 	}
-	names := make([]string, 0, len(cur.views.routers))
-	for n := range cur.views.routers {
+	names := make([]string, 0, len(cur.routers))
+	for n := range cur.routers {
 		names = append(names, n)
 	}
 	sort.Strings(names) // "" (the default view) first
 	out := make([]statusui.View, 0, len(names))
 	for _, n := range names {
-		v := cur.views.routers[n].View()
+		v := cur.routers[n].View()
 		uv := statusui.View{Name: n, Path: "/" + viewKey(n), Prefix: v.Prefix, Servers: []string{}, Tools: []statusui.Tool{}}
 		for _, s := range v.Servers {
 			uv.Servers = append(uv.Servers, s.Name())

@@ -553,7 +553,8 @@ func (a *aggregate) setLevel(ctx context.Context, req *jsonrpc.Message) (session
 	var wg sync.WaitGroup
 	for _, m := range a.cat.live("logging") {
 		wg.Go(func() {
-			c, err := m.invoke(ctx, req)
+			mreq := *req // its own: reading a Message caches into it (jsonrpc.Message.MetaAt)
+			c, err := m.invoke(ctx, &mreq)
 			if err == nil {
 				var resp *jsonrpc.Message
 				if resp, err = drain(ctx, c, func(msg *jsonrpc.Message) { a.deliverFrom(m, msg) }); err == nil {

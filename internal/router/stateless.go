@@ -88,7 +88,8 @@ func (r *Router) discover(ctx context.Context, cat *catalog, req *jsonrpc.Messag
 	var wg sync.WaitGroup
 	for i, m := range cat.members {
 		wg.Go(func() {
-			c, err := m.invoke(ctx, req)
+			mreq := *req // its own: reading a Message caches into it (jsonrpc.Message.MetaAt)
+			c, err := m.invoke(ctx, &mreq)
 			if err != nil {
 				r.log.Debug("server/discover failed", "view", r.Name(), "server", m.name, "err", err)
 				return

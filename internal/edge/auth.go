@@ -1,11 +1,17 @@
-package gateway
+package edge
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/audit"
 	"github.com/switchboard-mcp/switchboard/internal/auth"
+	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/internal/mcp"
 	"github.com/switchboard-mcp/switchboard/internal/policy"
 )
@@ -19,10 +25,10 @@ import (
 // to a request whose credentials are missing or wrong, and serves the
 // others with their identity in the context. /health, /readyz and the
 // RFC 9728 metadata need no credentials.
-func (g *Gateway) authenticate(next http.Handler) http.Handler {
+func (e *Edge) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		st := g.state()
-		a := st.auth
+		st := e.table()
+		a := st.Auth
 		p := r.URL.Path
 		if a == nil || p == "/health" || p == "/readyz" || p == auth.MetadataPath || strings.HasPrefix(p, auth.MetadataPath+"/") {
 			next.ServeHTTP(w, r)
@@ -40,7 +46,7 @@ func (g *Gateway) authenticate(next http.Handler) http.Handler {
 		// no forward_headers entry can pass it on.
 		r.Header.Del("Authorization")
 		r.Header.Del("X-Api-Key")
-		if h := st.cfg.Auth.IdentityHeader; h != "" {
+		if h := st.IdentityHeader; h != "" {
 			// Upstreams trust this header: never the client's own.
 			r.Header.Del(h)
 			if id != nil {
@@ -49,11 +55,11 @@ func (g *Gateway) authenticate(next http.Handler) http.Handler {
 		}
 		if id != nil {
 			rec.Client = id.Name()
-			if g.overRate(w, r, st.authority.Of(id)) {
+			if e.overRate(w, r, st.Authority.Of(id)) {
 				return
 			}
 		}
-		if !g.sessionOwner(w, r, id) {
+		if !e.sessionOwner(w, r, id) {
 			return
 		}
 		if id == nil {
@@ -87,9 +93,9 @@ func endpointOf(p string) string {
 
 // permitDestination reports whether the caller may use destination name's
 // endpoints, answering 403 when not.
-func (g *Gateway) permitDestination(w http.ResponseWriter, r *http.Request, name string) bool {
+func (e *Edge) permitDestination(w http.ResponseWriter, r *http.Request, name string) bool {
 	id := auth.FromContext(r.Context())
-	if g.state().authority.Of(id).MayOpen(policy.DestinationEndpoint(name)) {
+	if e.table().Authority.Of(id).MayOpen(policy.DestinationEndpoint(name)) {
 		return true
 	}
 	audit.FromContext(r.Context()).Error = "auth: client " + id.Name() + " may not use destination " + name
@@ -99,9 +105,9 @@ func (g *Gateway) permitDestination(w http.ResponseWriter, r *http.Request, name
 
 // permitView is permitDestination for a namespace or group ("" the
 // default view).
-func (g *Gateway) permitView(w http.ResponseWriter, r *http.Request, name string) bool {
+func (e *Edge) permitView(w http.ResponseWriter, r *http.Request, name string) bool {
 	id := auth.FromContext(r.Context())
-	if g.state().authority.Of(id).MayOpen(policy.ViewEndpoint(name)) {
+	if e.table().Authority.Of(id).MayOpen(policy.ViewEndpoint(name)) {
 		return true
 	}
 	what := "namespace " + name
@@ -113,8 +119,8 @@ func (g *Gateway) permitView(w http.ResponseWriter, r *http.Request, name string
 	return false
 }
 
-// permitStatus guards /healthz, /metrics and /ui.
-func permitStatus(next http.HandlerFunc) http.HandlerFunc {
+// PermitStatus guards /healthz, /metrics and /ui.
+func PermitStatus(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		id := auth.FromContext(r.Context())
 		if id == nil || id.Client.MayReadStatus() {
@@ -126,8 +132,8 @@ func permitStatus(next http.HandlerFunc) http.HandlerFunc {
 }
 
 // serveMetadata answers the RFC 9728 protected-resource metadata.
-func (g *Gateway) serveMetadata(w http.ResponseWriter, r *http.Request) {
-	a := g.state().auth
+func (e *Edge) serveMetadata(w http.ResponseWriter, r *http.Request) {
+	a := e.table().Auth
 	if a == nil {
 		http.NotFound(w, r)
 		return
@@ -138,7 +144,7 @@ func (g *Gateway) serveMetadata(w http.ResponseWriter, r *http.Request) {
 // sessionOwner answers 404, as for an unknown session, when the request
 // names a session another caller opened (Mcp-Session-Id, or the legacy
 // message endpoint's session_id), and reports whether it may go on.
-func (g *Gateway) sessionOwner(w http.ResponseWriter, r *http.Request, id *auth.Identity) bool {
+func (e *Edge) sessionOwner(w http.ResponseWriter, r *http.Request, id *auth.Identity) bool {
 	sid := r.Header.Get(mcp.HeaderSessionID)
 	if sid == "" {
 		sid = r.URL.Query().Get("session_id")
@@ -149,7 +155,7 @@ func (g *Gateway) sessionOwner(w http.ResponseWriter, r *http.Request, id *auth.
 	if sid == "" {
 		return true
 	}
-	if owner, ok := g.owners.Of(sid); !ok || owner == id.Name() {
+	if owner, ok := e.opts.Owners.Of(sid); !ok || owner == id.Name() {
 		return true
 	}
 	audit.FromContext(r.Context()).Error = "auth: client " + id.Name() + " named a session of another client"
@@ -157,4 +163,40 @@ func (g *Gateway) sessionOwner(w http.ResponseWriter, r *http.Request, id *auth.
 	w.WriteHeader(http.StatusNotFound)
 	_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"session not found"}}` + "\n"))
 	return false
+}
+
+// AccessOf returns the access of a request's caller under the current
+// Table (policy.Options.Access).
+func (e *Edge) AccessOf(ctx context.Context) *policy.Access {
+	return e.table().Authority.Of(auth.FromContext(ctx))
+}
+
+// overRate answers 429 with Retry-After when the caller's client is over
+// its rate limit, and reports whether it did.
+func (e *Edge) overRate(w http.ResponseWriter, r *http.Request, acc *policy.Access) bool {
+	ok, wait := acc.Take(time.Now())
+	if ok {
+		return false
+	}
+	secs := policy.RetryAfterSeconds(wait)
+	audit.FromContext(r.Context()).Error = "rate limit of client " + acc.Client() + " exceeded"
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusTooManyRequests)
+	fmt.Fprintf(w, `{"jsonrpc":"2.0","id":null,"error":{"code":%d,"message":"rate limit of client %s exceeded; retry after %ds","data":{"retryAfter":%d}}}`+"\n",
+		jsonrpc.RequestRefused, acc.Client(), secs, secs)
+	return true
+}
+
+// Gone is the handler of /{name}/sse and /{name}/message of a destination
+// whose legacy HTTP+SSE transport is disabled: 410, pointing to /{name}/mcp.
+func Gone(name string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		audit.FromContext(r.Context()).Destination = name
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusGone)
+		_ = json.NewEncoder(w).Encode(map[string]string{
+			"error": fmt.Sprintf("the legacy HTTP+SSE transport is disabled for %s; use Streamable HTTP at /%s/mcp", name, name),
+		})
+	})
 }

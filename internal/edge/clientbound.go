@@ -1,4 +1,4 @@
-package gateway
+package edge
 
 import (
 	"fmt"
@@ -45,46 +45,23 @@ func (c *clientRequests) leave(name string) {
 	c.mu.Unlock()
 }
 
-// perClientBound is connections.per_client resolved: 0 is half the
-// connection cap, -1 (or any negative) no bound (0 returned).
-func (g *Gateway) perClientBound() int {
-	n := g.static.Connections.PerClient
-	switch {
-	case n < 0:
-		return 0
-	case n > 0:
-		return n
-	}
-	m := g.opts.MaxConns
-	if m == 0 {
-		m = g.static.Connections.Max
-	}
-	if m == 0 {
-		m = defaultMaxConns()
-	}
-	if m < 0 {
-		return 0
-	}
-	return max(1, m/2)
-}
-
 // clientBound answers 429 to an authenticated client's request beyond its
-// bound of requests in progress (perClientBound). Requests without a
+// bound of requests in progress (Options.PerClient). Requests without a
 // client (auth off, or the unauthenticated routes) and the probes are not
 // counted.
-func (g *Gateway) clientBound(next http.Handler) http.Handler {
-	bound := g.perClientBound()
-	if bound == 0 {
+func (e *Edge) clientBound(next http.Handler) http.Handler {
+	bound := e.opts.PerClient
+	if bound <= 0 {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := auth.FromContext(r.Context())
-		if id == nil || probePath(r.URL.Path) {
+		if id == nil || ProbePath(r.URL.Path) {
 			next.ServeHTTP(w, r)
 			return
 		}
 		name := id.Name()
-		if !g.clientReqs.enter(name, bound) {
+		if !e.clientReqs.enter(name, bound) {
 			msg := fmt.Sprintf("client %s has %d requests in progress, its bound (connections.per_client)", name, bound)
 			audit.FromContext(r.Context()).Error = msg
 			w.Header().Set("Retry-After", strconv.Itoa(1))
@@ -93,7 +70,17 @@ func (g *Gateway) clientBound(next http.Handler) http.Handler {
 			_, _ = w.Write(jsonrpc.NewError(nil, jsonrpc.Errorf(jsonrpc.InvalidRequest, "%s", msg)).Encode())
 			return
 		}
-		defer g.clientReqs.leave(name)
+		defer e.clientReqs.leave(name)
 		next.ServeHTTP(w, r)
 	})
+}
+
+// ProbePath reports the paths served on a reserved connection: the
+// gateway's probes and scrapes, and AgentCore's /ping.
+func ProbePath(p string) bool {
+	switch p {
+	case "/healthz", "/readyz", "/health", "/metrics", "/ping":
+		return true
+	}
+	return false
 }
