@@ -11,7 +11,12 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/destination"
 	"github.com/switchboard-mcp/switchboard/internal/era"
+	"github.com/switchboard-mcp/switchboard/internal/front/sse"
+	stdiofront "github.com/switchboard-mcp/switchboard/internal/front/stdio"
+	"github.com/switchboard-mcp/switchboard/internal/policy"
+	"github.com/switchboard-mcp/switchboard/internal/router"
 	"github.com/switchboard-mcp/switchboard/internal/sigv4"
+	"github.com/switchboard-mcp/switchboard/internal/streamable"
 	"github.com/switchboard-mcp/switchboard/internal/upstream/agentcore"
 	"github.com/switchboard-mcp/switchboard/internal/upstream/oauth"
 	"github.com/switchboard-mcp/switchboard/internal/upstream/stdio"
@@ -130,3 +135,20 @@ func NewOAuthClient(cfg *config.Destination, log *slog.Logger) (*oauth.Client, e
 		Store: store, Key: cfg.Name, SSE: cfg.Type == config.TypeSSE,
 		LoginHint: "switchboard auth login " + cfg.Name, Logger: log})
 }
+
+// Interface guards: what the fronts and the router ask of a destination,
+// and of a view's router, is what package destination and package router
+// provide.
+var (
+	_ streamable.Destination = (*destination.Destination)(nil)
+	_ sse.Destination        = (*destination.Destination)(nil)
+	_ stdiofront.Destination = (*destination.Destination)(nil)
+	_ policy.Destination     = (*destination.Destination)(nil)
+	_ router.Server          = (*destination.Destination)(nil)
+	_ router.StatelessServer = (*destination.Destination)(nil)
+	_ era.StatelessServer    = (*destination.Destination)(nil)
+	_ streamable.Destination = (*router.Router)(nil)
+	_ sse.Destination        = (*router.Router)(nil)
+	_ stdiofront.Destination = (*router.Router)(nil)
+	_ policy.Destination     = (*router.Router)(nil)
+)
