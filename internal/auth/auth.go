@@ -36,8 +36,6 @@ import (
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
-
-	"github.com/switchboard-mcp/switchboard/internal/config"
 )
 
 // Identity is an authenticated caller.
@@ -80,16 +78,35 @@ func FromContext(ctx context.Context) *Identity {
 	return id
 }
 
+// ClientSpec is a configured client: its credentials and what maps an
+// OAuth caller to it. Nil lists are empty.
+type ClientSpec struct {
+	// Name is the client's name, as policy and the audit log know it.
+	Name string
+	// Tokens are the SHA-256 hashes of its static tokens ("sha256:" and
+	// 64 hex digits); other entries match nothing.
+	Tokens []string
+	// CertNames are the TLS client-certificate names that are this client.
+	CertNames []string
+	// Subjects, Groups and Scopes are patterns ("*" matches any run) of an
+	// OAuth token's sub, groups and scopes: a token matching any of them is
+	// this client's.
+	Subjects, Groups, Scopes []string
+	// Status lets the client read /ui, /metrics and /healthz.
+	Status bool
+}
+
 // Client is a configured client, compiled.
 type Client struct {
-	Name   string
-	Config *config.Client
+	Name string
+	// Spec is what the client was made from.
+	Spec   ClientSpec
 	hashes [][sha256.Size]byte
 }
 
 // MayReadStatus reports whether the client may read /ui, /metrics and
 // /healthz.
-func (c *Client) MayReadStatus() bool { return c != nil && c.Config.Status }
+func (c *Client) MayReadStatus() bool { return c != nil && c.Spec.Status }
 
 // Failure is a request that cannot be served as it came: a 401 (no or bad
 // credentials), 403 (insufficient scope) or 503 (the issuer's keys cannot
@@ -110,11 +127,54 @@ type Authenticator struct {
 	clients  []*Client
 	byCert   map[string]*Client
 	jwt      *jwtValidator
-	oauth    *config.OAuth
+	oauth    *OAuth
 }
 
-// Options are the parts of an Authenticator that are not config.
+// OAuth is how OAuth 2.1 access tokens (JWTs) are verified.
+type OAuth struct {
+	// Issuer is the authorization server: the tokens' iss, and the server
+	// the RFC 9728 metadata names. Required.
+	Issuer string
+	// JWKSURL is where the issuer's key set is fetched. Required.
+	JWKSURL string
+	// Audiences are the aud values accepted besides the resource's own;
+	// nil accepts only those.
+	Audiences []string
+	// Algorithms are the JWS algorithms accepted; nil means none.
+	Algorithms []string
+	// RequiredScopes must all be in a token (403 insufficient_scope
+	// otherwise); nil requires none.
+	RequiredScopes []string
+	// ScopesSupported are announced in the metadata and challenges; nil
+	// announces none.
+	ScopesSupported []string
+	// GroupsClaim is the claim holding the caller's groups; "" means none.
+	GroupsClaim string
+	// Leeway is the clock skew allowed on exp, nbf and iat; zero allows
+	// none.
+	Leeway time.Duration
+	// JWKSCacheTTL is how long a fetched key set is used, and
+	// JWKSMinRefresh the least time between two fetches (an unknown kid
+	// fetches again); zero values are the key set's defaults.
+	JWKSCacheTTL, JWKSMinRefresh time.Duration
+}
+
+// Options configure an Authenticator.
 type Options struct {
+	// Required refuses a request without credentials (401); false serves
+	// it anonymously.
+	Required bool
+	// Realm is the realm of the challenges; "" names none.
+	Realm string
+	// Resource is the gateway's canonical URL, the audience of its tokens
+	// and the resource of its RFC 9728 metadata.
+	Resource string
+	// Clients are the configured clients, in the order that decides which
+	// one an OAuth token maps to (the config file's); nil means none.
+	Clients []ClientSpec
+	// OAuth verifies OAuth access tokens; nil accepts none.
+	OAuth *OAuth
+
 	// HTTPClient fetches the issuer's key set; nil means one with a 10 s
 	// timeout.
 	HTTPClient *http.Client
@@ -122,12 +182,8 @@ type Options struct {
 	Now func() time.Time
 }
 
-// New compiles cfg's auth block and clients. It returns nil when
-// authentication is not configured.
-func New(cfg *config.Config, opts Options) *Authenticator {
-	if !cfg.AuthConfigured() {
-		return nil
-	}
+// New compiles the options' clients and OAuth settings.
+func New(opts Options) *Authenticator {
 	now := opts.Now
 	if now == nil {
 		now = time.Now
@@ -136,21 +192,10 @@ func New(cfg *config.Config, opts Options) *Authenticator {
 	if hc == nil {
 		hc = &http.Client{Timeout: 10 * time.Second}
 	}
-	a := &Authenticator{required: cfg.Auth.Required, realm: cfg.Auth.Realm,
-		resource: strings.TrimSuffix(cfg.Auth.Resource, "/"), byCert: map[string]*Client{}, oauth: cfg.Auth.OAuth}
-	names := make([]string, 0, len(cfg.Clients))
-	for n := range cfg.Clients {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	// File order decides which client an OAuth token maps to; the decoder
-	// keeps it in ClientOrder.
-	if len(cfg.ClientOrder) == len(names) {
-		names = cfg.ClientOrder
-	}
-	for _, n := range names {
-		cc := cfg.Clients[n]
-		c := &Client{Name: n, Config: cc}
+	a := &Authenticator{required: opts.Required, realm: opts.Realm,
+		resource: strings.TrimSuffix(opts.Resource, "/"), byCert: map[string]*Client{}, oauth: opts.OAuth}
+	for _, cc := range opts.Clients {
+		c := &Client{Name: cc.Name, Spec: cc}
 		for _, t := range cc.Tokens {
 			var h [sha256.Size]byte
 			if b, err := hex.DecodeString(strings.TrimPrefix(t, "sha256:")); err == nil && len(b) == sha256.Size {
@@ -163,7 +208,7 @@ func New(cfg *config.Config, opts Options) *Authenticator {
 		}
 		a.clients = append(a.clients, c)
 	}
-	if o := cfg.Auth.OAuth; o != nil {
+	if o := opts.OAuth; o != nil {
 		algs := make([]jose.SignatureAlgorithm, 0, len(o.Algorithms))
 		for _, alg := range o.Algorithms {
 			algs = append(algs, jose.SignatureAlgorithm(alg))
@@ -251,17 +296,17 @@ func (a *Authenticator) staticClient(tok string) *Client {
 // of whose subjects, groups or scopes it matches.
 func (a *Authenticator) oauthClient(sub string, scopes, groups []string) *Client {
 	for _, c := range a.clients {
-		for _, g := range c.Config.Subjects {
+		for _, g := range c.Spec.Subjects {
 			if ok, _ := path.Match(g, sub); ok {
 				return c
 			}
 		}
-		for _, g := range c.Config.Groups {
+		for _, g := range c.Spec.Groups {
 			if slices.Contains(groups, g) {
 				return c
 			}
 		}
-		for _, s := range c.Config.Scopes {
+		for _, s := range c.Spec.Scopes {
 			if slices.Contains(scopes, s) {
 				return c
 			}

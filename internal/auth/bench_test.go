@@ -13,27 +13,22 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
-
-	"github.com/switchboard-mcp/switchboard/internal/config"
 )
 
 // The cost of authenticating one request: a static token among 10
 // clients (every digest compared), and an ES256 JWT with its key cached.
 func BenchmarkAuthenticate(b *testing.B) {
-	clients := map[string]*config.Client{}
-	var order []string
+	var clients []ClientSpec
 	for i := range 10 {
 		name := "c" + string(rune('0'+i))
 		sum := sha256.Sum256([]byte("token-" + name))
-		clients[name] = &config.Client{Name: name, Tokens: []string{"sha256:" + hex.EncodeToString(sum[:])}, Subjects: []string{"user-*"}}
-		order = append(order, name)
+		clients = append(clients, ClientSpec{Name: name, Tokens: []string{"sha256:" + hex.EncodeToString(sum[:])}, Subjects: []string{"user-*"}})
 	}
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	now := time.Now()
-	cfg := &config.Config{Auth: config.Auth{Required: true, Realm: "r", Resource: "https://rs",
-		OAuth: &config.OAuth{Issuer: "https://iss", JWKSURL: "https://iss/jwks", Algorithms: []string{"ES256"}, GroupsClaim: "groups",
-			Leeway: time.Second, JWKSCacheTTL: time.Hour, JWKSMinRefresh: time.Hour}}, Clients: clients, ClientOrder: order}
-	a := New(cfg, Options{})
+	a := New(Options{Required: true, Realm: "r", Resource: "https://rs", Clients: clients,
+		OAuth: &OAuth{Issuer: "https://iss", JWKSURL: "https://iss/jwks", Algorithms: []string{"ES256"}, GroupsClaim: "groups",
+			Leeway: time.Second, JWKSCacheTTL: time.Hour, JWKSMinRefresh: time.Hour}})
 	a.jwt.keys.set = &jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "k", Algorithm: "ES256"}}}
 	a.jwt.keys.fetched, a.jwt.keys.tried = now, now
 	signer, _ := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: key}, (&jose.SignerOptions{}).WithHeader("kid", "k"))

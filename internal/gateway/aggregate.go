@@ -122,7 +122,7 @@ func (g *Gateway) ServeStdio(ctx context.Context, view string, in io.Reader, out
 		if !cur.table.Authority.Client(name).MayOpen(e) {
 			return fmt.Errorf("gateway: client %s may not use %s (its namespaces)", name, e)
 		}
-		ctx = auth.NewContext(ctx, &auth.Identity{Client: &auth.Client{Name: name, Config: c}, Method: "stdio"})
+		ctx = auth.NewContext(ctx, &auth.Identity{Client: &auth.Client{Name: name, Spec: clientSpec(name, c)}, Method: "stdio"})
 		front = policy.Wrap(rt, policy.Options{Access: g.edge.AccessOf, Endpoint: e, ChargeRequests: true, IdentityMeta: cur.cfg.Auth.IdentityMeta})
 	}
 	g.log.Info("switchboard serving on stdio", "view", view, "servers", len(rt.View().Servers), "client", g.opts.StdioClient)

@@ -1,6 +1,10 @@
 package gateway
 
 import (
+	"maps"
+	"slices"
+
+	"github.com/switchboard-mcp/switchboard/internal/auth"
 	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/policy"
 )
@@ -21,4 +25,34 @@ func (g *Gateway) guarded(cfg *config.Config, d policy.Destination, e policy.End
 		return d
 	}
 	return policy.Wrap(d, policy.Options{Access: g.edge.AccessOf, Endpoint: e, Owners: &g.owners, IdentityMeta: cfg.Auth.IdentityMeta})
+}
+
+// authOf is the authenticator of cfg's auth block and clients; nil when
+// authentication is not configured.
+func authOf(cfg *config.Config) *auth.Authenticator {
+	if !cfg.AuthConfigured() {
+		return nil
+	}
+	opts := auth.Options{Required: cfg.Auth.Required, Realm: cfg.Auth.Realm, Resource: cfg.Auth.Resource}
+	names := slices.Sorted(maps.Keys(cfg.Clients))
+	// File order decides which client an OAuth token maps to; the decoder
+	// keeps it in ClientOrder.
+	if len(cfg.ClientOrder) == len(names) {
+		names = cfg.ClientOrder
+	}
+	for _, n := range names {
+		opts.Clients = append(opts.Clients, clientSpec(n, cfg.Clients[n]))
+	}
+	if o := cfg.Auth.OAuth; o != nil {
+		opts.OAuth = &auth.OAuth{Issuer: o.Issuer, JWKSURL: o.JWKSURL, Audiences: o.Audiences, Algorithms: o.Algorithms,
+			RequiredScopes: o.RequiredScopes, ScopesSupported: o.ScopesSupported, GroupsClaim: o.GroupsClaim,
+			Leeway: o.Leeway, JWKSCacheTTL: o.JWKSCacheTTL, JWKSMinRefresh: o.JWKSMinRefresh}
+	}
+	return auth.New(opts)
+}
+
+// clientSpec is what package auth knows of client name.
+func clientSpec(name string, c *config.Client) auth.ClientSpec {
+	return auth.ClientSpec{Name: name, Tokens: c.Tokens, CertNames: c.CertNames, Subjects: c.Subjects,
+		Groups: c.Groups, Scopes: c.Scopes, Status: c.Status}
 }

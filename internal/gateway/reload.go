@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/switchboard-mcp/switchboard/internal/auth"
 	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/destination"
 	"github.com/switchboard-mcp/switchboard/internal/edge"
@@ -50,7 +49,7 @@ type reloadStatus struct {
 // reloadMu is held (or the Gateway is not yet shared).
 func (g *Gateway) build(cfg *config.Config, prev *state) (*state, []*destination.Destination) {
 	t := &edge.Table{Fronts: map[string]http.Handler{}, Guard: edge.NewGuard(cfg.Listen, cfg.AllowedHosts, cfg.AllowedOrigins),
-		Auth: auth.New(cfg, auth.Options{}), Authority: policy.NewAuthority(cfg, &g.clientLimits),
+		Auth: authOf(cfg), Authority: policy.NewAuthority(cfg, &g.clientLimits),
 		IdentityHeader: cfg.Auth.IdentityHeader, Metrics: cfg.Metrics.Enabled, UI: cfg.UI.Enabled}
 	if cfg.Format == config.FormatMCProxy {
 		t.HealthStatus = "healthy" // MCProxy's /health body
