@@ -8,6 +8,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/audit"
 	"github.com/switchboard-mcp/switchboard/internal/auth"
+	"github.com/switchboard-mcp/switchboard/internal/connlimit"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 )
 
@@ -56,7 +57,7 @@ func (e *Edge) clientBound(next http.Handler) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := auth.FromContext(r.Context())
-		if id == nil || ProbePath(r.URL.Path) {
+		if id == nil || connlimit.ProbePath(r.URL.Path) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -73,14 +74,4 @@ func (e *Edge) clientBound(next http.Handler) http.Handler {
 		defer e.clientReqs.leave(name)
 		next.ServeHTTP(w, r)
 	})
-}
-
-// ProbePath reports the paths served on a reserved connection: the
-// gateway's probes and scrapes, and AgentCore's /ping.
-func ProbePath(p string) bool {
-	switch p {
-	case "/healthz", "/readyz", "/health", "/metrics", "/ping":
-		return true
-	}
-	return false
 }

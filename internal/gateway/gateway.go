@@ -31,6 +31,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/audit"
 	"github.com/switchboard-mcp/switchboard/internal/buildinfo"
 	"github.com/switchboard-mcp/switchboard/internal/config"
+	"github.com/switchboard-mcp/switchboard/internal/connlimit"
 	"github.com/switchboard-mcp/switchboard/internal/destination"
 	"github.com/switchboard-mcp/switchboard/internal/edge"
 	"github.com/switchboard-mcp/switchboard/internal/front/sse"
@@ -92,7 +93,7 @@ type Gateway struct {
 	clientLimits policy.Limiter
 	// lim bounds the connections of the servers serveAll runs (nil
 	// before); tests read its counts.
-	lim atomic.Pointer[connLimit]
+	lim atomic.Pointer[connlimit.Limit]
 	// owners maps each session opened by an authenticated caller to its
 	// name (the edge refuses the session to anyone else).
 	owners policy.Owners
@@ -354,7 +355,7 @@ func (g *Gateway) perClientBound() int {
 		m = g.static.Connections.Max
 	}
 	if m == 0 {
-		m = defaultMaxConns()
+		m = connlimit.DefaultMax()
 	}
 	if m < 0 {
 		return 0
@@ -460,7 +461,7 @@ type listener struct {
 // BodyIdleTimeout and the whole body within body_timeout (reqbody),
 // kept-alive connections closed after IdleTimeout, and the connections of
 // all listeners capped together at MaxConns, per address, with a reserve
-// for the probes (connlimit.go), so that neither running out of file
+// for the probes (internal/connlimit), so that neither running out of file
 // descriptors nor a flood of connections can stop /healthz.
 func (g *Gateway) serveAll(ctx context.Context, lns []listener) error {
 	var wg sync.WaitGroup
@@ -477,17 +478,17 @@ func (g *Gateway) serveAll(ctx context.Context, lns []listener) error {
 		maxConns = cc.Max
 	}
 	if maxConns == 0 {
-		maxConns = defaultMaxConns()
+		maxConns = connlimit.DefaultMax()
 	}
-	lim := newConnLimit(maxConns, cc.Reserved, cc.PerAddress, g.log)
+	lim := connlimit.New(maxConns, cc.Reserved, cc.PerAddress, g.log)
 	g.lim.Store(lim)
 	headerTimeout := orDefault(cc.ReadHeaderTimeout, readHeaderTimeout)
 	for i, l := range lns {
 		// ReadTimeout is the body's idle bound: reqbody.Read renews it
 		// before every read after the first, within BodyTimeout.
-		srv := &http.Server{Handler: reserveGate(l.h), ReadHeaderTimeout: headerTimeout, ReadTimeout: max(bodyIdle, 0),
+		srv := &http.Server{Handler: connlimit.Gate(l.h), ReadHeaderTimeout: headerTimeout, ReadTimeout: max(bodyIdle, 0),
 			IdleTimeout: idle, ErrorLog: slog.NewLogLogger(g.log.Handler(), slog.LevelWarn),
-			ConnState: lim.connState, ConnContext: connContext,
+			ConnState: lim.ConnState, ConnContext: connlimit.ConnContext,
 			BaseContext: func(net.Listener) context.Context {
 				return reqbody.WithTimeout(context.Background(), cc.BodyTimeout)
 			}}
@@ -495,7 +496,7 @@ func (g *Gateway) serveAll(ctx context.Context, lns []listener) error {
 			// Zero would fall back to ReadTimeout: a century is never.
 			srv.IdleTimeout = 100 * 365 * 24 * time.Hour
 		}
-		l.ln = lim.listen(l.ln)
+		l.ln = lim.Listen(l.ln)
 		if l.tls != nil {
 			// Over the limited conns, so that net/http sees *tls.Conn
 			// (r.TLS, client certificates).

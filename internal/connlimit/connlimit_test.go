@@ -1,4 +1,4 @@
-package gateway
+package connlimit
 
 import (
 	"context"
@@ -21,8 +21,8 @@ func TestConnLimitWaitsWhileAllBusy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lim := newConnLimit(2, 0, 0, slog.New(slog.DiscardHandler))
-	ll := lim.listen(ln)
+	lim := New(2, 0, 0, slog.New(slog.DiscardHandler))
+	ll := lim.Listen(ln)
 	defer ll.Close()
 	type accepted struct {
 		c   net.Conn
@@ -46,7 +46,7 @@ func TestConnLimitWaitsWhileAllBusy(t *testing.T) {
 		if a.err != nil {
 			t.Fatal(a.err)
 		}
-		lim.connState(a.c, http.StateActive)
+		lim.ConnState(a.c, http.StateActive)
 		server = append(server, a.c)
 	}
 	third := dial()
@@ -57,7 +57,7 @@ func TestConnLimitWaitsWhileAllBusy(t *testing.T) {
 	case <-time.After(200 * time.Millisecond): // the absence of an event: a bounded look
 	}
 	first := server[0]
-	lim.connState(first, http.StateIdle)
+	lim.ConnState(first, http.StateIdle)
 	a := <-acc
 	if a.err != nil {
 		t.Fatal(a.err)
@@ -80,7 +80,7 @@ func TestConnLimitWaitsWhileAllBusy(t *testing.T) {
 	}
 
 	// Both busy again: a waiting Accept ends when the listener closes.
-	lim.connState(a.c, http.StateActive)
+	lim.ConnState(a.c, http.StateActive)
 	dial()
 	go accept()
 	_ = ll.Close()
@@ -116,9 +116,9 @@ func TestConnLimitEMFILEBacksOffAndFreesIdle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lim := newConnLimit(10, 0, 0, slog.New(slog.DiscardHandler))
+	lim := New(10, 0, 0, slog.New(slog.DiscardHandler))
 	fl := &emfileListener{Listener: ln}
-	ll := lim.listen(fl)
+	ll := lim.Listen(fl)
 	defer ll.Close()
 	c1, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
@@ -129,7 +129,7 @@ func TestConnLimitEMFILEBacksOffAndFreesIdle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lim.connState(idle, http.StateIdle)
+	lim.ConnState(idle, http.StateIdle)
 	fl.fails = 3
 	c2, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
@@ -175,8 +175,8 @@ func TestConnLimitPerAddressReserveAndLogRate(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs := &countHandler{n: map[string]int{}}
-	lim := newConnLimit(100, 1, 3, slog.New(logs))
-	ll := lim.listen(ln)
+	lim := New(100, 1, 3, slog.New(logs))
+	ll := lim.Listen(ln)
 	defer ll.Close()
 	accept := func() *limitedConn {
 		t.Helper()
@@ -206,13 +206,13 @@ func TestConnLimitPerAddressReserveAndLogRate(t *testing.T) {
 		t.Fatalf("%d log lines for 27 displaced connections, want 1", got)
 	}
 	for _, c := range last[27:] {
-		lim.connState(c, http.StateActive)
+		lim.ConnState(c, http.StateActive)
 	}
 	r := accept()
 	if !r.reserved {
 		t.Fatal("a connection over a busy address's bound is not in the reserve")
 	}
-	lim.connState(r, http.StateActive)
+	lim.ConnState(r, http.StateActive)
 	if lim.add(&fakeConn{}) != nil {
 		t.Fatal("a connection was taken with the address and the reserve busy")
 	}

@@ -1,9 +1,13 @@
-package gateway
+// Package connlimit bounds the client connections of Switchboard's HTTP
+// servers, all listeners together (Limit), and keeps a reserve of
+// connections on which only the probes are served (Gate), so that neither
+// running out of file descriptors nor a flood of connections can stop
+// /healthz.
+package connlimit
 
 import (
 	"context"
 	"errors"
-	"github.com/switchboard-mcp/switchboard/internal/edge"
 	"log/slog"
 	"math"
 	"net"
@@ -15,7 +19,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/backoff"
 )
 
-// connLimit bounds the client connections the gateway's HTTP servers hold
+// Limit bounds the client connections the gateway's HTTP servers hold
 // open, together, so that the process cannot run out of file descriptors
 // (which stops every accept, /healthz included) and no flood can lock the
 // probes out.
@@ -27,7 +31,7 @@ import (
 // it, the way a browser would lose a pooled connection. When every
 // connection under the cap has a request in progress, the new one goes to
 // the reserve: up to reserve connections beyond the cap on which only the
-// gateway's probes and scrapes are served (reserveGate; anything else
+// gateway's probes and scrapes are served (Gate; anything else
 // gets 503 and the connection is closed), so that /healthz, /readyz,
 // /health and /metrics answer while long requests fill the cap. Only when
 // the reserve is busy too does accepting wait, for one to close or go
@@ -43,7 +47,7 @@ import (
 // ConnState); connections are counted from Accept until closed. The log
 // lines of evictions and refusals are rate-limited (one per logInterval,
 // with the count since the last).
-type connLimit struct {
+type Limit struct {
 	max, reserve, perAddr int // perAddr 0: no bound per address
 	log                   *slog.Logger
 
@@ -58,24 +62,24 @@ type connLimit struct {
 	refused logEvery                  // new connections closed at once, every one being busy
 }
 
-// logInterval is how often connLimit logs each of its events at most.
+// logInterval is how often Limit logs each of its events at most.
 const logInterval = 10 * time.Second
 
-// newConnLimit returns a limit of max connections (negative: no cap),
+// New returns a limit of max connections (negative: no cap),
 // reserve more for the probes, and perAddr per client address (0: none).
-func newConnLimit(max, reserve, perAddr int, log *slog.Logger) *connLimit {
+func New(max, reserve, perAddr int, log *slog.Logger) *Limit {
 	if max < 0 {
 		max = math.MaxInt
 	}
-	return &connLimit{max: max, reserve: reserve, perAddr: perAddr, log: log,
+	return &Limit{max: max, reserve: reserve, perAddr: perAddr, log: log,
 		conns: map[*limitedConn]struct{}{}, byAddr: map[string]int{},
 		evicted: logEvery{interval: logInterval}, refused: logEvery{interval: logInterval}}
 }
 
-// limitedConn is a connection counted by a connLimit.
+// limitedConn is a connection counted by a Limit.
 type limitedConn struct {
 	net.Conn
-	lim      *connLimit
+	lim      *Limit
 	addr     string    // the client's IP
 	reserved bool      // set once by add: in the reserve, only probes are served
 	idle     bool      // guarded by lim.mu: no request in progress
@@ -89,7 +93,7 @@ func (c *limitedConn) Close() error {
 	return c.Conn.Close()
 }
 
-func (l *connLimit) remove(c *limitedConn) {
+func (l *Limit) remove(c *limitedConn) {
 	l.mu.Lock()
 	if _, ok := l.conns[c]; ok {
 		l.dropLocked(c)
@@ -99,7 +103,7 @@ func (l *connLimit) remove(c *limitedConn) {
 }
 
 // dropLocked takes c out of the counts.
-func (l *connLimit) dropLocked(c *limitedConn) {
+func (l *Limit) dropLocked(c *limitedConn) {
 	delete(l.conns, c)
 	if c.reserved {
 		l.nRes--
@@ -116,7 +120,7 @@ func (l *connLimit) dropLocked(c *limitedConn) {
 // signalLocked wakes the waiters, if any (one is closed, added, or goes
 // idle or busy): the channel is made only when one waits, so the request path
 // (every request goes idle after) allocates nothing here.
-func (l *connLimit) signalLocked() {
+func (l *Limit) signalLocked() {
 	if l.changed != nil {
 		close(l.changed)
 		l.changed = nil
@@ -124,7 +128,7 @@ func (l *connLimit) signalLocked() {
 }
 
 // connState is the servers' ConnState hook.
-func (l *connLimit) connState(nc net.Conn, st http.ConnState) {
+func (l *Limit) ConnState(nc net.Conn, st http.ConnState) {
 	c := asLimited(nc)
 	if c == nil {
 		return
@@ -157,7 +161,7 @@ func asLimited(nc net.Conn) *limitedConn {
 
 // oldestIdleLocked returns the connection idle longest that ok accepts,
 // or nil.
-func (l *connLimit) oldestIdleLocked(ok func(*limitedConn) bool) *limitedConn {
+func (l *Limit) oldestIdleLocked(ok func(*limitedConn) bool) *limitedConn {
 	var old *limitedConn
 	for c := range l.conns {
 		if c.idle && (old == nil || c.since.Before(old.since)) && ok(c) {
@@ -172,14 +176,14 @@ func isReserved(c *limitedConn) bool { return c.reserved }
 
 // roomLocked reports whether a connection could be taken now: under the
 // cap, an idle one to close for it, or room in the reserve.
-func (l *connLimit) roomLocked() bool {
+func (l *Limit) roomLocked() bool {
 	return l.nMain < l.max || l.nRes < l.reserve ||
 		l.oldestIdleLocked(func(*limitedConn) bool { return true }) != nil
 }
 
 // wait returns once there is room for a connection, or false when done is
 // closed.
-func (l *connLimit) wait(done <-chan struct{}) bool {
+func (l *Limit) wait(done <-chan struct{}) bool {
 	for {
 		l.mu.Lock()
 		if l.roomLocked() {
@@ -201,7 +205,7 @@ func (l *connLimit) wait(done <-chan struct{}) bool {
 
 // evictLocked takes v out of the count for the caller to close (outside
 // the lock).
-func (l *connLimit) evictLocked(v *limitedConn) {
+func (l *Limit) evictLocked(v *limitedConn) {
 	l.dropLocked(v)
 	v.once.Do(func() {}) // its Close must not count it out again
 }
@@ -210,7 +214,7 @@ func (l *connLimit) evictLocked(v *limitedConn) {
 // nil, having closed nc, when there is no room for it (every connection
 // became busy since wait, or its address is at its bound and the reserve
 // is busy).
-func (l *connLimit) add(nc net.Conn) *limitedConn {
+func (l *Limit) add(nc net.Conn) *limitedConn {
 	c := &limitedConn{Conn: nc, lim: l, addr: remoteIP(nc), idle: true, since: time.Now()} // new: idle until its first request
 	var victims []*limitedConn
 	evict := func(v *limitedConn) {
@@ -314,13 +318,13 @@ func (e *logEvery) add(now time.Time, n int) (count int, due bool) {
 }
 
 // listen wraps ln so that its connections are counted.
-func (l *connLimit) listen(ln net.Listener) net.Listener {
+func (l *Limit) Listen(ln net.Listener) net.Listener {
 	return &limitListener{Listener: ln, lim: l, done: make(chan struct{})}
 }
 
 type limitListener struct {
 	net.Listener
-	lim       *connLimit
+	lim       *Limit
 	done      chan struct{} // closed by Close
 	closeOnce sync.Once
 }
@@ -374,18 +378,28 @@ func (ll *limitListener) Close() error {
 // ConnContext).
 type connKey struct{}
 
-// reserveGate serves a reserved connection's probes and answers anything
+// ProbePath reports the paths served on a reserved connection: the
+// gateway's probes and scrapes, and AgentCore's /ping.
+func ProbePath(p string) bool {
+	switch p {
+	case "/healthz", "/readyz", "/health", "/metrics", "/ping":
+		return true
+	}
+	return false
+}
+
+// Gate serves a reserved connection's probes and answers anything
 // else 503 and closes the connection (its body unread). It also closes the
 // connection after a request that had a Transfer-Encoding: net/http drops
 // a Content-Length sent with one (RFC 9112 §6.3) without telling the
 // handler, and RFC 9112 §6.1 asks that the connection of such a request be
 // closed; MCP clients send Content-Length.
-func reserveGate(next http.Handler) http.Handler {
+func Gate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if len(r.TransferEncoding) > 0 {
 			w.Header().Set("Connection", "close")
 		}
-		if c, _ := r.Context().Value(connKey{}).(*limitedConn); c != nil && c.reserved && !edge.ProbePath(r.URL.Path) {
+		if c, _ := r.Context().Value(connKey{}).(*limitedConn); c != nil && c.reserved && !ProbePath(r.URL.Path) {
 			// No body is read: without a deadline net/http would wait
 			// to drain it (up to 256 KiB) before closing.
 			_ = http.NewResponseController(w).SetReadDeadline(time.Now())
@@ -400,11 +414,46 @@ func reserveGate(next http.Handler) http.Handler {
 	})
 }
 
-// connContext is the servers' ConnContext: it puts the request's
-// limitedConn in its context, for reserveGate.
-func connContext(ctx context.Context, nc net.Conn) context.Context {
+// ConnContext is the servers' ConnContext: it puts the request's
+// limitedConn in its context, for Gate.
+func ConnContext(ctx context.Context, nc net.Conn) context.Context {
 	if c := asLimited(nc); c != nil {
 		return context.WithValue(ctx, connKey{}, c)
 	}
 	return ctx
+}
+
+// Counts are a Limit's connection counts (Wait).
+type Counts struct {
+	Main, Reserved int // open connections under the cap and in the reserve
+	BusyMain       int // of Main, those with a request in progress
+	Added          int // connections counted in since the Limit was made
+}
+
+// Wait waits until cond holds for l's counts, and returns them; or ctx's
+// error (context.Cause) with the last counts.
+func (l *Limit) Wait(ctx context.Context, cond func(Counts) bool) (Counts, error) {
+	for {
+		l.mu.Lock()
+		c := Counts{Main: l.nMain, Reserved: l.nRes, Added: l.added}
+		for lc := range l.conns {
+			if !lc.reserved && !lc.idle {
+				c.BusyMain++
+			}
+		}
+		if cond(c) {
+			l.mu.Unlock()
+			return c, nil
+		}
+		if l.changed == nil {
+			l.changed = make(chan struct{})
+		}
+		ch := l.changed
+		l.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return c, context.Cause(ctx)
+		}
+	}
 }

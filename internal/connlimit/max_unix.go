@@ -1,13 +1,13 @@
 //go:build unix
 
-package gateway
+package connlimit
 
 import "syscall"
 
-// defaultMaxConns is min(1024, ¾ of the descriptor limit): the quarter
+// DefaultMax is min(1024, ¾ of the descriptor limit): the quarter
 // left is for children's pipes, upstream connections, log files, and the
 // one extra connection accepted at the cap.
-func defaultMaxConns() int {
+func DefaultMax() int {
 	var rl syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil || rl.Cur > 1<<20 {
 		return 1024
