@@ -327,13 +327,13 @@ func check(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, w)
 	}
 	members := router.Members(cfg)
-	for _, w := range policy.Warnings(cfg, members) {
+	for _, w := range policy.Warnings(gateway.PolicySetup(cfg), members) {
 		fmt.Fprintf(stderr, "%s: warning: %s\n", *cfgPath, w)
 	}
 	oauthNotes(cfg, stdout, stderr)
 	if *explain {
 		fmt.Fprintln(stdout)
-		policy.Explain(stdout, cfg, members)
+		policy.Explain(stdout, gateway.PolicySetup(cfg), members)
 	}
 	return 0
 }

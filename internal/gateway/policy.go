@@ -56,3 +56,41 @@ func clientSpec(name string, c *config.Client) auth.ClientSpec {
 	return auth.ClientSpec{Name: name, Tokens: c.Tokens, CertNames: c.CertNames, Subjects: c.Subjects,
 		Groups: c.Groups, Scopes: c.Scopes, Status: c.Status}
 }
+
+// PolicySetup is what package policy knows of cfg's clients and
+// destinations (for policy.Warnings and policy.Explain).
+func PolicySetup(cfg *config.Config) *policy.Setup {
+	s := &policy.Setup{Names: cfg.Names, ClientOrder: cfg.ClientOrder, Clients: map[string]*policy.Client{},
+		OAuth: cfg.Auth.OAuth != nil, Required: cfg.Auth.Required}
+	for name, c := range cfg.Clients {
+		s.Clients[name] = &policy.Client{ClientSpec: clientSpec(name, c), Destinations: c.Destinations, Namespaces: c.Namespaces,
+			Tools: filterOf(c.Tools), Prompts: filterOf(c.Prompts), Resources: filterOf(c.Resources), ReadOnly: c.ReadOnly,
+			RateLimit: rateOf(c.RateLimit)}
+	}
+	return s
+}
+
+func filterOf(f config.ToolFilter) policy.Filter { return policy.Filter{Allow: f.Allow, Deny: f.Deny} }
+
+// rateOf is a rate_limit block; nil for none.
+func rateOf(r *config.RateLimit) *policy.Rate {
+	if r == nil {
+		return nil
+	}
+	return &policy.Rate{Rate: r.Rate, Burst: r.Burst}
+}
+
+// destinationLimitsOf is a destination's limits block; nil for none.
+func destinationLimitsOf(l *config.DestinationLimits) *policy.DestinationLimits {
+	if l == nil {
+		return nil
+	}
+	out := &policy.DestinationLimits{RateLimit: rateOf(l.RateLimit), MaxConcurrent: l.MaxConcurrent}
+	if l.Tools != nil {
+		out.Tools = map[string]*policy.Rate{}
+		for tool, r := range l.Tools {
+			out.Tools[tool] = rateOf(r)
+		}
+	}
+	return out
+}

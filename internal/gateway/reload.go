@@ -48,8 +48,9 @@ type reloadStatus struct {
 // returns the destinations of prev that the new state no longer uses.
 // reloadMu is held (or the Gateway is not yet shared).
 func (g *Gateway) build(cfg *config.Config, prev *state) (*state, []*destination.Destination) {
+	ps := PolicySetup(cfg)
 	t := &edge.Table{Fronts: map[string]http.Handler{}, Guard: edge.NewGuard(cfg.Listen, cfg.AllowedHosts, cfg.AllowedOrigins),
-		Auth: authOf(cfg), Authority: policy.NewAuthority(cfg, &g.clientLimits),
+		Auth: authOf(cfg), Authority: policy.NewAuthority(ps.Clients, &g.clientLimits),
 		IdentityHeader: cfg.Auth.IdentityHeader, Metrics: cfg.Metrics.Enabled, UI: cfg.UI.Enabled}
 	if cfg.Format == config.FormatMCProxy {
 		t.HealthStatus = "healthy" // MCProxy's /health body
@@ -73,11 +74,11 @@ func (g *Gateway) build(cfg *config.Config, prev *state) (*state, []*destination
 			}
 		}
 	}
-	for _, w := range policy.Warnings(cfg, router.Members(cfg)) {
+	for _, w := range policy.Warnings(ps, router.Members(cfg)) {
 		g.log.Warn("access: " + w)
 	}
 	for name, d := range st.dests {
-		d.SetRequestLimits(policy.NewDestinationLimiter(name, cfg.Limits.Destinations[name], d.RequestLimits()))
+		d.SetRequestLimits(policy.NewDestinationLimiter(name, destinationLimitsOf(cfg.Limits.Destinations[name]), d.RequestLimits()))
 		dc := cfg.Destinations[name]
 		front := g.guarded(cfg, d, policy.DestinationEndpoint(name))
 		t.Fronts[name+"/mcp"] = streamable.NewHandler(front, streamable.Options{

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/auth"
-	"github.com/switchboard-mcp/switchboard/internal/config"
 )
 
 // The one authorization decision. Every path a tool call can take — a
@@ -63,19 +62,19 @@ type Authority struct {
 	nobody  *Access // an authenticated caller that is no client
 }
 
-// NewAuthority compiles cfg's clients. limits holds their rate-limit
-// buckets across generations: it is updated to cfg's rate limits (nil: no
-// rate limits).
-func NewAuthority(cfg *config.Config, limits *Limiter) *Authority {
-	a := &Authority{clients: make(map[string]*Access, len(cfg.Clients)), nobody: &Access{}}
+// NewAuthority compiles the clients, by name. limits holds their
+// rate-limit buckets across generations: it is updated to the clients'
+// rate limits (nil: no rate limits).
+func NewAuthority(clients map[string]*Client, limits *Limiter) *Authority {
+	a := &Authority{clients: make(map[string]*Access, len(clients)), nobody: &Access{}}
 	if limits != nil {
-		rates := map[string]*config.RateLimit{}
-		for name, c := range cfg.Clients {
+		rates := map[string]*Rate{}
+		for name, c := range clients {
 			rates[name] = c.RateLimit
 		}
 		limits.Update(rates)
 	}
-	for name, c := range cfg.Clients {
+	for name, c := range clients {
 		acc := &Access{client: name, cfg: c, rules: RulesOf(c)}
 		if c.RateLimit != nil && limits != nil {
 			acc.limits = limits
@@ -117,10 +116,10 @@ func (a *Authority) Client(name string) *Access {
 // Access is what one caller may reach. A nil *Access may reach everything
 // without limit. Its methods are safe for concurrent use.
 type Access struct {
-	client string         // the caller's name, as audit records name it
-	cfg    *config.Client // nil: nothing granted
-	rules  *Rules         // nil: no filters
-	limits *Limiter       // nil: no rate limit
+	client string   // the caller's name, as audit records name it
+	cfg    *Client  // nil: nothing granted
+	rules  *Rules   // nil: no filters
+	limits *Limiter // nil: no rate limit
 }
 
 // Client is the caller's name for the audit log ("" for a nil Access).

@@ -6,15 +6,14 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/auth"
-	"github.com/switchboard-mcp/switchboard/internal/config"
 )
 
-func accessConfig() *config.Config {
-	return &config.Config{
+func accessConfig() *Setup {
+	return &Setup{
 		Names: []string{"log", "fs", "other"},
-		Clients: map[string]*config.Client{
+		Clients: map[string]*Client{
 			"alice": {Destinations: []string{"log"}, Namespaces: []string{"mcp", "ns1"},
-				Tools: config.ToolFilter{Deny: []string{"*secret_delete*"}}, RateLimit: &config.RateLimit{Rate: 0.001, Burst: 2}},
+				Tools: Filter{Deny: []string{"*secret_delete*"}}, RateLimit: &Rate{Rate: 0.001, Burst: 2}},
 			"staff":  {Namespaces: []string{"*"}},
 			"robot":  {Destinations: []string{"*"}},
 			"reader": {Destinations: []string{"log"}, ReadOnly: true},
@@ -27,7 +26,7 @@ func accessConfig() *config.Config {
 func TestAccessGrants(t *testing.T) {
 	cfg := accessConfig()
 	var lim Limiter
-	a := NewAuthority(cfg, &lim)
+	a := NewAuthority(cfg.Clients, &lim)
 	of := func(name string) *Access { return a.Of(&auth.Identity{Client: &auth.Client{Name: name}}) }
 	ns1, def := ViewEndpoint("ns1"), ViewEndpoint("")
 	for _, c := range []struct {
@@ -112,9 +111,9 @@ func TestAccessWarnings(t *testing.T) {
 // with tool rules and a rate limit, the call charged).
 func BenchmarkDecide(b *testing.B) {
 	cfg := accessConfig()
-	cfg.Clients["alice"].RateLimit = &config.RateLimit{Rate: 1e9, Burst: 1 << 30}
+	cfg.Clients["alice"].RateLimit = &Rate{Rate: 1e9, Burst: 1 << 30}
 	var lim Limiter
-	acc := NewAuthority(cfg, &lim).Client("alice")
+	acc := NewAuthority(cfg.Clients, &lim).Client("alice")
 	for _, charge := range []bool{false, true} {
 		c := ToolCall{Endpoint: ViewEndpoint("ns1"), Server: "log", Tool: "log__write", Charge: charge}
 		b.Run(map[bool]string{false: "rules", true: "rules+rate"}[charge], func(b *testing.B) {

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/switchboard-mcp/switchboard/internal/config"
 )
 
 // Explaining access (`switchboard check --explain-access`) and warning
@@ -15,9 +13,22 @@ import (
 // views' members by view name ("" the default view), as the router
 // resolves them, and use the same rule as Access (MayOpen, MayReach).
 
+// Setup is what Explain and Warnings describe.
+type Setup struct {
+	// Names are the destinations, in file order.
+	Names []string
+	// Clients are the configured clients by name, in ClientOrder (file
+	// order; sorted by name when its length is not theirs).
+	Clients     map[string]*Client
+	ClientOrder []string
+	// OAuth says OAuth tokens are accepted; Required that every request
+	// needs credentials.
+	OAuth, Required bool
+}
+
 // clientNames are cfg's clients in file order (sorted when the order is
 // not known).
-func clientNames(cfg *config.Config) []string {
+func clientNames(cfg *Setup) []string {
 	if len(cfg.ClientOrder) == len(cfg.Clients) {
 		return cfg.ClientOrder
 	}
@@ -71,7 +82,7 @@ func list(items []string) string {
 	return strings.Join(items, ", ")
 }
 
-func filterText(f config.ToolFilter) string {
+func filterText(f Filter) string {
 	var parts []string
 	if len(f.Allow) > 0 {
 		parts = append(parts, "allow "+strings.Join(f.Allow, ", "))
@@ -96,8 +107,8 @@ func yesNo(b bool) string {
 // how it authenticates, its destinations, the views it may open with the
 // members each shows it, its tool, prompt and resource rules, read-only,
 // rate limit and status pages. views are the views' members.
-func Explain(w io.Writer, cfg *config.Config, views map[string][]string) {
-	auth := NewAuthority(cfg, nil)
+func Explain(w io.Writer, cfg *Setup, views map[string][]string) {
+	auth := NewAuthority(cfg.Clients, nil)
 	if len(cfg.Clients) == 0 {
 		fmt.Fprintln(w, "no clients: authentication is off and every caller reaches everything")
 		return
@@ -160,10 +171,10 @@ func Explain(w io.Writer, cfg *config.Config, views map[string][]string) {
 		fmt.Fprintf(w, "  status pages (/ui, /metrics, /healthz): %s\n", yesNo(c.Status))
 	}
 	fmt.Fprintln(w)
-	if cfg.Auth.OAuth != nil {
+	if cfg.OAuth {
 		fmt.Fprintln(w, "an OAuth caller that matches no client: nothing")
 	}
-	if !cfg.Auth.Required {
+	if !cfg.Required {
 		fmt.Fprintln(w, "a caller without credentials (auth.required: false): everything, no rules, no rate limit")
 	}
 }
@@ -172,8 +183,8 @@ func Explain(w io.Writer, cfg *config.Config, views map[string][]string) {
 // are: a view a client names explicitly that hides some or all of its
 // members (not in the client's destinations), and a client that lists no
 // destinations, whose views show it every member.
-func Warnings(cfg *config.Config, views map[string][]string) []string {
-	auth := NewAuthority(cfg, nil)
+func Warnings(cfg *Setup, views map[string][]string) []string {
+	auth := NewAuthority(cfg.Clients, nil)
 	var out []string
 	for _, name := range clientNames(cfg) {
 		c, acc := cfg.Clients[name], auth.Client(name)

@@ -12,7 +12,6 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/internal/session"
 )
@@ -26,12 +25,12 @@ type Limiter struct {
 }
 
 type bucket struct {
-	cfg config.RateLimit
+	cfg Rate
 	lim *rate.Limiter
 }
 
 // Update sets the limits by key (nil: none).
-func (l *Limiter) Update(limits map[string]*config.RateLimit) {
+func (l *Limiter) Update(limits map[string]*Rate) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	next := map[string]*bucket{}
@@ -86,17 +85,28 @@ func RetryAfterSeconds(d time.Duration) int {
 // until its context ends.
 type DestinationLimiter struct {
 	name  string
-	cfg   config.DestinationLimits
+	cfg   DestinationLimits
 	all   *rate.Limiter            // nil: no rate limit
 	tools map[string]*rate.Limiter // by tool name
 	slots chan struct{}            // nil: no concurrency cap
 	now   func() time.Time
 }
 
+// DestinationLimits bound the traffic to one destination. The zero value
+// bounds nothing.
+type DestinationLimits struct {
+	// RateLimit bounds all its requests; nil means no bound.
+	RateLimit *Rate
+	// MaxConcurrent bounds its requests in flight; zero means no bound.
+	MaxConcurrent int
+	// Tools bound the calls of each tool, by name; nil means none.
+	Tools map[string]*Rate
+}
+
 // NewDestinationLimiter returns the limiter of cfg, or prev when its
 // settings are the same (its buckets and slots carry over a reload). Nil
 // cfg means no limits (nil).
-func NewDestinationLimiter(name string, cfg *config.DestinationLimits, prev *DestinationLimiter) *DestinationLimiter {
+func NewDestinationLimiter(name string, cfg *DestinationLimits, prev *DestinationLimiter) *DestinationLimiter {
 	if cfg == nil {
 		return nil
 	}

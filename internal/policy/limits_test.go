@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/internal/session"
 )
@@ -33,7 +32,7 @@ func (p *pending) Abandon(bool)           {}
 func (p *pending) LongLived() bool        { return false }
 
 func TestDestinationConcurrency(t *testing.T) {
-	l := NewDestinationLimiter("d", &config.DestinationLimits{MaxConcurrent: 1}, nil)
+	l := NewDestinationLimiter("d", &DestinationLimits{MaxConcurrent: 1}, nil)
 	first := &pending{done: make(chan struct{})}
 	send := func(c session.Call) func(context.Context, *jsonrpc.Message) (session.Call, error) {
 		return func(context.Context, *jsonrpc.Message) (session.Call, error) { return c, nil }
@@ -68,8 +67,8 @@ func TestDestinationConcurrency(t *testing.T) {
 
 func TestLimiterKeepsBuckets(t *testing.T) {
 	var l Limiter
-	rl := &config.RateLimit{Rate: 0.001, Burst: 1}
-	l.Update(map[string]*config.RateLimit{"a": rl})
+	rl := &Rate{Rate: 0.001, Burst: 1}
+	l.Update(map[string]*Rate{"a": rl})
 	now := time.Now()
 	if ok, _ := l.Allow("a", now); !ok {
 		t.Fatal("first token refused")
@@ -77,7 +76,7 @@ func TestLimiterKeepsBuckets(t *testing.T) {
 	if ok, wait := l.Allow("a", now); ok || wait < time.Second {
 		t.Fatalf("second token: %v %v", ok, wait)
 	}
-	l.Update(map[string]*config.RateLimit{"a": {Rate: 0.001, Burst: 1}})
+	l.Update(map[string]*Rate{"a": {Rate: 0.001, Burst: 1}})
 	if ok, _ := l.Allow("a", now); ok {
 		t.Error("a reload with the same settings refilled the bucket")
 	}

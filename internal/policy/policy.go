@@ -35,19 +35,50 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/auth"
-	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/internal/session"
 )
 
+// Filter selects names with path.Match globs, matched against the exposed
+// (prefixed) name: a name passes when Allow is empty or one Allow pattern
+// matches, and no Deny pattern matches. The zero Filter passes everything.
+type Filter struct {
+	Allow, Deny []string
+}
+
+// Rate is a token bucket: Rate requests a second on average, bursts of up
+// to Burst.
+type Rate struct {
+	Rate  float64
+	Burst int
+}
+
+// Client is what one configured client may reach: its credentials
+// (auth.ClientSpec) and its grants. Nil lists grant nothing.
+type Client struct {
+	auth.ClientSpec
+	// Destinations are the destinations it may use ("*": all); they bound
+	// what it reaches through views too, unless empty.
+	Destinations []string
+	// Namespaces are the views it may use ("mcp" the default view, "*"
+	// all).
+	Namespaces []string
+	// Tools, Prompts and Resources filter what it sees and calls.
+	Tools, Prompts, Resources Filter
+	// ReadOnly allows only tools annotated readOnlyHint: true.
+	ReadOnly bool
+	// RateLimit bounds its requests; nil means none.
+	RateLimit *Rate
+}
+
 // Rules are one client's filters.
 type Rules struct {
-	Tools, Prompts, Resources config.ToolFilter
+	Tools, Prompts, Resources Filter
 	ReadOnly                  bool
 }
 
 // RulesOf returns c's rules, or nil when it has none (everything passes).
-func RulesOf(c *config.Client) *Rules {
+func RulesOf(c *Client) *Rules {
 	if c == nil {
 		return nil
 	}
@@ -61,7 +92,7 @@ func RulesOf(c *config.Client) *Rules {
 
 // admits reports whether name passes f: no Allow or one matching, and no
 // Deny matching.
-func admits(f config.ToolFilter, name string) bool {
+func admits(f Filter, name string) bool {
 	if len(f.Allow) > 0 {
 		ok := false
 		for _, g := range f.Allow {
@@ -497,7 +528,7 @@ func (c *filtered) filter(result json.RawMessage) json.RawMessage {
 		return result
 	}
 	var key, field string
-	var f config.ToolFilter
+	var f Filter
 	r := c.acc.Rules()
 	switch c.method {
 	case "tools/list":

@@ -3,24 +3,22 @@ package policy
 import (
 	"encoding/json"
 	"testing"
-
-	"github.com/switchboard-mcp/switchboard/internal/config"
 )
 
 func TestAdmits(t *testing.T) {
-	f := config.ToolFilter{Allow: []string{"fs__*", "echo"}, Deny: []string{"*delete*"}}
+	f := Filter{Allow: []string{"fs__*", "echo"}, Deny: []string{"*delete*"}}
 	for name, want := range map[string]bool{"fs__read": true, "echo": true, "fs__delete_file": false, "other": false} {
 		if got := admits(f, name); got != want {
 			t.Errorf("admits(%q) = %v, want %v", name, got, want)
 		}
 	}
-	if !admits(config.ToolFilter{}, "anything") {
+	if !admits(Filter{}, "anything") {
 		t.Error("an empty filter refused")
 	}
 }
 
 func TestFilterList(t *testing.T) {
-	c := &filtered{acc: &Access{rules: &Rules{Tools: config.ToolFilter{Deny: []string{"b"}}, ReadOnly: true}}, method: "tools/list", tools: &toolCache{}}
+	c := &filtered{acc: &Access{rules: &Rules{Tools: Filter{Deny: []string{"b"}}, ReadOnly: true}}, method: "tools/list", tools: &toolCache{}}
 	in := `{"tools":[{"name":"a","annotations":{"readOnlyHint":true}},{"name":"b","annotations":{"readOnlyHint":true}},{"name":"c"}],"nextCursor":"x"}`
 	var out struct {
 		Tools []struct {

@@ -42,10 +42,10 @@ func TestViewAccess(t *testing.T) {
 	var mu sync.Mutex
 	var recs []audit.Record
 	be, _, _ := join(t, v, Options{Audit: func(r *audit.Record) { mu.Lock(); recs = append(recs, *r); mu.Unlock() }})
-	cfg := &config.Config{Clients: map[string]*config.Client{
-		"alice": {Destinations: []string{"a"}, Namespaces: []string{"ns"}, Tools: config.ToolFilter{Deny: []string{"add"}}},
-	}}
-	acc := policy.NewAuthority(cfg, nil).Client("alice")
+	clients := map[string]*policy.Client{
+		"alice": {Destinations: []string{"a"}, Namespaces: []string{"ns"}, Tools: policy.Filter{Deny: []string{"add"}}},
+	}
+	acc := policy.NewAuthority(clients, nil).Client("alice")
 
 	var list struct{ Tools []struct{ Name string } }
 	_ = json.Unmarshal(lastResult(t, callAs(t, acc, be, "tools/list", map[string]any{})), &list)
