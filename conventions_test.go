@@ -209,6 +209,8 @@ var layers = map[string]string{
 	"cmd/switchboard":                   command,
 	"cmd/example-server":                command,
 	"internal/gateway":                  root,
+	"internal/edge":                     root, // the HTTP edge the gateway builds a Table for
+	"internal/connlimit":                support,
 	"internal/relay":                    root,
 	"internal/front/streamable":         front,
 	"internal/front/sse":                front,
