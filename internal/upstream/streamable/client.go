@@ -140,9 +140,9 @@ type post struct {
 
 	staleRetried bool // sent again after a kept-alive connection turned out closed
 
-	sid      string // the session id the request carried
-	epoch    uint64 // the connection's epoch when the request was built
-	replayed bool   // sent again after a handshake replay (see handshakeLost)
+	sid    string // the session id the request carried
+	epoch  uint64 // the connection's epoch when the request was built
+	resent int    // times sent again after a handshake replay (see replayHandshake)
 }
 
 func (p *post) release() { p.once.Do(func() { close(p.sent) }) }

@@ -37,6 +37,7 @@ import (
 const (
 	maxReplays   = 5
 	replayWindow = time.Minute
+	maxResends   = 3 // sends of one request after the first
 )
 
 // lostHandshake reports whether e is the kind of error a server gives a
@@ -58,13 +59,19 @@ func lostHandshake(e *jsonrpc.Error) bool {
 // true (p's answer is then the retry's). It reports false, having done
 // nothing visible, when m is to be delivered as it is.
 func (c *ClientConn) replayHandshake(p *post, m *jsonrpc.Message) bool {
-	if p.init || p.modern != "" || p.replayed || p.id == nil || !lostHandshake(m.ErrorOf()) {
+	if p.init || p.modern != "" || p.id == nil || !lostHandshake(m.ErrorOf()) {
 		return false
 	}
 	c.mu.Lock()
-	cached := c.initMsg != nil
+	cached, moved := c.initMsg != nil, c.epoch != p.epoch
 	c.mu.Unlock()
-	if !cached || !c.pingRefused(p.sid) {
+	// A request sent again is refused again: delivered as it is, unless
+	// another request replayed the handshake since it was sent (it may
+	// have reached the server between that initialize and its
+	// initialized): then it is sent once more, up to maxResends in all.
+	// Without such a replay, the ping tells a lost handshake from a
+	// genuine invalid-params answer.
+	if !cached || p.resent >= maxResends || p.resent > 0 && !moved || !moved && !c.pingRefused(p.sid) {
 		return false
 	}
 	c.mu.Lock()
@@ -85,7 +92,7 @@ func (c *ClientConn) replayHandshake(p *post, m *jsonrpc.Message) bool {
 	already := c.epoch != p.epoch // replayed since p was sent: just retry
 	c.mu.Unlock()
 
-	p.replayed = true
+	p.resent++
 	if !already {
 		c.log.Warn("upstream lost its MCP handshake (restarted?); replaying initialize", "method", p.msg.Method)
 		if err := c.recover(p.sid); err != nil {
