@@ -48,6 +48,7 @@ const usage = `usage:
         [--assume-role-arn ARN] [--role-session-name NAME] [--qualifier NAME] [--session-mode MODE]
         [--oauth] [--login] [--oauth-grant GRANT] [--oauth-client-id ID] [--oauth-client-secret S]
         [--oauth-client-key FILE] [--oauth-client-metadata-url URL] [--oauth-redirect-url URL] [--oauth-state-dir DIR]
+        [--oauth-token-store file|keyring]
   switchboard agentcore [-- argv...]                inside an AgentCore Runtime container: serve a stdio
                                                     server (argv or MCP_SERVER_CMD) on /mcp and /invocations
         [--contract mcp|http|both] [--mcp-listen ADDR] [--http-listen ADDR] [--cwd DIR]
