@@ -71,8 +71,19 @@ func (c *ClientConn) replayHandshake(p *post, m *jsonrpc.Message) bool {
 	// initialized): then it is sent once more, up to maxResends in all.
 	// Without such a replay, the ping tells a lost handshake from a
 	// genuine invalid-params answer.
-	if !cached || p.resent >= maxResends || p.resent > 0 && !moved || !moved && !c.pingRefused(p.sid) {
+	if !cached || p.resent >= maxResends || p.resent > 0 && !moved {
 		return false
+	}
+	if !moved && !c.pingRefused(p.sid) {
+		// The ping was answered: a genuine refusal, unless another
+		// request's replay began or ended meanwhile (the server was
+		// without handshake when p reached it).
+		c.mu.Lock()
+		moved = c.epoch != p.epoch || c.reinit != nil
+		c.mu.Unlock()
+		if !moved {
+			return false
+		}
 	}
 	c.mu.Lock()
 	now := time.Now()
