@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // Default budget of a LineLimit, per stream: a burst of DefaultLogBurst
@@ -29,7 +31,7 @@ func (s stream) String() string {
 	return "stdout"
 }
 
-// LineLimit is a token bucket, per stream, for the lines children write
+// LineLimit is a token bucket (x/time/rate), per stream, for the lines children write
 // that go to the log (stdout lines that are not JSON-RPC, and stderr
 // lines). A line that finds its bucket empty is counted, not logged; the
 // count is logged as one "lines suppressed" record per stream a second
@@ -37,16 +39,13 @@ func (s stream) String() string {
 // shared by several processes (all the children of one destination). Safe
 // for concurrent use.
 type LineLimit struct {
-	rate, burst float64
-
 	mu    sync.Mutex
 	b     [2]bucket   // guarded by mu, by stream
 	timer *time.Timer // guarded by mu: the pending summary, if any
 }
 
 type bucket struct {
-	tokens     float64
-	last       time.Time    // last refill
+	lim        *rate.Limiter
 	suppressed int          // lines refused since the last summary
 	since      time.Time    // when the first of them was refused
 	log        *slog.Logger // where the summary goes
@@ -62,9 +61,9 @@ func NewLineLimit(perSecond float64, burst int) *LineLimit {
 	if burst <= 0 {
 		burst = DefaultLogBurst
 	}
-	l := &LineLimit{rate: perSecond, burst: float64(burst)}
+	l := &LineLimit{}
 	for i := range l.b {
-		l.b[i].tokens = l.burst
+		l.b[i].lim = rate.NewLimiter(rate.Limit(perSecond), burst)
 	}
 	return l
 }
@@ -76,12 +75,7 @@ func (l *LineLimit) allow(s stream, log *slog.Logger) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	b := &l.b[s]
-	if !b.last.IsZero() {
-		b.tokens = min(l.burst, b.tokens+now.Sub(b.last).Seconds()*l.rate)
-	}
-	b.last = now
-	if b.tokens >= 1 {
-		b.tokens--
+	if b.lim.AllowN(now, 1) {
 		return true
 	}
 	if b.suppressed == 0 {
