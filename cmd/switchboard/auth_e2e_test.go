@@ -110,10 +110,6 @@ func destState(t *testing.T, base, name string) (string, string) {
 
 func TestGatewayOAuthE2E(t *testing.T) {
 	bin := buildBinary(t)
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	as := oauthtest.Start(t)
 	dir := t.TempDir()
 	tokens := filepath.Join(dir, "tokens")
@@ -125,20 +121,7 @@ func TestGatewayOAuthE2E(t *testing.T) {
 	var logs peertest.Buffer // every output of every process
 	runSB := func(args ...string) (int, string) {
 		t.Helper()
-		cmd := exec.Command(bin, args...)
-		// The login's $BROWSER is this binary in the "browser" mode.
-		cmd.Env = append(os.Environ(), envMainServer+"=browser", "BROWSER="+self)
-		var out peertest.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		err := cmd.Run()
-		logs.Write([]byte(out.String()))
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return code, out.String()
+		return runBrowsing(t, bin, &logs, args...)
 	}
 
 	base := startServe(t, bin, cfg, &logs)
@@ -309,10 +292,6 @@ func (e *callError) Error() string { return "unexpected result " + e.s }
 // resource, the SSE endpoint); no token in any output.
 func TestGatewayOAuthSSEDestination(t *testing.T) {
 	bin := buildBinary(t)
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	as := oauthtest.Start(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "switchboard.yaml")
@@ -325,12 +304,8 @@ func TestGatewayOAuthSSEDestination(t *testing.T) {
 	if st, _ := destState(t, base, "legacy"); st != "needs_login" {
 		t.Fatalf("/healthz before a login: %q; want needs_login", st)
 	}
-	login := exec.Command(bin, "auth", "login", "legacy", "--config", cfg)
-	login.Env = append(os.Environ(), envMainServer+"=browser", "BROWSER="+self)
-	out, err := login.CombinedOutput()
-	logs.Write(out)
-	if err != nil || !strings.Contains(string(out), "legacy: logged in; ok") {
-		t.Fatalf("auth login: %v\n%s", err, out)
+	if code, out := runBrowsing(t, bin, &logs, "auth", "login", "legacy", "--config", cfg); code != 0 || !strings.Contains(out, "legacy: logged in; ok") {
+		t.Fatalf("auth login: exit %d\n%s", code, out)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -363,4 +338,28 @@ func TestGatewayOAuthSSEDestination(t *testing.T) {
 			t.Fatalf("a token or secret issued by the server is in the output:\n%s", all)
 		}
 	}
+}
+
+// runBrowsing runs the binary with args, the $BROWSER of a login being
+// this test binary in the "browser" mode, and returns its exit code and
+// output (stdout and stderr), which go to logs too.
+func runBrowsing(t *testing.T, bin string, logs *peertest.Buffer, args ...string) (int, string) {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), envMainServer+"=browser", "BROWSER="+self)
+	var out peertest.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err = cmd.Run()
+	logs.Write([]byte(out.String()))
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return code, out.String()
 }

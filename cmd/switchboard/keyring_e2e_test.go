@@ -103,10 +103,6 @@ func startSecretService(t *testing.T) {
 func TestGatewayOAuthKeyringE2E(t *testing.T) {
 	startSecretService(t)
 	bin := buildBinary(t)
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	as := oauthtest.Start(t)
 	dir := t.TempDir()
 	tokens := filepath.Join(dir, "tokens")
@@ -118,19 +114,7 @@ func TestGatewayOAuthKeyringE2E(t *testing.T) {
 	var logs peertest.Buffer
 	runSB := func(args ...string) (int, string) {
 		t.Helper()
-		cmd := exec.Command(bin, args...)
-		cmd.Env = append(os.Environ(), envMainServer+"=browser", "BROWSER="+self)
-		var out peertest.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		err := cmd.Run()
-		logs.Write([]byte(out.String()))
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return code, out.String()
+		return runBrowsing(t, bin, &logs, args...)
 	}
 
 	base := startServe(t, bin, cfg, &logs)
