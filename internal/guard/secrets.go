@@ -44,7 +44,9 @@ type SecretsConfig struct {
 // the rule's entropy, and the rule's and the global allowlists are
 // honoured (path-only criteria never match: a string has no path).
 // Findings' Rule is the gitleaks rule id; the span is the secret. Safe for
-// concurrent use.
+// concurrent use. The rules are gitleaks' own file, not its detect package:
+// that package costs +5.6 MB of binary (viper, cobra, archive readers, a
+// WebAssembly RE2) against +0.58 MB for this engine (linux/amd64, stripped).
 type Secrets struct {
 	rules    []secretRule
 	global   allowlist
