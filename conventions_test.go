@@ -366,7 +366,9 @@ func TestImportRules(t *testing.T) {
 		{"internal/mcp", func(imp string) bool { return isStd(imp) || imp == module+"/internal/jsonrpc" }, "the standard library and internal/jsonrpc only"},
 		// stdio clips child output for the log through audit.Clipped, so
 		// that redaction happens before the cut.
-		{"internal/upstream/stdio", func(imp string) bool { return isStd(imp) || imp == module+"/internal/audit" }, "the standard library and internal/audit only"},
+		{"internal/upstream/stdio", func(imp string) bool {
+			return isStd(imp) || imp == module+"/internal/audit" || imp == "golang.org/x/time/rate"
+		}, "the standard library, golang.org/x/time/rate and internal/audit only"},
 		{"internal/audit", isStd, "the standard library only"},
 		{"internal/buildinfo", isStd, "the standard library only"},
 		{"internal/backoff", isStd, "the standard library only"},

@@ -42,6 +42,9 @@ type fakeServer struct {
 	// unread, if set, makes connections Unreaders that report what it
 	// returns.
 	unread func() (waiting int, read uint64)
+	// inputWaiting, with unread, reports the bytes of the server's input
+	// it has not read (an InputWaiter conn).
+	inputWaiting func() int
 	// cpuWait, if set with unread, makes connections CPUWaiters too that
 	// report what it returns.
 	cpuWait func() (wait time.Duration, runnable int)
@@ -81,6 +84,9 @@ func (s *fakeServer) dial(ctx context.Context, deliver, oversize func([]byte)) (
 	if s.reinit {
 		return &reinitConn{c}, nil
 	}
+	if s.unread != nil && s.inputWaiting != nil {
+		return &inputWaiterConn{unreaderConn{c}}, nil
+	}
 	if s.unread != nil && s.cpuWait != nil {
 		return &cpuWaiterConn{unreaderConn{c}}, nil
 	}
@@ -94,6 +100,11 @@ func (s *fakeServer) dial(ctx context.Context, deliver, oversize func([]byte)) (
 type unreaderConn struct{ *fakeConn }
 
 func (u *unreaderConn) Unread() (int, uint64) { return u.srv.unread() }
+
+// inputWaiterConn is an unreaderConn that reports its server's unread input.
+type inputWaiterConn struct{ unreaderConn }
+
+func (c *inputWaiterConn) InputWaiting() int { return c.srv.inputWaiting() }
 
 // cpuWaiterConn is an unreaderConn that reports its server's CPU wait.
 type cpuWaiterConn struct{ unreaderConn }

@@ -324,6 +324,12 @@ func (u *Upstream) probed(c *Call, now time.Time) *heldAnswer {
 		return nil
 	}
 	saw := u.sw.probeSaw
+	if saw[2] > 0 {
+		// The server had not yet read all its input when the probe went
+		// out (a server still starting, or busy): it was slow to read the
+		// request, not holding its answer, and the ping released nothing.
+		return nil
+	}
 	readNow := int64(-1)
 	if ur, ok := u.conn.(Unreader); ok {
 		_, r := ur.Unread()

@@ -225,6 +225,34 @@ func TestStallServerProbed(t *testing.T) {
 	})
 }
 
+// TestStallUnreadInputNotCounted: a server that had not read its input
+// when the probe went out (a child still starting: its stdin held the
+// request) answers once it reads, the call before the ping, but it held
+// nothing: the ping still goes out, nothing is counted at any stage.
+func TestStallUnreadInputNotCounted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, logged := stallHarness(t, func() (int, uint64) { return 0, 0 })
+		h.srv.inputWaiting = func() int { return 250 }
+		a, _ := h.join("")
+		holdUntilMore(h)
+		c := h.call(a, `1`, "tools/call", "")
+		ctx, cancel := context.WithTimeout(h.ctx, 30*time.Second)
+		defer cancel()
+		m, err := c.Next(ctx)
+		if err != nil || errCode(t, m) != 0 {
+			t.Fatalf("answer %v, %v", m, err)
+		}
+		if pings := h.srv.conn(t).sent("ping"); len(pings) != 1 {
+			t.Fatalf("%d pings sent, want 1", len(pings))
+		}
+		synctest.Wait()
+		noStalls(t, h.u, "")
+		if strings.Contains(logged.String(), "call stalled") {
+			t.Fatalf("log %q, want no stall", logged.String())
+		}
+	})
+}
+
 // TestStallStarvedServerCountedAsCPU is issue 27's held answer as it
 // was measured: the server's threads were runnable and got no CPU (an
 // overloaded machine) until the probe's input woke one of them. Its
