@@ -229,7 +229,8 @@ type call struct {
 	wantLog  bool
 	b        session.Backend
 	inner    session.Call
-	out      jsonrpc.Message // the request as the legacy server gets it, while it is sent
+	held     []*jsonrpc.Message // notifications from before a park, returned first (a resumed call's)
+	out      jsonrpc.Message    // the request as the legacy server gets it, while it is sent
 
 	mu   sync.Mutex
 	done bool // the final message was returned (or the call abandoned)
@@ -253,7 +254,13 @@ func (c *call) UpstreamTime() time.Duration {
 
 func (c *call) Poll() (*jsonrpc.Message, bool) {
 	for {
-		m, ended := c.inner.Poll()
+		var m *jsonrpc.Message
+		var ended bool
+		if len(c.held) > 0 {
+			m, c.held = c.held[0], c.held[1:]
+		} else {
+			m, ended = c.inner.Poll()
+		}
 		if m == nil {
 			return nil, ended
 		}
@@ -405,22 +412,20 @@ gather:
 			p.add(more)
 		case more.IsRequest():
 			c.refuse(more)
-		case more.IsResponse():
+		case !more.IsResponse():
+			// A related notification meanwhile (progress, a log line):
+			// kept for the retry's answer, which comes first there.
+			p.held = append(p.held, more)
+		default:
 			// The server answered after all (it gave up waiting):
-			// nothing to park.
+			// nothing to park. Poll returns what was held, then the
+			// response.
 			for _, r := range p.reqs {
 				c.b.Respond(context.Background(), jsonrpc.NewError(r.req.ID, jsonrpc.Errorf(jsonrpc.RequestRefused, "switchboard: the call ended")))
 			}
-			c.finish()
-			out := *more
-			out.ID = c.clientID
-			if more.Result != nil {
-				out.Result = amendResult(more.Result, c.method)
-			}
-			return &out
+			c.held = append(p.held, more)
+			return nil
 		}
-		// Related notifications meanwhile are dropped: the answer to
-		// this request is the input_required result.
 	}
 	token, err := c.t.states.park(p)
 	if err != nil {
@@ -455,7 +460,10 @@ func inputKey(method string) string {
 func inputRequired(p *parked, token string) json.RawMessage {
 	reqs := map[string]any{}
 	for _, r := range p.reqs {
-		ir := map[string]any{"method": r.req.Method}
+		// params always: a server may send roots/list without them, but
+		// a client may decode an input request's params unconditionally
+		// (the go-sdk fails the whole result on a missing one).
+		ir := map[string]any{"method": r.req.Method, "params": json.RawMessage(`{}`)}
 		if len(r.req.Params) > 0 {
 			ir["params"] = r.req.Params
 		}
@@ -534,7 +542,7 @@ func (t *ModernOverLegacy) resume(ctx context.Context, req *jsonrpc.Message, r *
 		}
 	}
 	c := t.newCall(ctx, req, r, p.b)
-	c.inner = p.inner
+	c.inner, c.held = p.inner, p.held
 	return c
 }
 

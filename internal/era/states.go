@@ -19,7 +19,8 @@ type parked struct {
 	caller       string // and who: the authenticated caller's name, "" without auth
 	b            session.Backend
 	inner        session.Call
-	reqs         []pendingRequest // the server's requests the client is asked
+	reqs         []pendingRequest   // the server's requests the client is asked
+	held         []*jsonrpc.Message // related notifications that came while it was gathered
 
 	token string      // guarded by states.mu
 	timer *time.Timer // guarded by states.mu
