@@ -19,9 +19,9 @@ import (
 type queuedCall struct{ q *jsonrpc.Queue }
 
 func (c queuedCall) Poll() (*jsonrpc.Message, bool) { return c.q.TryPop(), false }
-func (c queuedCall) Ready() <-chan struct{} { return c.q.Ready() }
-func (c queuedCall) Abandon(bool)           {}
-func (c queuedCall) LongLived() bool        { return false }
+func (c queuedCall) Ready() <-chan struct{}         { return c.q.Ready() }
+func (c queuedCall) Abandon(bool)                   {}
+func (c queuedCall) LongLived() bool                { return false }
 
 // lender is a Joiner lending one member whose call the test drives; it
 // records what the member was answered.
@@ -39,7 +39,7 @@ func (l *lender) Lend(context.Context, json.RawMessage, json.RawMessage) (sessio
 	return l, nil
 }
 func (l *lender) Call(context.Context, *jsonrpc.Message) (session.Call, error) { return l.call, nil }
-func (l *lender) Notify(context.Context, *jsonrpc.Message) error                { return nil }
+func (l *lender) Notify(context.Context, *jsonrpc.Message) error               { return nil }
 func (l *lender) Respond(_ context.Context, r *jsonrpc.Message) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
