@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# soak.sh: issue 27's soak. Drives N calls through a shared or per-session stdio child behind Switchboard
+# (timeout 3s) with ../shared/bench's mcpload, then prints mcpload's result line and the stalled-calls
+# metric by stage. The gateway, the child and mcpload run at NICE (default -10: ahead of whatever else
+# the machine runs, so a hold the watchdog counts is not the kernel starving the child).
+#
+#   scripts/soak.sh ISOLATION IN_FLIGHT CALLS        e.g. scripts/soak.sh shared 16 5000000
+#
+# Needs a release build in SWITCHBOARD_BIN [/tmp/switchboard] and the bench's upstream and mcpload in
+# BENCH_BIN [/tmp/benchpeers/bin] (../shared/bench/run.sh builds them there).
+set -euo pipefail
+iso=${1:?isolation: shared or session} c=${2:?calls in flight} n=${3:?calls}
+SB=${SWITCHBOARD_BIN:-/tmp/switchboard} BIN=${BENCH_BIN:-/tmp/benchpeers/bin} NICE=${NICE:--10}
+port=${PORT:-24600}
+sessions=1
+[ "$iso" = session ] && sessions=$c
+work=$(mktemp -d)
+printf 'listen: 127.0.0.1:%s\ntimeout: 3s\ndestinations:\n  up:\n    type: stdio\n    command: %s/upstream\n    isolation: %s\nnamespaces:\n  bench:\n    servers: [up]\n    tool_prefix: never\n' \
+	"$port" "$BIN" "$iso" >"$work/sb.yaml"
+MAX_STDIO_CONNECTIONS=1000 nice -n "$NICE" "$SB" serve --config "$work/sb.yaml" </dev/null >"$work/sb.log" 2>&1 &
+sb=$!
+trap 'kill "$sb" 2>/dev/null; wait "$sb" 2>/dev/null; rm -rf "$work"' EXIT
+for _ in $(seq 100); do curl -fs -o /dev/null "http://127.0.0.1:$port/healthz" && break; sleep 0.1; done
+start=$(date +%s)
+nice -n "$NICE" "$BIN/mcpload" -url "http://127.0.0.1:$port/mcp/bench" -c "$c" -s "$sessions" -n "$n" -timeout 10s
+echo "isolation=$iso in_flight=$c calls=$n seconds=$(($(date +%s) - start))"
+curl -fs "http://127.0.0.1:$port/metrics" | grep '^switchboard_calls_stalled_total' || true
+grep -c 'call stalled' "$work/sb.log" || true
+grep 'call stalled' "$work/sb.log" | head -20 || true
