@@ -327,7 +327,7 @@ func check(args []string, stdout, stderr io.Writer) int {
 	for _, w := range cfg.Warnings { // file:line: warning: …
 		fmt.Fprintln(stderr, w)
 	}
-	members := router.Members(cfg)
+	members := router.Members(gateway.RouterLayout(cfg))
 	for _, w := range policy.Warnings(gateway.PolicySetup(cfg), members) {
 		fmt.Fprintf(stderr, "%s: warning: %s\n", *cfgPath, w)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/front/streamable"
 	"github.com/switchboard-mcp/switchboard/internal/policy"
 	"github.com/switchboard-mcp/switchboard/internal/router"
+	"github.com/switchboard-mcp/switchboard/internal/sandbox"
 )
 
 // Aggregated endpoints (package router):
@@ -55,7 +56,7 @@ func (g *Gateway) buildViews(cfg *config.Config, dests map[string]*destination.D
 	for name, d := range dests {
 		servers[name] = d
 	}
-	vs := router.Views(cfg, servers, g.log)
+	vs := router.Views(RouterLayout(cfg), servers, g.log)
 	out := map[string]*router.Router{}
 	t.MCP, t.Stream, t.Message = map[string]http.Handler{}, map[string]http.Handler{}, map[string]http.Handler{}
 	for name, rt := range g.routers {
@@ -101,6 +102,34 @@ func (g *Gateway) buildViews(cfg *config.Config, dests map[string]*destination.D
 		g.log.Debug("aggregated view", "view", name, "servers", names, "tool_prefix", v.Prefix)
 	}
 	return out
+}
+
+// RouterLayout is what package router knows of cfg's destinations,
+// namespaces and groups (for router.Views and router.Members).
+func RouterLayout(cfg *config.Config) *router.Layout {
+	l := &router.Layout{Names: cfg.Names, Namespaces: map[string]*router.Namespace{}, Groups: map[string]*router.Group{}}
+	for name, ns := range cfg.Namespaces {
+		shape := router.Shaping{Prefixes: ns.Prefix}
+		if ns.Overrides != nil {
+			shape.Overrides = map[string]map[string]*router.ToolOverride{}
+			for server, tools := range ns.Overrides {
+				shape.Overrides[server] = map[string]*router.ToolOverride{}
+				for tool, o := range tools {
+					shape.Overrides[server][tool] = &router.ToolOverride{Name: o.Name, Title: o.Title,
+						Description: o.Description, Hide: o.Hide, Annotations: o.Annotations}
+				}
+			}
+		}
+		s := ns.Sandbox
+		l.Namespaces[name] = &router.Namespace{Servers: ns.Servers, Isolated: ns.Isolated, Extends: ns.Extends,
+			ToolPrefix: ns.ToolPrefix, Tools: router.Filter{Allow: ns.Tools.Allow, Deny: ns.Tools.Deny}, Shape: shape,
+			ToolSearch: ns.ToolSearch, CodeMode: ns.CodeMode, Sandbox: sandbox.Limits{Timeout: s.Timeout, Memory: s.Memory,
+				MaxCalls: s.MaxCalls, MaxOutput: s.MaxOutput, Concurrency: s.Concurrency}}
+	}
+	for name, g := range cfg.Groups {
+		l.Groups[name] = &router.Group{Namespaces: g.Namespaces, Forced: g.Forced}
+	}
+	return l
 }
 
 // ServeStdio serves one view ("" the default view) as a single MCP server

@@ -74,7 +74,7 @@ func (g *Gateway) build(cfg *config.Config, prev *state) (*state, []*destination
 			}
 		}
 	}
-	for _, w := range policy.Warnings(ps, router.Members(cfg)) {
+	for _, w := range policy.Warnings(ps, router.Members(RouterLayout(cfg))) {
 		g.log.Warn("access: " + w)
 	}
 	for name, d := range st.dests {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/audit"
-	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/internal/policy"
 	"github.com/switchboard-mcp/switchboard/internal/session"
@@ -38,7 +37,7 @@ func callAs(t *testing.T, acc *policy.Access, b session.Backend, method string, 
 // search, inspect, calls and a script's calls show and reach only the
 // members whose destinations the client is granted, under its tool rules.
 func TestViewAccess(t *testing.T) {
-	v, _, _ := codeView(t, config.CodeModeOn)
+	v, _, _ := codeView(t, CodeModeOn)
 	var mu sync.Mutex
 	var recs []audit.Record
 	be, _, _ := join(t, v, Options{Audit: func(r *audit.Record) { mu.Lock(); recs = append(recs, *r); mu.Unlock() }})

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/audit"
-	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/internal/manifest"
 	"github.com/switchboard-mcp/switchboard/internal/policy"
@@ -141,7 +140,7 @@ func scriptServerNames(servers []serverTools) []string {
 // are v's servers with their tools, named in the descriptions.
 func metaTools(v *View, servers []serverTools) []json.RawMessage {
 	var out []json.RawMessage
-	if !v.Meta.Search && v.Meta.CodeMode == config.CodeModeOff {
+	if !v.Meta.Search && v.Meta.CodeMode == CodeModeOff {
 		return nil
 	}
 	label := "this endpoint"
@@ -182,7 +181,7 @@ func metaTools(v *View, servers []serverTools) []json.RawMessage {
 		},
 		"annotations": readOnly,
 	}))
-	if v.Meta.CodeMode != config.CodeModeOff {
+	if v.Meta.CodeMode != CodeModeOff {
 		s := v.Meta.Sandbox
 		out = append(out, jsonrpc.Marshal(map[string]any{
 			"name": MetaExecute,
@@ -471,15 +470,14 @@ func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 // runner returns the sandbox runner for the view's limits (made once per
 // set of limits: a reload that changes them starts a new one, and stops
 // the old one's idle workers; its running scripts finish).
-func (r *Router) runner(s config.Sandbox) *sandbox.Runner {
+func (r *Router) runner(s sandbox.Limits) *sandbox.Runner {
 	r.sbMu.Lock()
 	defer r.sbMu.Unlock()
 	if r.sb == nil || r.sbLimits != s {
 		if old := r.sb; old != nil {
 			go old.Close() // ends: Close waits only for workers starting
 		}
-		r.sb = sandbox.NewRunner(sandbox.Limits{Timeout: s.Timeout, Memory: s.Memory, MaxCalls: s.MaxCalls,
-			MaxOutput: s.MaxOutput, Concurrency: s.Concurrency})
+		r.sb = sandbox.NewRunner(s)
 		r.sbLimits = s
 	}
 	return r.sb

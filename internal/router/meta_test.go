@@ -8,14 +8,14 @@ import (
 	"testing"
 
 	"github.com/switchboard-mcp/switchboard/internal/audit"
-	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/sandbox"
 )
 
 func codeView(t *testing.T, mode string) (*View, *fakeServer, *fakeServer) {
 	t.Helper()
 	v, a, b := shapedView(t)
-	v.Meta = Meta{Search: true, CodeMode: mode, Sandbox: config.Sandbox{Timeout: 5e9, Memory: 32 << 20, MaxCalls: 20, MaxOutput: 8 << 10, Concurrency: 2}}
+	v.Meta = Meta{Search: true, CodeMode: mode, Sandbox: sandbox.Limits{Timeout: 5e9, Memory: 32 << 20, MaxCalls: 20, MaxOutput: 8 << 10, Concurrency: 2}}
 	return v, a, b
 }
 
@@ -32,7 +32,7 @@ func structured(t *testing.T, msgs []*jsonrpc.Message) map[string]any {
 }
 
 func TestMetaToolsListed(t *testing.T) {
-	v, _, _ := codeView(t, config.CodeModeOn)
+	v, _, _ := codeView(t, CodeModeOn)
 	be, _, _ := join(t, v, Options{})
 	names, _ := listAll(t, be)
 	want := []string{"search", "inspect", "execute", "say", "add", "bee__echo", "bee__secret"}
@@ -40,7 +40,7 @@ func TestMetaToolsListed(t *testing.T) {
 		t.Errorf("code_mode true: tools = %q, want %q", names, want)
 	}
 
-	v, _, _ = codeView(t, config.CodeModeOnly)
+	v, _, _ = codeView(t, CodeModeOnly)
 	be, _, _ = join(t, v, Options{})
 	if names, _ := listAll(t, be); !slices.Equal(names, []string{"search", "inspect", "execute"}) {
 		t.Errorf("code_mode only: tools = %q", names)
@@ -50,7 +50,7 @@ func TestMetaToolsListed(t *testing.T) {
 		t.Errorf("direct call under code_mode only = %+v", msgs[len(msgs)-1])
 	}
 
-	v, _, _ = codeView(t, config.CodeModeOff)
+	v, _, _ = codeView(t, CodeModeOff)
 	v.Meta.Search = true
 	be, _, _ = join(t, v, Options{})
 	if names, _ := listAll(t, be); !slices.Equal(names[:2], []string{"search", "inspect"}) || slices.Contains(names, "execute") {
@@ -60,7 +60,7 @@ func TestMetaToolsListed(t *testing.T) {
 
 func TestMetaNameConflict(t *testing.T) {
 	a := &fakeServer{name: "a", tools: []string{"search", "x"}}
-	v := &View{Name: "ns", Servers: []Server{a}, Prefix: config.ToolPrefixConflict, Meta: Meta{Search: true}}
+	v := &View{Name: "ns", Servers: []Server{a}, Prefix: PrefixConflict, Meta: Meta{Search: true}}
 	be, _, _ := join(t, v, Options{})
 	names, _ := listAll(t, be)
 	if !slices.Equal(names, []string{"search", "inspect", "a__search", "x"}) {
@@ -72,7 +72,7 @@ func TestMetaNameConflict(t *testing.T) {
 }
 
 func TestSearchAndInspect(t *testing.T) {
-	v, _, _ := codeView(t, config.CodeModeOn)
+	v, _, _ := codeView(t, CodeModeOn)
 	be, _, _ := join(t, v, Options{})
 	s := structured(t, call(t, be, "tools/call", map[string]any{"name": "search", "arguments": map[string]any{"query": "says back"}}))
 	res, _ := s["results"].([]any)
@@ -100,7 +100,7 @@ func TestSearchAndInspect(t *testing.T) {
 }
 
 func TestSearchFollowsListChanged(t *testing.T) {
-	v, a, _ := codeView(t, config.CodeModeOn)
+	v, a, _ := codeView(t, CodeModeOn)
 	be, _, down := join(t, v, Options{})
 	search := func(q string) []any {
 		s := structured(t, call(t, be, "tools/call", map[string]any{"name": "search", "arguments": map[string]any{"query": q}}))
@@ -121,7 +121,7 @@ func TestSearchFollowsListChanged(t *testing.T) {
 }
 
 func TestExecuteRoutesAndAudits(t *testing.T) {
-	v, a, b := codeView(t, config.CodeModeOnly)
+	v, a, b := codeView(t, CodeModeOnly)
 	var mu sync.Mutex
 	var recs []audit.Record
 	be, _, _ := join(t, v, Options{Audit: func(r *audit.Record) { mu.Lock(); recs = append(recs, *r); mu.Unlock() }})
@@ -181,8 +181,8 @@ func TestExecuteRoutesAndAudits(t *testing.T) {
 // code_mode only holds there as well.
 func TestMetaStateless(t *testing.T) {
 	s := &modernServer{fakeServer: &fakeServer{name: "s", tools: []string{"x", "y"}}}
-	r := New(&View{Name: "ns", Servers: []Server{s}, Meta: Meta{Search: true, CodeMode: config.CodeModeOnly,
-		Sandbox: config.Sandbox{Timeout: 5e9, Memory: 32 << 20, MaxCalls: 10, MaxOutput: 4096, Concurrency: 1}}}, Options{})
+	r := New(&View{Name: "ns", Servers: []Server{s}, Meta: Meta{Search: true, CodeMode: CodeModeOnly,
+		Sandbox: sandbox.Limits{Timeout: 5e9, Memory: 32 << 20, MaxCalls: 10, MaxOutput: 4096, Concurrency: 1}}}, Options{})
 	res, err := r.Stateless(t.Context(), modernReq(1, "tools/list", nil))
 	if err != nil {
 		t.Fatal(err)
@@ -213,7 +213,7 @@ func TestMetaStateless(t *testing.T) {
 // its example too), a server outside the view raises a PermissionError
 // naming those in it, and a search that matches nothing says so.
 func TestMetaDescribesTheView(t *testing.T) {
-	v, _, _ := codeView(t, config.CodeModeOn)
+	v, _, _ := codeView(t, CodeModeOn)
 	be, _, _ := join(t, v, Options{})
 	msgs := call(t, be, "tools/list", nil)
 	var list struct {
@@ -257,7 +257,7 @@ func TestMetaDescribesTheView(t *testing.T) {
 // worker may have ends with an isError result naming the limit, and the
 // next script runs.
 func TestExecuteBombIsAnError(t *testing.T) {
-	v, _, _ := codeView(t, config.CodeModeOn)
+	v, _, _ := codeView(t, CodeModeOn)
 	be, _, _ := join(t, v, Options{})
 	msgs := call(t, be, "tools/call", map[string]any{"name": "execute", "arguments": map[string]any{"script": `new Uint8Array(2 ** 31).length`}})
 	var r struct {

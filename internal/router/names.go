@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"path"
 	"strings"
-
-	"github.com/switchboard-mcp/switchboard/internal/config"
 )
 
 // Separator joins a server name and an item name: {server}__{name}.
@@ -96,7 +94,7 @@ func (e *CollisionError) Error() string {
 const policyFixed = "fixed"
 
 // ExposeNames assigns the exposed name of each item under policy
-// (config.ToolPrefixAlways, Conflict or Never; "" is Always), each item's
+// (PrefixAlways, Conflict or Never; "" is Always), each item's
 // own Policy, Prefix and Rename taking precedence. The result is parallel
 // to items. An item whose exposed name repeats one before it (a server
 // listing a name twice) gets "" and must be left out.
@@ -120,15 +118,15 @@ func ExposeNames(policy string, items []Item) ([]string, error) {
 		if p == "" {
 			p = policy
 		}
-		if p != config.ToolPrefixNever && p != config.ToolPrefixConflict {
-			p = config.ToolPrefixAlways
+		if p != PrefixNever && p != PrefixConflict {
+			p = PrefixAlways
 		}
 		base[i] = it.Name
 		if it.Rename != "" {
 			p, base[i] = policyFixed, it.Rename
 		}
 		pol[i] = p
-		prefix[i] = p == config.ToolPrefixAlways
+		prefix[i] = p == PrefixAlways
 	}
 	servers := map[string]map[string]bool{}
 	for i, it := range items {
@@ -138,7 +136,7 @@ func ExposeNames(policy string, items []Item) ([]string, error) {
 		servers[base[i]][it.Server] = true
 	}
 	for i := range items {
-		if pol[i] == config.ToolPrefixConflict && len(servers[base[i]]) > 1 {
+		if pol[i] == PrefixConflict && len(servers[base[i]]) > 1 {
 			prefix[i] = true
 		}
 	}
@@ -152,8 +150,8 @@ func ExposeNames(policy string, items []Item) ([]string, error) {
 		}
 		return Normalize(base[i])
 	}
-	movable := func(i int) bool { return !prefix[i] && pol[i] == config.ToolPrefixConflict }
-	fixed := func(i int) bool { return pol[i] == config.ToolPrefixNever || pol[i] == policyFixed }
+	movable := func(i int) bool { return !prefix[i] && pol[i] == PrefixConflict }
+	fixed := func(i int) bool { return pol[i] == PrefixNever || pol[i] == policyFixed }
 	// A kept name may equal another server's prefixed one (server "a" offers
 	// "b__c" while "b" offers a colliding "c"): prefix the kept one too,
 	// until no such clash is left. Each round prefixes at least one more

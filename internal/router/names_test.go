@@ -5,8 +5,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/switchboard-mcp/switchboard/internal/config"
 )
 
 func TestNormalize(t *testing.T) {
@@ -80,7 +78,7 @@ func items(pairs ...string) []Item {
 }
 
 func TestExposeNamesAlways(t *testing.T) {
-	for _, policy := range []string{"", config.ToolPrefixAlways} {
+	for _, policy := range []string{"", PrefixAlways} {
 		got, err := ExposeNames(policy, items("a", "echo", "b", "echo", "b", "add"))
 		if err != nil {
 			t.Fatal(err)
@@ -93,7 +91,7 @@ func TestExposeNamesAlways(t *testing.T) {
 }
 
 func TestExposeNamesConflict(t *testing.T) {
-	got, err := ExposeNames(config.ToolPrefixConflict, items("a", "echo", "b", "echo", "b", "add", "a", "x.y"))
+	got, err := ExposeNames(PrefixConflict, items("a", "echo", "b", "echo", "b", "add", "a", "x.y"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +99,7 @@ func TestExposeNamesConflict(t *testing.T) {
 		t.Errorf("got %v", got)
 	}
 	// A kept name equal to another's prefixed name is prefixed too.
-	got, err = ExposeNames(config.ToolPrefixConflict, items("a", "b__c", "b", "c", "d", "c"))
+	got, err = ExposeNames(PrefixConflict, items("a", "b__c", "b", "c", "d", "c"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,18 +108,18 @@ func TestExposeNamesConflict(t *testing.T) {
 		t.Errorf("got %v, want %v", got, want)
 	}
 	// A server listing a name twice: the repeat is dropped, no prefix.
-	got, _ = ExposeNames(config.ToolPrefixConflict, items("a", "x", "a", "x"))
+	got, _ = ExposeNames(PrefixConflict, items("a", "x", "a", "x"))
 	if !slices.Equal(got, []string{"x", ""}) {
 		t.Errorf("duplicate within one server: got %v", got)
 	}
 }
 
 func TestExposeNamesNever(t *testing.T) {
-	got, err := ExposeNames(config.ToolPrefixNever, items("a", "echo", "b", "add"))
+	got, err := ExposeNames(PrefixNever, items("a", "echo", "b", "add"))
 	if err != nil || !slices.Equal(got, []string{"echo", "add"}) {
 		t.Fatalf("got %v, %v", got, err)
 	}
-	_, err = ExposeNames(config.ToolPrefixNever, items("alpha", "echo", "beta", "add", "gamma", "echo"))
+	_, err = ExposeNames(PrefixNever, items("alpha", "echo", "beta", "add", "gamma", "echo"))
 	var ce *CollisionError
 	if !errors.As(err, &ce) {
 		t.Fatalf("want a CollisionError, got %v", err)

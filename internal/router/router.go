@@ -38,7 +38,6 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/audit"
-	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/internal/mcp"
 	"github.com/switchboard-mcp/switchboard/internal/policy"
@@ -92,7 +91,7 @@ type Router struct {
 
 	sbMu     sync.Mutex
 	sb       *sandbox.Runner // code mode's runner, for sbLimits
-	sbLimits config.Sandbox
+	sbLimits sandbox.Limits
 
 	mu       sync.Mutex
 	sessions map[*aggregate]struct{}  // live sessions (joined, not yet left)
@@ -680,7 +679,7 @@ func (r *Router) listAnswer(ctx context.Context, cat *catalog, req *jsonrpc.Mess
 		return failure(req, mg.err)
 	}
 	items, version := mg.items, mg.version
-	if k == kTools && cat.codeMode() == config.CodeModeOnly {
+	if k == kTools && cat.codeMode() == CodeModeOnly {
 		items, version = onlyMeta(mg)
 	}
 	items = r.visibleItems(policy.FromContext(ctx), k, mg, items)
@@ -729,7 +728,7 @@ func (r *Router) routeCall(ctx context.Context, cat *catalog, req *jsonrpc.Messa
 		if k == kTools && rt.m == nil {
 			return r.metaCall(ctx, cat, req, rt.name, meta, toMember)
 		}
-		if k == kTools && cat.codeMode() == config.CodeModeOnly {
+		if k == kTools && cat.codeMode() == CodeModeOnly {
 			return failure(req, jsonrpc.Errorf(jsonrpc.InvalidParams,
 				"unknown tool %q (code_mode only: call it from execute)", name)), nil
 		}

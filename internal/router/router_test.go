@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/internal/session"
 	"github.com/switchboard-mcp/switchboard/internal/upstream"
@@ -292,7 +291,7 @@ func TestRouterInitialize(t *testing.T) {
 func TestRouterMergePageRoute(t *testing.T) {
 	a := &fakeServer{name: "a", tools: []string{"echo", "add", "a1", "a2", "a3"}}
 	b := &fakeServer{name: "b", tools: []string{"echo", "b1"}}
-	be, _, _ := join(t, &View{Servers: []Server{a, b}, Prefix: config.ToolPrefixConflict}, Options{PageSize: 3})
+	be, _, _ := join(t, &View{Servers: []Server{a, b}, Prefix: PrefixConflict}, Options{PageSize: 3})
 	names, pages := listAll(t, be)
 	want := []string{"a__echo", "add", "a1", "a2", "a3", "b__echo", "b1"}
 	if !slices.Equal(names, want) || pages != 3 {
@@ -495,7 +494,7 @@ func TestRouterFanOutAndNotify(t *testing.T) {
 func TestRouterNeverCollision(t *testing.T) {
 	a := &fakeServer{name: "a", tools: []string{"echo"}}
 	b := &fakeServer{name: "b", tools: []string{"echo"}}
-	be, _, _ := join(t, &View{Name: "strict", Servers: []Server{a, b}, Prefix: config.ToolPrefixNever}, Options{})
+	be, _, _ := join(t, &View{Name: "strict", Servers: []Server{a, b}, Prefix: PrefixNever}, Options{})
 	e := call(t, be, "tools/list", nil)[0].ErrorOf()
 	if e == nil || !strings.Contains(e.Message, `"echo"`) || !strings.Contains(e.Message, "a and b") {
 		t.Errorf("collision under never: %v", e)

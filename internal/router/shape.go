@@ -7,12 +7,43 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/sandbox"
 )
 
+// Tool prefix policies (a view's Prefix, a namespace's ToolPrefix, an
+// entry of Shaping.Prefixes).
+const (
+	PrefixAlways   = "always"   // every tool is exposed as server__tool ("" is the same)
+	PrefixConflict = "conflict" // only tools whose names collide are prefixed
+	PrefixNever    = "never"    // no prefix; a collision is an error
+)
+
+// Code modes of a namespace (Meta.CodeMode).
+const (
+	CodeModeOff  = ""     // no execute tool
+	CodeModeOn   = "on"   // execute, search and inspect beside the tools
+	CodeModeOnly = "only" // clients see just search, inspect and execute
+)
+
+// ToolOverride reshapes one tool of one server in a namespace. Empty
+// fields leave the server's own value.
+type ToolOverride struct {
+	// Name is the name the tool is exposed under, as written: no prefix is
+	// added. The server's own name no longer reaches it.
+	Name string
+	// Title and Description replace the server's.
+	Title, Description string
+	// Hide removes the tool from the namespace: it is not listed and cannot
+	// be called, directly or from a script.
+	Hide bool
+	// Annotations are set on the tool's annotations, each key replacing
+	// the server's value.
+	Annotations map[string]any
+}
+
 // Shaping is how a namespace reshapes its servers' tools on its own
-// endpoint (config: a namespace's prefix and overrides). Hidden tools are
+// endpoint (its prefix and overrides). Hidden tools are
 // not here: Views turns them into Deny patterns, so they are gone wherever
 // the namespace's filter applies (its groups and the default view too).
 type Shaping struct {
@@ -20,7 +51,7 @@ type Shaping struct {
 	// or a custom prefix (always, with it instead of the server's name).
 	Prefixes map[string]string
 	// Overrides are by server, then the server's own tool name.
-	Overrides map[string]map[string]*config.ToolOverride
+	Overrides map[string]map[string]*ToolOverride
 }
 
 // Meta are a namespace's meta-tools (search, inspect, execute).
@@ -28,10 +59,11 @@ type Meta struct {
 	// Search adds search and inspect (tool_search, and always with code
 	// mode).
 	Search bool
-	// CodeMode is config.CodeModeOff, CodeModeOn or CodeModeOnly.
+	// CodeMode is CodeModeOff, CodeModeOn or CodeModeOnly.
 	CodeMode string
-	// Sandbox bounds execute's scripts.
-	Sandbox config.Sandbox
+	// Sandbox bounds execute's scripts (zero fields: sandbox.NewRunner's
+	// defaults; the gateway passes the configuration's, defaults filled).
+	Sandbox sandbox.Limits
 }
 
 // Item returns the naming item of a tool (tool true) or prompt name of
@@ -40,10 +72,10 @@ func (v *View) Item(server, name string, tool bool) Item {
 	it := Item{Server: server, Name: name}
 	if p, ok := v.Shape.Prefixes[server]; ok {
 		switch p {
-		case config.ToolPrefixAlways, config.ToolPrefixConflict, config.ToolPrefixNever:
+		case PrefixAlways, PrefixConflict, PrefixNever:
 			it.Policy = p
 		default:
-			it.Policy, it.Prefix = config.ToolPrefixAlways, p
+			it.Policy, it.Prefix = PrefixAlways, p
 		}
 	}
 	if o := v.override(server, name); tool && o != nil && o.Name != "" {
@@ -58,7 +90,7 @@ func (v *View) shapedNames(server, name string) []string {
 	var out []string
 	if p, ok := v.Shape.Prefixes[server]; ok {
 		switch p {
-		case config.ToolPrefixAlways, config.ToolPrefixConflict, config.ToolPrefixNever:
+		case PrefixAlways, PrefixConflict, PrefixNever:
 		default:
 			out = append(out, Prefixed(p, name))
 		}
@@ -70,17 +102,18 @@ func (v *View) shapedNames(server, name string) []string {
 }
 
 // override returns the override of a tool, or nil.
-func (v *View) override(server, name string) *config.ToolOverride {
+func (v *View) override(server, name string) *ToolOverride {
 	return v.Shape.Overrides[server][name]
 }
 
 // hidePatterns are Deny patterns (path.Match, matched against
 // {server}__{name} among others) for the tools a namespace hides.
-func hidePatterns(ns *config.Namespace) []string {
+func hidePatterns(ns *Namespace) []string {
 	var out []string
-	for _, server := range sortedKeys(ns.Overrides) {
-		for _, tool := range sortedKeys(ns.Overrides[server]) {
-			if ns.Overrides[server][tool].Hide {
+	overrides := ns.Shape.Overrides
+	for _, server := range sortedKeys(overrides) {
+		for _, tool := range sortedKeys(overrides[server]) {
+			if overrides[server][tool].Hide {
 				out = append(out, globEscape(server+Separator+tool))
 			}
 		}
@@ -114,7 +147,7 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // reshape applies a tool's override (title, description, annotations) to
 // its listed JSON; the name is set by the caller.
-func reshape(raw json.RawMessage, o *config.ToolOverride) json.RawMessage {
+func reshape(raw json.RawMessage, o *ToolOverride) json.RawMessage {
 	if o == nil || (o.Title == "" && o.Description == "" && len(o.Annotations) == 0) {
 		return raw
 	}

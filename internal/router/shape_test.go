@@ -6,19 +6,18 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 )
 
 func TestExposeNamesPerServerPolicy(t *testing.T) {
 	its := []Item{
-		{Server: "fs", Name: "read", Policy: config.ToolPrefixNever},
-		{Server: "memory", Name: "read", Policy: config.ToolPrefixConflict},
+		{Server: "fs", Name: "read", Policy: PrefixNever},
+		{Server: "memory", Name: "read", Policy: PrefixConflict},
 		{Server: "memory", Name: "write", Policy: "", Prefix: "mem"},
 		{Server: "web", Name: "fetch", Rename: "get_page"},
 		{Server: "web", Name: "search"},
 	}
-	got, err := ExposeNames(config.ToolPrefixAlways, its)
+	got, err := ExposeNames(PrefixAlways, its)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +27,7 @@ func TestExposeNamesPerServerPolicy(t *testing.T) {
 	}
 
 	// A renamed tool takes a name a conflict-policy tool had: that one moves.
-	got, err = ExposeNames(config.ToolPrefixConflict, []Item{
+	got, err = ExposeNames(PrefixConflict, []Item{
 		{Server: "a", Name: "find"},
 		{Server: "b", Name: "lookup", Rename: "find"},
 	})
@@ -37,7 +36,7 @@ func TestExposeNamesPerServerPolicy(t *testing.T) {
 	}
 
 	// A renamed tool against a never-policy name: an error naming both.
-	_, err = ExposeNames(config.ToolPrefixNever, []Item{
+	_, err = ExposeNames(PrefixNever, []Item{
 		{Server: "a", Name: "find"},
 		{Server: "b", Name: "lookup", Rename: "find"},
 	})
@@ -50,29 +49,22 @@ func TestExposeNamesPerServerPolicy(t *testing.T) {
 // shapedView is a namespace view with every kind of shaping.
 func shapedView(t *testing.T) (*View, *fakeServer, *fakeServer) {
 	t.Helper()
-	cfg, err := config.Parse([]byte(`
-destinations:
-  a: {type: stdio, command: [x]}
-  b: {type: stdio, command: [x]}
-namespaces:
-  ns:
-    servers: [a, b]
-    prefix: {a: never, b: bee}
-    overrides:
-      a:
-        echo: {name: say, description: Says it back., title: Say, annotations: {readOnlyHint: true}}
-        secret: {hide: true}
-  other:
-    servers: [a]
-groups:
-  all: {namespaces: [ns]}
-`), "c.yaml")
-	if err != nil {
-		t.Fatal(err)
+	l := &Layout{Names: []string{"a", "b"},
+		Namespaces: map[string]*Namespace{
+			"ns": {Servers: []string{"a", "b"}, Shape: Shaping{
+				Prefixes: map[string]string{"a": PrefixNever, "b": "bee"},
+				Overrides: map[string]map[string]*ToolOverride{"a": {
+					"echo":   {Name: "say", Description: "Says it back.", Title: "Say", Annotations: map[string]any{"readOnlyHint": true}},
+					"secret": {Hide: true},
+				}},
+			}},
+			"other": {Servers: []string{"a"}},
+		},
+		Groups: map[string]*Group{"all": {Namespaces: []string{"ns"}}},
 	}
 	a := &fakeServer{name: "a", tools: []string{"echo", "secret", "add"}}
 	b := &fakeServer{name: "b", tools: []string{"echo", "secret"}}
-	views := Views(cfg, map[string]Server{"a": a, "b": b}, nil)
+	views := Views(l, map[string]Server{"a": a, "b": b}, nil)
 	return views["ns"], a, b
 }
 
@@ -128,15 +120,11 @@ func TestShapingHideReachesGroups(t *testing.T) {
 		t.Error("namespace view: secret should be hidden, echo shown")
 	}
 	cfgViews := func() map[string]*View {
-		cfg, _ := config.Parse([]byte(`
-destinations:
-  a: {type: stdio, command: [x]}
-namespaces:
-  ns: {servers: [a], overrides: {a: {"se*cret": {hide: true}}}}
-groups:
-  all: {namespaces: [ns]}
-`), "c.yaml")
-		return Views(cfg, map[string]Server{"a": nameOnly("a")}, nil)
+		l := &Layout{Names: []string{"a"},
+			Namespaces: map[string]*Namespace{"ns": {Servers: []string{"a"},
+				Shape: Shaping{Overrides: map[string]map[string]*ToolOverride{"a": {"se*cret": {Hide: true}}}}}},
+			Groups: map[string]*Group{"all": {Namespaces: []string{"ns"}}}}
+		return Views(l, map[string]Server{"a": nameOnly("a")}, nil)
 	}()
 	for _, name := range []string{"all", ""} {
 		if cfgViews[name].Admits("a", "se*cret") {

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 )
 
@@ -378,7 +377,7 @@ func sameServer(a, b Server) bool {
 
 func prefixPolicy(p string) string {
 	if p == "" {
-		return config.ToolPrefixAlways
+		return PrefixAlways
 	}
 	return p
 }

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/internal/mcp"
 	"github.com/switchboard-mcp/switchboard/internal/session"
@@ -279,7 +278,7 @@ func TestUpdateReplaceServer(t *testing.T) {
 func TestUpdateUnchanged(t *testing.T) {
 	a := newGated(t, "a", "x", "slow")
 	b := &fakeServer{name: "b", tools: []string{"y"}}
-	view := &View{Servers: []Server{a, b}, Prefix: config.ToolPrefixConflict, Deny: []string{"*secret*"},
+	view := &View{Servers: []Server{a, b}, Prefix: PrefixConflict, Deny: []string{"*secret*"},
 		Filters: map[string][]Filter{"b": {{Allow: []string{"*"}}}}}
 	r := New(view, Options{})
 	be, down := open(t, r)
@@ -288,7 +287,7 @@ func TestUpdateUnchanged(t *testing.T) {
 	inflight := startCall(t, be, "tools/call", map[string]any{"name": "slow"})
 
 	// A new View object with the same servers, policy and filters.
-	same := &View{Servers: []Server{a, b}, Prefix: config.ToolPrefixConflict, Deny: []string{"*secret*"},
+	same := &View{Servers: []Server{a, b}, Prefix: PrefixConflict, Deny: []string{"*secret*"},
 		Filters: map[string][]Filter{"b": {{Allow: []string{"*"}}}}}
 	r.Update(same)
 	if got := down.delivered(); len(got) != 0 {
@@ -320,13 +319,13 @@ func TestUpdatePolicyAndFilters(t *testing.T) {
 		t.Fatalf("tools %v", names)
 	}
 	// The prefix policy: tools and prompts.
-	r.Update(&View{Servers: servers, Prefix: config.ToolPrefixConflict})
+	r.Update(&View{Servers: servers, Prefix: PrefixConflict})
 	wantNotified(t, down, 1, 1, 0)
 	if names, _ := listAll(t, be); !slices.Equal(names, []string{"x", "drop", "y"}) {
 		t.Errorf("tools under conflict = %v", names)
 	}
 	// A filter: tools only.
-	r.Update(&View{Servers: servers, Prefix: config.ToolPrefixConflict, Deny: []string{"drop"}})
+	r.Update(&View{Servers: servers, Prefix: PrefixConflict, Deny: []string{"drop"}})
 	wantNotified(t, down, 2, 1, 0)
 	if names, _ := listAll(t, be); !slices.Equal(names, []string{"x", "y"}) {
 		t.Errorf("filtered tools = %v", names)
@@ -335,7 +334,7 @@ func TestUpdatePolicyAndFilters(t *testing.T) {
 		t.Error("a tool filtered out by the update can be called")
 	}
 	// "" is "always": no change from "always".
-	r.Update(&View{Servers: servers, Prefix: config.ToolPrefixConflict, Deny: []string{"drop"}})
+	r.Update(&View{Servers: servers, Prefix: PrefixConflict, Deny: []string{"drop"}})
 	wantNotified(t, down, 2, 1, 0)
 }
 

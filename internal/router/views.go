@@ -6,8 +6,8 @@ import (
 	"log/slog"
 	"slices"
 
-	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/sandbox"
 	"github.com/switchboard-mcp/switchboard/internal/session"
 	"github.com/switchboard-mcp/switchboard/internal/upstream"
 )
@@ -20,7 +20,7 @@ type View struct {
 	// Servers are merged in this order (lists are concatenated in it).
 	Servers []Server
 	// Prefix is the tool_prefix policy for tools and prompts:
-	// config.ToolPrefixAlways ("" too), Conflict or Never.
+	// PrefixAlways ("" too), Conflict or Never.
 	Prefix string
 	// Allow and Deny filter every tool of the view (a namespace's tools:).
 	Allow, Deny []string
@@ -48,11 +48,57 @@ func (v *View) admits(server, name string) bool {
 	return admitted(v.Filters[server], server, name)
 }
 
+// Layout is what the router knows of the configuration: the destinations,
+// namespaces and groups its views are resolved from (the gateway fills it
+// from the config file). The zero Layout has just the default view, empty.
+type Layout struct {
+	// Names are the destinations in file order: the default view's order.
+	Names []string
+	// Namespaces and Groups are by name; nil entries are not allowed.
+	Namespaces map[string]*Namespace
+	Groups     map[string]*Group
+}
+
+// Namespace is a named subset of destinations served as one view.
+type Namespace struct {
+	// Servers are its own destinations.
+	Servers []string
+	// Isolated keeps it out of the default view and out of the groups
+	// that do not force it.
+	Isolated bool
+	// Extends names the namespaces whose servers are included too (a cycle
+	// is cut).
+	Extends []string
+	// ToolPrefix is PrefixAlways ("" too), PrefixConflict or PrefixNever.
+	ToolPrefix string
+	// Tools filters every tool of the namespace (nothing: all shown).
+	Tools Filter
+	// Shape renames, re-describes, annotates, hides and prefixes tools per
+	// server; a hidden tool is gone wherever the namespace's filter applies.
+	Shape Shaping
+	// ToolSearch adds the search and inspect meta-tools.
+	ToolSearch bool
+	// CodeMode is CodeModeOff (""), CodeModeOn or CodeModeOnly; any
+	// but off adds search and inspect too.
+	CodeMode string
+	// Sandbox bounds code mode's scripts (unused when CodeMode is off).
+	Sandbox sandbox.Limits
+}
+
+// Group is a named union of namespaces.
+type Group struct {
+	// Namespaces are its members.
+	Namespaces []string
+	// Forced are the isolated members it names on purpose (a warning is
+	// logged for each).
+	Forced []string
+}
+
 // NamespaceServers returns the destination names of a namespace: its own
 // servers, then those of the namespaces it extends (recursively, in
 // order), without repeats. Config validation has rejected cycles; a cycle
 // is cut anyway.
-func NamespaceServers(cfg *config.Config, name string) []string {
+func NamespaceServers(cfg *Layout, name string) []string {
 	var out []string
 	seen := map[string]bool{}
 	var walk func(string)
@@ -97,7 +143,7 @@ func NamespaceServers(cfg *config.Config, name string) []string {
 //
 // servers maps destination names to servers; names missing from it
 // (disabled destinations) are skipped.
-func Views(cfg *config.Config, servers map[string]Server, log *slog.Logger) map[string]*View {
+func Views(cfg *Layout, servers map[string]Server, log *slog.Logger) map[string]*View {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -110,7 +156,7 @@ func Views(cfg *config.Config, servers map[string]Server, log *slog.Logger) map[
 		}
 		return out
 	}
-	nsFilter := func(ns *config.Namespace) Filter {
+	nsFilter := func(ns *Namespace) Filter {
 		return Filter{Allow: ns.Tools.Allow, Deny: append(slices.Clip(ns.Tools.Deny), hidePatterns(ns)...)}
 	}
 	nsNames := make([]string, 0, len(cfg.Namespaces))
@@ -124,15 +170,14 @@ func Views(cfg *config.Config, servers map[string]Server, log *slog.Logger) map[
 		ns := cfg.Namespaces[n]
 		prefix := ns.ToolPrefix
 		if prefix == "" {
-			prefix = config.ToolPrefixAlways
+			prefix = PrefixAlways
 		}
-		meta := Meta{Search: ns.ToolSearch || ns.CodeMode != config.CodeModeOff, CodeMode: ns.CodeMode}
-		if ns.CodeMode != config.CodeModeOff {
+		meta := Meta{Search: ns.ToolSearch || ns.CodeMode != CodeModeOff, CodeMode: ns.CodeMode}
+		if ns.CodeMode != CodeModeOff {
 			meta.Sandbox = ns.Sandbox
 		}
 		views[n] = &View{Name: n, Servers: pick(NamespaceServers(cfg, n)), Prefix: prefix,
-			Allow: ns.Tools.Allow, Deny: nsFilter(ns).Deny,
-			Shape: Shaping{Prefixes: ns.Prefix, Overrides: ns.Overrides}, Meta: meta}
+			Allow: ns.Tools.Allow, Deny: nsFilter(ns).Deny, Shape: ns.Shape, Meta: meta}
 	}
 
 	// union merges the servers of namespaces into one ordered list with
@@ -165,7 +210,7 @@ func Views(cfg *config.Config, servers map[string]Server, log *slog.Logger) map[
 		}
 		filters := map[string][]Filter{}
 		order := union(nil, filters, g.Namespaces)
-		views[n] = &View{Name: n, Servers: pick(order), Prefix: config.ToolPrefixAlways, Filters: filters}
+		views[n] = &View{Name: n, Servers: pick(order), Prefix: PrefixAlways, Filters: filters}
 	}
 
 	// The default view: destinations in no namespace, then the servers of
@@ -190,14 +235,14 @@ func Views(cfg *config.Config, servers map[string]Server, log *slog.Logger) map[
 			order = append(order, d)
 		}
 	}
-	views[""] = &View{Name: "", Servers: pick(order), Prefix: config.ToolPrefixAlways, Filters: filters}
+	views[""] = &View{Name: "", Servers: pick(order), Prefix: PrefixAlways, Filters: filters}
 	return views
 }
 
 // Members returns the destination names each view of cfg merges, in
 // order, by view name ("" the default view): what Views would build,
 // without any server (for `switchboard check --explain-access`).
-func Members(cfg *config.Config) map[string][]string {
+func Members(cfg *Layout) map[string][]string {
 	servers := map[string]Server{}
 	for _, n := range cfg.Names {
 		servers[n] = namedServer(n)

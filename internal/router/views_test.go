@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/internal/session"
 	"github.com/switchboard-mcp/switchboard/internal/upstream"
@@ -23,48 +21,33 @@ func (n nameOnly) Join(context.Context, upstream.Downstream, *jsonrpc.Message) (
 	panic("not joined in this test")
 }
 
-const viewsYAML = `
-destinations:
-  a: {type: stdio, command: [x]}
-  b: {type: stdio, command: [x]}
-  c: {type: stdio, command: [x]}
-  d: {type: stdio, command: [x]}
-  e: {type: stdio, command: [x]}
-  loose: {type: stdio, command: [x]}
-namespaces:
-  dev:
-    servers: [a, b]
-    tool_prefix: conflict
-    tools: {deny: ["*delete*"]}
-  docs:
-    servers: [c]
-    extends: dev
-  deep:
-    servers: [d]
-    extends: [docs]
-  home:
-    servers: [e]
-    isolated: true
-    tool_prefix: never
-groups:
-  all:
-    namespaces: [docs, "!home"]
-  plain:
-    namespaces: [dev]
-`
-
-func loadViews(t *testing.T, yml string) (map[string]*View, string) {
-	t.Helper()
-	cfg, err := config.Parse([]byte(yml), filepath.Join(t.TempDir(), "c.yaml"))
-	if err != nil {
-		t.Fatal(err)
+// viewsLayout: namespaces dev (a, b; conflict; deny *delete*), docs (c,
+// extends dev), deep (d, extends docs), home (e, isolated, never); groups
+// all (docs, "!home") and plain (dev).
+func viewsLayout() *Layout {
+	return &Layout{
+		Names: []string{"a", "b", "c", "d", "e", "loose"},
+		Namespaces: map[string]*Namespace{
+			"dev":  {Servers: []string{"a", "b"}, ToolPrefix: PrefixConflict, Tools: Filter{Deny: []string{"*delete*"}}},
+			"docs": {Servers: []string{"c"}, Extends: []string{"dev"}},
+			"deep": {Servers: []string{"d"}, Extends: []string{"docs"}},
+			"home": {Servers: []string{"e"}, Isolated: true, ToolPrefix: PrefixNever},
+		},
+		Groups: map[string]*Group{
+			"all":   {Namespaces: []string{"docs", "home"}, Forced: []string{"home"}},
+			"plain": {Namespaces: []string{"dev"}},
+		},
 	}
+}
+
+func loadViews(t *testing.T, l *Layout) (map[string]*View, string) {
+	t.Helper()
 	servers := map[string]Server{}
-	for _, n := range cfg.Names {
+	for _, n := range l.Names {
 		servers[n] = nameOnly(n)
 	}
 	var logs bytes.Buffer
-	return Views(cfg, servers, slog.New(slog.NewTextHandler(&logs, nil))), logs.String()
+	return Views(l, servers, slog.New(slog.NewTextHandler(&logs, nil))), logs.String()
 }
 
 func serverNames(v *View) []string {
@@ -76,7 +59,7 @@ func serverNames(v *View) []string {
 }
 
 func TestViews(t *testing.T) {
-	vs, logs := loadViews(t, viewsYAML)
+	vs, logs := loadViews(t, viewsLayout())
 	want := map[string][]string{
 		"":      {"a", "b", "c", "d", "loose"}, // e is only in an isolated namespace
 		"dev":   {"a", "b"},
@@ -99,8 +82,8 @@ func TestViews(t *testing.T) {
 			t.Errorf("view %q: servers %v, want %v", name, got, servers)
 		}
 	}
-	if vs["dev"].Prefix != config.ToolPrefixConflict || vs["home"].Prefix != config.ToolPrefixNever ||
-		vs["docs"].Prefix != config.ToolPrefixAlways || vs["all"].Prefix != config.ToolPrefixAlways || vs[""].Prefix != config.ToolPrefixAlways {
+	if vs["dev"].Prefix != PrefixConflict || vs["home"].Prefix != PrefixNever ||
+		vs["docs"].Prefix != PrefixAlways || vs["all"].Prefix != PrefixAlways || vs[""].Prefix != PrefixAlways {
 		t.Error("prefix policies")
 	}
 	if !strings.Contains(logs, "isolated namespace") || !strings.Contains(logs, "namespace=home") {
@@ -109,7 +92,7 @@ func TestViews(t *testing.T) {
 }
 
 func TestViewFilters(t *testing.T) {
-	vs, _ := loadViews(t, viewsYAML)
+	vs, _ := loadViews(t, viewsLayout())
 	// dev's own view: its deny applies to all its tools.
 	if vs["dev"].admits("a", "delete_repo") || !vs["dev"].admits("a", "create_repo") {
 		t.Error("dev filter")
@@ -134,15 +117,8 @@ func TestViewFilters(t *testing.T) {
 }
 
 func TestViewFiltersDefaultOnly(t *testing.T) {
-	vs, _ := loadViews(t, `
-destinations:
-  a: {type: stdio, command: [x]}
-  b: {type: stdio, command: [x]}
-namespaces:
-  ns:
-    servers: [a]
-    tools: {allow: ["a__read*"]}
-`)
+	vs, _ := loadViews(t, &Layout{Names: []string{"a", "b"},
+		Namespaces: map[string]*Namespace{"ns": {Servers: []string{"a"}, Tools: Filter{Allow: []string{"a__read*"}}}}})
 	def := vs[""]
 	if got := serverNames(def); !slices.Equal(got, []string{"a", "b"}) {
 		t.Fatalf("default view %v", got)
