@@ -20,6 +20,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/audit"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/sse"
 )
 
 // HTTPOptions configure a connection of an upstream HTTP client: the
@@ -43,6 +44,31 @@ type HTTPOptions struct {
 	// one, into the traceparent header of its POST (the gateway sets it
 	// when tracing is on). False sends the message's headers unchanged.
 	TraceHeader bool
+}
+
+// Resolve checks o.URL (http or https, with a host) and returns it parsed,
+// with o's defaults filled: HTTPClient NewHTTPClient(), Logger a discarding
+// one, then with the upstream's origin, MaxMessage sse.DefaultMaxMessage.
+// Errors begin with transport, the client's name ("sse", "streamable").
+func (o HTTPOptions) Resolve(transport string) (*url.URL, HTTPOptions, error) {
+	u, err := url.Parse(o.URL)
+	if err != nil {
+		return nil, o, fmt.Errorf("%s: invalid URL: %v", transport, UnwrapURLError(err))
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, o, fmt.Errorf("%s: invalid URL %s: want an http or https URL", transport, Origin(u))
+	}
+	if o.HTTPClient == nil {
+		o.HTTPClient = NewHTTPClient()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	o.Logger = o.Logger.With("upstream", Origin(u))
+	if o.MaxMessage <= 0 {
+		o.MaxMessage = sse.DefaultMaxMessage
+	}
+	return u, o, nil
 }
 
 // SetTraceHeader sets h's traceparent to params._meta.traceparent, if any.

@@ -23,3 +23,26 @@ func TestSameOrigin(t *testing.T) {
 		}
 	}
 }
+
+func TestHTTPOptionsResolve(t *testing.T) {
+	for _, tt := range []struct{ url, err string }{
+		{"http://h:8080/sse", ""},
+		{"ftp://h/sse", "sse: invalid URL ftp://h: want an http or https URL"},
+		{"http:///sse", "sse: invalid URL http://: want an http or https URL"},
+		{"http://h/%zz", `sse: invalid URL: invalid URL escape "%zz"`},
+	} {
+		u, o, err := HTTPOptions{URL: tt.url}.Resolve("sse")
+		if tt.err != "" {
+			if err == nil || err.Error() != tt.err {
+				t.Errorf("%s: err %v, want %q", tt.url, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || u.Host != "h:8080" {
+			t.Fatalf("%s: %v, %v", tt.url, u, err)
+		}
+		if o.HTTPClient == nil || o.Logger == nil || o.MaxMessage != 16<<20 {
+			t.Errorf("defaults not filled: %+v", o)
+		}
+	}
+}

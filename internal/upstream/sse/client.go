@@ -79,12 +79,9 @@ type ClientConn struct {
 // another. oversize is called with the first bytes of each message over the
 // size limit.
 func Dial(ctx context.Context, opts ClientOptions, deliver func([]byte), oversize func([]byte)) (*ClientConn, error) {
-	base, err := url.Parse(opts.URL)
+	base, opts, err := opts.Resolve("sse")
 	if err != nil {
-		return nil, fmt.Errorf("sse: invalid URL: %v", upstream.UnwrapURLError(err))
-	}
-	if (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
-		return nil, fmt.Errorf("sse: invalid URL %s: want an http or https URL", upstream.Origin(base))
+		return nil, err
 	}
 	c := &ClientConn{
 		opts:     opts,
@@ -97,16 +94,6 @@ func Dial(ctx context.Context, opts ClientOptions, deliver func([]byte), oversiz
 		ready:    make(chan struct{}),
 		wake:     make(chan struct{}, 1),
 		done:     make(chan struct{}),
-	}
-	if c.client == nil {
-		c.client = upstream.NewHTTPClient()
-	}
-	if c.log == nil {
-		c.log = slog.New(slog.DiscardHandler)
-	}
-	c.log = c.log.With("upstream", upstream.Origin(base))
-	if c.max <= 0 {
-		c.max = sse.DefaultMaxMessage
 	}
 	if c.oversize == nil {
 		c.oversize = func([]byte) {}

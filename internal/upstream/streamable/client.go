@@ -17,7 +17,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptrace"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -201,12 +200,9 @@ type reinitTask struct {
 // oversize is called with the first bytes of each message over the size
 // limit.
 func Dial(ctx context.Context, opts ClientOptions, deliver func([]byte), oversize func([]byte)) (*ClientConn, error) {
-	u, err := url.Parse(opts.URL)
+	u, opts, err := opts.Resolve("streamable")
 	if err != nil {
-		return nil, fmt.Errorf("streamable: invalid URL: %v", upstream.UnwrapURLError(err))
-	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("streamable: invalid URL %s: want an http or https URL", upstream.Origin(u))
+		return nil, err
 	}
 	c := &ClientConn{
 		reinitialized: make(chan struct{}, 1),
@@ -220,16 +216,6 @@ func Dial(ctx context.Context, opts ClientOptions, deliver func([]byte), oversiz
 		kick:          make(chan struct{}, 1),
 		done:          make(chan struct{}),
 		inflight:      map[string]*flight{},
-	}
-	if c.client == nil {
-		c.client = upstream.NewHTTPClient()
-	}
-	if c.log == nil {
-		c.log = slog.New(slog.DiscardHandler)
-	}
-	c.log = c.log.With("upstream", upstream.Origin(u))
-	if c.max <= 0 {
-		c.max = sse.DefaultMaxMessage
 	}
 	if c.oversize == nil {
 		c.oversize = func([]byte) {}
