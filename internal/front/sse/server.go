@@ -245,40 +245,8 @@ func (s *Server) ServeMessage(w http.ResponseWriter, r *http.Request) {
 func (s *Server) pump(sess *session.Session, id []byte, call session.Call) {
 	release := sess.Acquire()
 	defer release()
-	var expired <-chan time.Time
-	timer := time.NewTimer(s.opts.Timeout)
-	defer timer.Stop()
-	if !call.LongLived() {
-		expired = timer.C
-	}
-	for {
-		m, ended := call.Poll()
-		if ended {
-			return
-		}
-		if m != nil {
-			sess.Deliver(m)
-			if m.IsResponse() {
-				return
-			}
-			if m.Method == "notifications/progress" {
-				timer.Reset(s.opts.Timeout)
-			}
-			continue
-		}
-		select {
-		case <-call.Ready():
-		case <-expired:
-			call.Abandon(true)
-			sess.Deliver(jsonrpc.NewError(id, jsonrpc.Errorf(jsonrpc.UpstreamTimeout, "no response from %s within %s", s.opts.Name, s.opts.Timeout)))
-			return
-		case <-sess.Ended():
-			call.Abandon(true)
-			return
-		case <-s.opts.Done:
-			call.Abandon(true)
-			return
-		}
+	if session.Forward(call, s.opts.Timeout, sess.Ended(), s.opts.Done, sess.Deliver) {
+		sess.Deliver(jsonrpc.NewError(id, jsonrpc.Errorf(jsonrpc.UpstreamTimeout, "no response from %s within %s", s.opts.Name, s.opts.Timeout)))
 	}
 }
 

@@ -246,37 +246,8 @@ func (f *front) pump(id []byte, call session.Call) { f.pumpCtx(f.ctx, id, call) 
 // pumpCtx writes a call's messages, in order, until its response, with the
 // response timeout (restarted by progress).
 func (f *front) pumpCtx(ctx context.Context, id []byte, call session.Call) {
-	var expired <-chan time.Time
-	timer := time.NewTimer(f.opts.Timeout)
-	defer timer.Stop()
-	if !call.LongLived() {
-		expired = timer.C
-	}
-	for {
-		m, ended := call.Poll()
-		if m != nil {
-			f.write(m)
-			if m.IsResponse() {
-				return
-			}
-			if m.Method == "notifications/progress" {
-				timer.Reset(f.opts.Timeout)
-			}
-			continue
-		}
-		if ended {
-			return
-		}
-		select {
-		case <-call.Ready():
-		case <-expired:
-			call.Abandon(true)
-			f.write(jsonrpc.NewError(id, jsonrpc.Errorf(jsonrpc.UpstreamTimeout, "no response within %s", f.opts.Timeout)))
-			return
-		case <-ctx.Done():
-			call.Abandon(true)
-			return
-		}
+	if session.Forward(call, f.opts.Timeout, ctx.Done(), nil, f.write) {
+		f.write(jsonrpc.NewError(id, jsonrpc.Errorf(jsonrpc.UpstreamTimeout, "no response within %s", f.opts.Timeout)))
 	}
 }
 

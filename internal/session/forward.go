@@ -1,0 +1,50 @@
+package session
+
+import (
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+)
+
+// Forward passes call's messages to deliver, in order, until its response.
+// It waits at most timeout for the response, each progress notification
+// restarting the wait (a long-lived call waits as long as it lasts). When
+// the wait expires, or stop or done is closed first (nil: never), the call
+// is abandoned, cancelled upstream; expired reports the first case, for
+// the front to answer the client with a timeout error.
+func Forward(call Call, timeout time.Duration, stop, done <-chan struct{}, deliver func(*jsonrpc.Message)) (expired bool) {
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	deadline := timer.C
+	if call.LongLived() {
+		deadline = nil
+	}
+	for {
+		m, ended := call.Poll()
+		if m != nil {
+			deliver(m)
+			if m.IsResponse() {
+				return false
+			}
+			if m.Method == "notifications/progress" {
+				timer.Reset(timeout)
+			}
+			continue
+		}
+		if ended {
+			return false
+		}
+		select {
+		case <-call.Ready():
+		case <-deadline:
+			call.Abandon(true)
+			return true
+		case <-stop:
+			call.Abandon(true)
+			return false
+		case <-done:
+			call.Abandon(true)
+			return false
+		}
+	}
+}
