@@ -4,8 +4,9 @@ package gateway_test
 // 22): a call that times out, a child that exits under a call, and a server
 // whose address refuses connections are answered with one JSON-RPC code
 // (and, where the front has one, one HTTP status) on /{d}/mcp, /{d}/sse,
-// the aggregated /mcp/{ns}, the stdio front and the relay, because every
-// front answers through mcp.Classify.
+// the aggregated /mcp and /mcp/{ns}, the stdio front and the relay, because
+// every front answers through mcp.Classify (an aggregated endpoint's call
+// to a member that does not serve through mcp.FaultCode).
 
 import (
 	"bufio"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/gateway"
+	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/internal/relay"
 )
 
@@ -44,6 +46,7 @@ type frontFault struct {
 type frontAnswer struct {
 	status, code int
 	message      string
+	data         json.RawMessage // the error's data, over HTTP
 }
 
 // answerOfResp is the answer an HTTP front gave: its status and the code
@@ -54,7 +57,7 @@ func answerOfResp(t *testing.T, r *resp) frontAnswer {
 	if m.Error == nil {
 		t.Fatalf("got %s, want a JSON-RPC error", r)
 	}
-	return frontAnswer{status: r.status, code: m.Error.Code, message: m.Error.Message}
+	return frontAnswer{status: r.status, code: m.Error.Code, message: m.Error.Message, data: m.Error.Data}
 }
 
 // answerOfErr is the answer a go-sdk client got as an error.
@@ -149,10 +152,10 @@ func startFaults(t *testing.T) (h *harness, parse func() *config.Config, refused
 // connections (-32000, 503, at initialize) get the same answer on every
 // front. The go-sdk is the client where only the JSON-RPC error is seen
 // (the SSE stream, stdio, the relay; it hides the body of a 503 or 504 from
-// its caller), raw HTTP where the status is. (An aggregated endpoint
-// answers a call to one of several servers that is down with -32603 and
-// HTTP 200, naming the server: there the endpoint itself still serves;
-// TestAggregateE2E.)
+// its caller), raw HTTP where the status is. On /mcp, which merges all
+// three, the session opens with the servers that serve, and a call to the
+// refusing one gets the answer its own endpoint gives, naming it in
+// data.server.
 func TestFaultsSameOnEveryFront(t *testing.T) {
 	t.Parallel()
 	h, parse, refused := startFaults(t)
@@ -179,6 +182,21 @@ func TestFaultsSameOnEveryFront(t *testing.T) {
 				return answerOfResp(t, r)
 			}
 			return answerOfResp(t, h.do("POST", s.path, rpc(2, "tools/call", toolParams(f.tool, f.args, nil)), "Mcp-Session-Id", s.id))
+		}},
+		{"/mcp", func(t *testing.T, f frontFault) frontAnswer {
+			s, r := h.initAt("/mcp")
+			if s == nil {
+				t.Fatalf("initialize /mcp (one server down is not the endpoint down): %s", r)
+			}
+			name := tool(f)
+			if name == "" {
+				name = f.dest + "__anything" // the server never listed a tool
+			}
+			a := answerOfResp(t, h.do("POST", s.path, rpc(2, "tools/call", toolParams(name, f.args, nil)), "Mcp-Session-Id", s.id))
+			if server, _ := jsonrpc.StringMember(a.data, "server"); f.tool == "" && server != f.dest {
+				t.Errorf("data %s, want data.server %q", a.data, f.dest)
+			}
+			return a
 		}},
 		{"/mcp/{ns}", func(t *testing.T, f frontFault) frontAnswer {
 			s, r := h.initAt("/mcp/n" + f.dest)

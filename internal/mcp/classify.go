@@ -79,6 +79,18 @@ func Classify(err error) (httpStatus int, e *jsonrpc.Error) {
 	return http.StatusInternalServerError, jsonrpc.Errorf(jsonrpc.InternalError, "internal error")
 }
 
+// FaultCode is the JSON-RPC code of err as the fault of a server that does
+// not serve a call (it is down, exited, refuses connections, timed out, or
+// left the configuration): Classify's UpstreamTimeout or UpstreamTooLarge,
+// else UpstreamUnavailable. An aggregated endpoint answers a call to such a
+// member with it, as the member's own endpoint answers the same fault.
+func FaultCode(err error) int {
+	if _, e := Classify(err); e.Code == jsonrpc.UpstreamTimeout || e.Code == jsonrpc.UpstreamTooLarge {
+		return e.Code
+	}
+	return jsonrpc.UpstreamUnavailable
+}
+
 // RPCError is the JSON-RPC error of Classify(err), for the fronts that
 // answer without an HTTP status (the legacy SSE stream, stdio, the relay).
 func RPCError(err error) *jsonrpc.Error {

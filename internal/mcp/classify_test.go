@@ -80,3 +80,23 @@ func TestStatusFor(t *testing.T) {
 		}
 	}
 }
+
+func TestFaultCode(t *testing.T) {
+	unavailable := Sentinel("upstream unavailable", http.StatusServiceUnavailable, jsonrpc.UpstreamUnavailable)
+	for _, c := range []struct {
+		name string
+		err  error
+		code int
+	}{
+		{"down", fmt.Errorf("d: %w", unavailable), jsonrpc.UpstreamUnavailable},
+		{"timed out", fmt.Errorf("join: %w", context.DeadlineExceeded), jsonrpc.UpstreamTimeout},
+		{"too large", jsonrpc.Errorf(jsonrpc.UpstreamTooLarge, "big"), jsonrpc.UpstreamTooLarge},
+		{"refused at initialize", errors.New("dial tcp: connection refused"), jsonrpc.UpstreamUnavailable},
+		{"removed by a reload", errors.New("removed from the view"), jsonrpc.UpstreamUnavailable},
+		{"a server's own error", jsonrpc.Errorf(jsonrpc.InvalidParams, "x"), jsonrpc.UpstreamUnavailable},
+	} {
+		if got := FaultCode(c.err); got != c.code {
+			t.Errorf("%s: FaultCode(%v) = %d, want %d", c.name, c.err, got, c.code)
+		}
+	}
+}

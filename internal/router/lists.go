@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/mcp"
 	"github.com/switchboard-mcp/switchboard/internal/session"
 	"github.com/switchboard-mcp/switchboard/internal/upstream"
 )
@@ -584,14 +585,11 @@ func (c *catalog) tryInOrder(ctx context.Context, req *jsonrpc.Message, members 
 	return failure(req, jsonrpc.Errorf(jsonrpc.InvalidParams, "no server in %s knows this resource", c.r.viewLabel())), nil
 }
 
-// unavailable is the error of a call to a member that does not serve. It
-// travels as a JSON-RPC error with HTTP 200 (code -32603, data.server): on
-// an aggregated endpoint one server being down is not the endpoint being
-// down, and the client must be able to read which server it was (the
-// go-sdk client shows no body of a 503). It is the one answer that is not
-// mcp.Classify's: the fault of one server among several.
+// unavailable is the error of a call to a member that does not serve: the
+// code (mcp.FaultCode) and so the HTTP status the member's own endpoint
+// gives the same fault, with data.server naming the member.
 func unavailable(server string, err error) *jsonrpc.Error {
-	return &jsonrpc.Error{Code: jsonrpc.InternalError,
+	return &jsonrpc.Error{Code: mcp.FaultCode(err),
 		Message: fmt.Sprintf("server %s is unavailable: %s", server, errString(err)),
 		Data:    jsonrpc.Marshal(map[string]string{"server": server})}
 }

@@ -426,6 +426,10 @@ func TestRouterUnavailable(t *testing.T) {
 	if e == nil || !strings.Contains(e.Message, "bad") || !strings.Contains(e.Message, "boom") {
 		t.Errorf("call to the failed server: %v", e)
 	}
+	// The code of the server's own endpoint (mcp.FaultCode), naming it.
+	if e == nil || e.Code != jsonrpc.UpstreamUnavailable || string(jsonrpc.Member(e.Data, "server")) != `"bad"` {
+		t.Errorf("call to the failed server: %+v, want -32000 with data.server", e)
+	}
 	// A member that ends later: its tools go, the client is told, its calls
 	// fail naming it; when the last member ends, the session ends.
 	a.mu.Lock()
