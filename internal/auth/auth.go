@@ -220,9 +220,6 @@ func New(opts Options) *Authenticator {
 	return a
 }
 
-// Required reports whether every request needs credentials.
-func (a *Authenticator) Required() bool { return a != nil && a.required }
-
 // OAuth reports whether OAuth tokens are accepted (and the RFC 9728
 // metadata is served).
 func (a *Authenticator) OAuth() bool { return a != nil && a.jwt != nil }

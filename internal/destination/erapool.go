@@ -371,19 +371,6 @@ func (p *legacyPool) close(ctx context.Context) {
 	p.retiring.Wait()
 }
 
-// stats returns the pool's connections and, over all of them, the members
-// lent, parked and idle (for tests and status).
-func (p *legacyPool) stats() (conns, lent, parked, idle int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range p.conns {
-		lent += c.lent
-		parked += c.parked
-		idle += len(c.free)
-	}
-	return len(p.conns), lent, parked, idle
-}
-
 // canonicalJSON re-encodes v with sorted keys (encoding/json sorts map
 // keys), so equal capability sets give equal keys.
 func canonicalJSON(v json.RawMessage) string {

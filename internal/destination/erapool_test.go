@@ -273,3 +273,16 @@ func TestEraPoolIdleRetired(t *testing.T) {
 		<-tick.C
 	}
 }
+
+// stats returns the pool's connections and, over all of them, the members
+// lent, parked and idle (for tests and status).
+func (p *legacyPool) stats() (conns, lent, parked, idle int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		lent += c.lent
+		parked += c.parked
+		idle += len(c.free)
+	}
+	return len(p.conns), lent, parked, idle
+}

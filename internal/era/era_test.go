@@ -385,3 +385,28 @@ func FuzzRemoveMember(f *testing.F) {
 		}
 	})
 }
+
+// removeMember returns obj without the member key whose value spans
+// obj[s:e] (offsets from a Lookup), with the comma that separated it. ok
+// is false when the bytes before the value are not "key": literally (an
+// escaped key); obj is then returned unchanged.
+func removeMember(obj []byte, key string, s, e int) ([]byte, bool) {
+	start, end, ok := memberCut(obj, key, s, e)
+	if !ok {
+		return obj, false
+	}
+	out := make([]byte, 0, len(obj)-(end-start))
+	out = append(out, obj[:start]...)
+	return append(out, obj[end:]...), true
+}
+
+// legacyRequest is req as a legacy server gets it: without _meta's
+// protocolVersion, which marks a request as 2026-07-28 (to an HTTP
+// upstream connection too, which would send it without the session). The
+// other 2026-07-28 _meta members stay: _meta is open to any member, and a
+// legacy server reads the era from its session's initialize; removing
+// them would cost a decode and an encode per call.
+func legacyRequest(req *jsonrpc.Message) *jsonrpc.Message {
+	r := readModern(req)
+	return r.legacy(req, new(jsonrpc.Message))
+}

@@ -110,21 +110,10 @@ type fixedCall = session.Answer
 
 var newFixed = session.NewAnswer
 
-// removeMember returns obj without the member key whose value spans
-// obj[s:e] (offsets from a Lookup), with the comma that separated it. ok
-// is false when the bytes before the value are not "key": literally (an
-// escaped key); obj is then returned unchanged.
-func removeMember(obj []byte, key string, s, e int) ([]byte, bool) {
-	start, end, ok := memberCut(obj, key, s, e)
-	if !ok {
-		return obj, false
-	}
-	out := make([]byte, 0, len(obj)-(end-start))
-	out = append(out, obj[:start]...)
-	return append(out, obj[end:]...), true
-}
-
-// memberCut returns the bytes removeMember removes: obj[start:end].
+// memberCut returns the bytes of the member key whose value spans obj[s:e]
+// (offsets from a Lookup), with the comma that separated it: obj[start:end].
+// ok is false when the bytes before the value are not "key": literally (an
+// escaped key).
 func memberCut(obj []byte, key string, s, e int) (start, end int, ok bool) {
 	i := s - 1
 	for i >= 0 && isWS(obj[i]) {

@@ -158,17 +158,6 @@ func InitRequest(caps, info json.RawMessage) *jsonrpc.Message {
 	return jsonrpc.NewRequest(json.RawMessage(`0`), "initialize", params)
 }
 
-// legacyRequest is req as a legacy server gets it: without _meta's
-// protocolVersion, which marks a request as 2026-07-28 (to an HTTP
-// upstream connection too, which would send it without the session). The
-// other 2026-07-28 _meta members stay: _meta is open to any member, and a
-// legacy server reads the era from its session's initialize; removing
-// them would cost a decode and an encode per call.
-func legacyRequest(req *jsonrpc.Message) *jsonrpc.Message {
-	r := readModern(req)
-	return r.legacy(req, new(jsonrpc.Message))
-}
-
 // discard is the downstream of a transient member: nothing outlives its
 // one call.
 type discard struct{}

@@ -164,16 +164,10 @@ func (t *Tracer) Start(r *http.Request, start time.Time) *Request {
 }
 
 // RequestKey is the context key under which a request's *Request is
-// found. [NewContext] is the plain way to attach one; a caller that builds
-// its own context type per request (the gateway's, which carries the audit
-// record) answers Value(RequestKey{}) with the *Request, saving the
+// found: the edge's per-request context, which carries the audit record
+// too, answers Value(RequestKey{}) with the *Request, saving an
 // allocation.
 type RequestKey struct{}
-
-// NewContext returns ctx carrying q.
-func NewContext(ctx context.Context, q *Request) context.Context {
-	return context.WithValue(ctx, RequestKey{}, q)
-}
 
 // FromContext returns the Request of ctx, or nil.
 func FromContext(ctx context.Context) *Request {
