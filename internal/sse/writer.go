@@ -2,7 +2,8 @@
 // the WHATWG HTML standard defines it: a [Writer] that frames and flushes
 // events onto an HTTP response, and a [Reader] that parses a stream from an
 // upstream server, with the [MessageReader] the upstream clients read MCP
-// messages with. It is the codec only and knows nothing about MCP sessions:
+// messages with, and [Writer.Messages] the fronts write a queue of them
+// with. It is the codec only and knows nothing about MCP sessions:
 // the fronts (front/streamable, front/sse) write with it, the upstream
 // clients (upstream/streamable, upstream/sse) read with it.
 package sse

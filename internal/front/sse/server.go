@@ -114,34 +114,7 @@ func (s *Server) ServeStream(w http.ResponseWriter, r *http.Request) {
 	if err := ev.Event("endpoint", "", []byte(endpoint)); err != nil {
 		return
 	}
-	keep := sse.NewKeepAlive(s.opts.KeepAlive)
-	defer keep.Stop()
-	q := sess.Listen()
-	for {
-		m, done := q.Poll()
-		if done {
-			return
-		}
-		if m != nil {
-			if ev.Event("message", "", m.Encode()) != nil {
-				return
-			}
-			continue
-		}
-		select {
-		case <-q.Ready():
-		case <-keep.C:
-			if ev.Comment("keep-alive") != nil {
-				return
-			}
-		case <-sess.Ended():
-			return
-		case <-s.opts.Done:
-			return
-		case <-r.Context().Done():
-			return
-		}
-	}
+	ev.Messages(r.Context(), sess.Listen(), s.opts.KeepAlive, sess.Ended(), s.opts.Done) // the session ends with its stream
 }
 
 // ServeMessage handles POST /{d}/message?session_id=…

@@ -37,7 +37,6 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/mcpheader"
 	"github.com/switchboard-mcp/switchboard/internal/reqbody"
 	"github.com/switchboard-mcp/switchboard/internal/session"
-	"github.com/switchboard-mcp/switchboard/internal/sse"
 )
 
 // Destination is what the handler serves: one upstream or an aggregated
@@ -404,34 +403,8 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, rec *audit.Record)
 	defer release()
 	ev := startSSE(w, http.StatusOK, true) // the stream may stay quiet
 	rec.Status = http.StatusOK
-	keep := sse.NewKeepAlive(h.opts.KeepAlive)
-	defer keep.Stop()
-	q := s.Listen()
-	for {
-		m, done := q.Poll()
-		if done {
-			return
-		}
-		if m != nil {
-			if err := ev.Event("message", "", m.Encode()); err != nil {
-				s.Deliver(m) // the stream broke: keep the message for another
-				return
-			}
-			continue
-		}
-		select {
-		case <-q.Ready():
-		case <-keep.C:
-			if ev.Comment("keep-alive") != nil {
-				return
-			}
-		case <-s.Ended():
-			return
-		case <-h.opts.Done:
-			return
-		case <-r.Context().Done():
-			return
-		}
+	if m := ev.Messages(r.Context(), s.Listen(), h.opts.KeepAlive, s.Ended(), h.opts.Done); m != nil {
+		s.Deliver(m) // the stream broke: keep the message for another
 	}
 }
 
