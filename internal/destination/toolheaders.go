@@ -3,7 +3,6 @@ package destination
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/internal/mcp"
 	"github.com/switchboard-mcp/switchboard/internal/mcpheader"
+	"github.com/switchboard-mcp/switchboard/internal/session"
 )
 
 // The stdio upstream never sees HTTP headers, so the streamable front
@@ -175,25 +175,12 @@ func (d *Destination) roundTrip(ctx context.Context, req *jsonrpc.Message) (json
 	if err != nil {
 		return nil, err
 	}
-	for {
-		m, ended := c.Poll()
-		if m != nil {
-			if !m.IsResponse() {
-				continue
-			}
-			if e := m.ErrorOf(); e != nil {
-				return nil, e
-			}
-			return m.Result, nil
-		}
-		if ended {
-			return nil, errors.New("the call ended without a response")
-		}
-		select {
-		case <-c.Ready():
-		case <-ctx.Done():
-			c.Abandon(true)
-			return nil, ctx.Err()
-		}
+	m, err := session.Drain(ctx, c, nil)
+	if err != nil {
+		return nil, err
 	}
+	if e := m.ErrorOf(); e != nil {
+		return nil, e
+	}
+	return m.Result, nil
 }

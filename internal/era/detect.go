@@ -63,7 +63,7 @@ func Probe(ctx context.Context, srv StatelessServer) (Era, json.RawMessage, erro
 		}
 		return Unknown, nil, fmt.Errorf("%w: %v", ErrUnreachable, err)
 	}
-	resp, err := drain(ctx, c)
+	resp, err := session.Drain(ctx, c, nil)
 	if err != nil {
 		return Legacy, nil, nil // timeout: legacy
 	}
@@ -104,28 +104,6 @@ func classify(resp *jsonrpc.Message) (Era, json.RawMessage, error) {
 		}
 	}
 	return Modern, resp.Result, nil
-}
-
-// drain reads c to its response.
-func drain(ctx context.Context, c session.Call) (*jsonrpc.Message, error) {
-	for {
-		m, ended := c.Poll()
-		if m != nil {
-			if m.IsResponse() {
-				return m, nil
-			}
-			continue
-		}
-		if ended {
-			return nil, errors.New("call ended without a response")
-		}
-		select {
-		case <-c.Ready():
-		case <-ctx.Done():
-			c.Abandon(true)
-			return nil, ctx.Err()
-		}
-	}
 }
 
 // Detector caches a server's era: Era probes once (concurrent callers wait

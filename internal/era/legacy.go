@@ -54,7 +54,7 @@ func (t *LegacyOverModern) Join(ctx context.Context, down upstream.Downstream, i
 	if err != nil {
 		return nil, nil, err
 	}
-	resp, err := drain(ctx, c)
+	resp, err := session.Drain(ctx, c, nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %s: server/discover: %v", upstream.ErrUnavailable, t.opts.Name, err)
 	}

@@ -62,7 +62,7 @@ func (t *ModernOverLegacy) listen(ctx context.Context, req *jsonrpc.Message) ses
 			if err != nil {
 				continue
 			}
-			if r, err := drain(jctx, sc); err == nil && r.Error == nil {
+			if r, err := session.Drain(jctx, sc, nil); err == nil && r.Error == nil {
 				c.agreed.URIs = append(c.agreed.URIs, uri)
 			}
 		}

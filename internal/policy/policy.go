@@ -27,6 +27,7 @@ package policy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path"
 	"strconv"
@@ -465,24 +466,11 @@ func fetchTools(ctx context.Context, tools *toolCache, send sendFunc, meta json.
 
 // await reads c up to its response; other messages are dropped.
 func await(ctx context.Context, c session.Call) (*jsonrpc.Message, error) {
-	for {
-		m, ended := c.Poll()
-		if m != nil && m.IsResponse() {
-			return m, nil
-		}
-		if ended {
-			return nil, jsonrpc.Errorf(jsonrpc.InternalError, "tools/list ended without a response")
-		}
-		if m != nil {
-			continue
-		}
-		select {
-		case <-c.Ready():
-		case <-ctx.Done():
-			c.Abandon(true)
-			return nil, ctx.Err()
-		}
+	m, err := session.Drain(ctx, c, nil)
+	if errors.Is(err, session.ErrNoResponse) {
+		return nil, jsonrpc.Errorf(jsonrpc.InternalError, "tools/list ended without a response")
 	}
+	return m, err
 }
 
 func toolInfo(raw json.RawMessage) (name string, readOnly bool) {

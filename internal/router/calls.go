@@ -3,7 +3,6 @@ package router
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"sync"
 	"time"
 
@@ -103,38 +102,10 @@ func (c *routedCall) untrack() {
 	}
 }
 
-var errNoResponse = errors.New("the call ended without a response")
-
-// drain reads a call until its response; other messages go to other (nil
-// drops them). On ctx expiry the call is abandoned and cancelled.
-func drain(ctx context.Context, c session.Call, other func(*jsonrpc.Message)) (*jsonrpc.Message, error) {
-	for {
-		m, ended := c.Poll()
-		if m != nil {
-			if m.IsResponse() {
-				return m, nil
-			}
-			if other != nil {
-				other(m)
-			}
-			continue
-		}
-		if ended {
-			return nil, errNoResponse
-		}
-		select {
-		case <-c.Ready():
-		case <-ctx.Done():
-			c.Abandon(true)
-			return nil, ctx.Err()
-		}
-	}
-}
-
 // drainAll reads a call to its end and returns every message, response last.
 func drainAll(ctx context.Context, c session.Call) ([]*jsonrpc.Message, error) {
 	var msgs []*jsonrpc.Message
-	resp, err := drain(ctx, c, func(m *jsonrpc.Message) { msgs = append(msgs, m) })
+	resp, err := session.Drain(ctx, c, func(m *jsonrpc.Message) { msgs = append(msgs, m) })
 	if err != nil {
 		return msgs, err
 	}

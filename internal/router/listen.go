@@ -316,7 +316,7 @@ func next(ctx context.Context, c session.Call) (*jsonrpc.Message, error) {
 			return m, nil
 		}
 		if ended {
-			return nil, errNoResponse
+			return nil, session.ErrNoResponse
 		}
 		select {
 		case <-c.Ready():

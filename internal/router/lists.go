@@ -307,7 +307,7 @@ func (c *catalog) fetch(ctx context.Context, m *member, k kind, meta json.RawMes
 		if err != nil {
 			return nil, err
 		}
-		resp, err := drain(ctx, call, func(msg *jsonrpc.Message) {
+		resp, err := session.Drain(ctx, call, func(msg *jsonrpc.Message) {
 			if c.other != nil {
 				c.other(m, msg)
 			}

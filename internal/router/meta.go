@@ -673,7 +673,7 @@ func (sc *scriptCaller) CallTool(ctx context.Context, server, tool string, args 
 		rec.Error = err.Error()
 		return nil, &sandbox.ToolError{Msg: fmt.Sprintf("%s: %v", exposed, err)}
 	}
-	resp, err := drain(ctx, call, nil)
+	resp, err := session.Drain(ctx, call, nil)
 	if err != nil {
 		rec.Error = err.Error()
 		return nil, &sandbox.ToolError{Msg: fmt.Sprintf("%s: %v", exposed, err)}

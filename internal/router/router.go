@@ -556,7 +556,7 @@ func (a *aggregate) setLevel(ctx context.Context, req *jsonrpc.Message) (session
 			c, err := m.invoke(ctx, &mreq)
 			if err == nil {
 				var resp *jsonrpc.Message
-				if resp, err = drain(ctx, c, func(msg *jsonrpc.Message) { a.deliverFrom(m, msg) }); err == nil {
+				if resp, err = session.Drain(ctx, c, func(msg *jsonrpc.Message) { a.deliverFrom(m, msg) }); err == nil {
 					if e := resp.ErrorOf(); e != nil {
 						err = e
 					}

@@ -94,7 +94,7 @@ func (r *Router) discover(ctx context.Context, cat *catalog, req *jsonrpc.Messag
 				r.log.Debug("server/discover failed", "view", r.Name(), "server", m.name, "err", err)
 				return
 			}
-			resp, err := drain(ctx, c, nil)
+			resp, err := session.Drain(ctx, c, nil)
 			if err == nil && resp.Error != nil {
 				err = resp.ErrorOf()
 			}

@@ -512,7 +512,7 @@ func nextOf(t *testing.T, c session.Call) *jsonrpc.Message {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	m, err := next(ctx, c)
-	if errors.Is(err, errNoResponse) {
+	if errors.Is(err, session.ErrNoResponse) {
 		return nil
 	}
 	if err != nil {

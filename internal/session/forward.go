@@ -1,6 +1,8 @@
 package session
 
 import (
+	"context"
+	"errors"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
@@ -45,6 +47,36 @@ func Forward(call Call, timeout time.Duration, stop, done <-chan struct{}, deliv
 		case <-done:
 			call.Abandon(true)
 			return false
+		}
+	}
+}
+
+// ErrNoResponse is Drain's error for a call that ended without a response.
+var ErrNoResponse = errors.New("the call ended without a response")
+
+// Drain reads call until its response and returns it; the messages before
+// it go to other (nil drops them). When ctx ends first, the call is
+// abandoned, cancelled upstream, and ctx's error returned.
+func Drain(ctx context.Context, call Call, other func(*jsonrpc.Message)) (*jsonrpc.Message, error) {
+	for {
+		m, ended := call.Poll()
+		if m != nil {
+			if m.IsResponse() {
+				return m, nil
+			}
+			if other != nil {
+				other(m)
+			}
+			continue
+		}
+		if ended {
+			return nil, ErrNoResponse
+		}
+		select {
+		case <-call.Ready():
+		case <-ctx.Done():
+			call.Abandon(true)
+			return nil, ctx.Err()
 		}
 	}
 }

@@ -1,6 +1,8 @@
 package session
 
 import (
+	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -81,4 +83,29 @@ func TestForward(t *testing.T) {
 			t.Errorf("a long-lived call has no deadline; stop ends it: %+v", r)
 		}
 	})
+}
+
+func TestDrain(t *testing.T) {
+	resp := jsonrpc.NewResult([]byte("1"), []byte(`"ok"`))
+	c := newQueueCall(false)
+	c.q.Push(progress, true)
+	c.q.PushLast(resp)
+	var other []*jsonrpc.Message
+	if m, err := Drain(t.Context(), c, func(m *jsonrpc.Message) { other = append(other, m) }); err != nil || m != resp || len(other) != 1 {
+		t.Errorf("Drain = %v, %v; other %v", m, err, other)
+	}
+
+	c = newQueueCall(false)
+	c.q.Push(progress, true)
+	c.q.Close()
+	if _, err := Drain(t.Context(), c, nil); !errors.Is(err, ErrNoResponse) {
+		t.Errorf("a call ended without a response: %v", err)
+	}
+
+	c = newQueueCall(false)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := Drain(ctx, c, nil); !errors.Is(err, context.Canceled) || !c.abandoned.Load() {
+		t.Errorf("ctx ended: %v, abandoned %v", err, c.abandoned.Load())
+	}
 }
