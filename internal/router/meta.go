@@ -190,7 +190,7 @@ func metaTools(v *View, servers []serverTools) []json.RawMessage {
 				"The program runs in a worker process of its own. Bounds: %s wall time, %d tool calls, %s of "+
 				"printed output and of result, %s of memory.\n\n%s\n\n%s\n\nExample: %s\n\n"+
 				"The answer is JSON: {status: \"ok\"|\"error\", result, stdout, error, execution_time_ms, tool_calls, limit}.",
-				label, s.Timeout, s.MaxCalls, byteSize(s.MaxOutput), byteSize(s.Memory), describeServers(servers),
+				label, s.Timeout, s.MaxCalls, sandbox.SizeText(s.MaxOutput), sandbox.SizeText(s.Memory), describeServers(servers),
 				sandbox.API, executeExample(servers)),
 			"inputSchema": map[string]any{
 				"type": "object",
@@ -216,16 +216,6 @@ func metaTools(v *View, servers []serverTools) []json.RawMessage {
 		}))
 	}
 	return out
-}
-
-func byteSize(n int64) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d bytes", n)
 }
 
 // isMeta reports whether an exposed tool is a meta-tool.

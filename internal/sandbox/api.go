@@ -161,12 +161,14 @@ func (x *run) guardNatives() error {
 
 // memoryExceeded stops the script for its memory bound and throws.
 func (x *run) memoryExceeded(what string) {
-	e := &LimitError{Limit: "memory", Msg: fmt.Sprintf("memory: the script used more than %s (%s)", sizeText(x.limits.Memory), what)}
+	e := &LimitError{Limit: "memory", Msg: fmt.Sprintf("memory: the script used more than %s (%s)", SizeText(x.limits.Memory), what)}
 	x.stop(e)
 	panic(x.vm.NewGoError(e))
 }
 
-func sizeText(n int64) string {
+// SizeText is n bytes as text: "4 MiB", "64 KiB", or "1000 bytes" when n
+// is no whole number of either.
+func SizeText(n int64) string {
 	switch {
 	case n >= 1<<20 && n%(1<<20) == 0:
 		return fmt.Sprintf("%d MiB", n>>20)
@@ -187,7 +189,7 @@ func (x *run) write(s string) {
 	x.stdout.WriteString(s)
 	x.mu.Unlock()
 	if over {
-		e := &LimitError{Limit: "max_output", Msg: fmt.Sprintf("max_output: the script printed more than %s", sizeText(x.limits.MaxOutput))}
+		e := &LimitError{Limit: "max_output", Msg: fmt.Sprintf("max_output: the script printed more than %s", SizeText(x.limits.MaxOutput))}
 		x.stop(e)
 		panic(x.vm.NewGoError(e))
 	}

@@ -360,7 +360,7 @@ func (r *Runner) died(w *worker, readErr error) *Result {
 	if errors.As(readErr, &fe) {
 		w.kill()
 		_ = w.wait()
-		res.Limit, res.Error = "max_output", fmt.Sprintf("max_output: the script's worker sent a message longer than %s", sizeText(int64(fe.max)))
+		res.Limit, res.Error = "max_output", fmt.Sprintf("max_output: the script's worker sent a message longer than %s", SizeText(int64(fe.max)))
 		return res
 	}
 	err := w.wait()
@@ -369,7 +369,7 @@ func (r *Runner) died(w *worker, readErr error) *Result {
 	case strings.Contains(stderr, "out of memory") || strings.Contains(stderr, "cannot allocate memory") ||
 		// the race detector's shadow memory, under the same bound
 		strings.Contains(stderr, "ThreadSanitizer failed to allocate") || strings.Contains(stderr, "address space collisions"):
-		res.Limit, res.Error = "memory", fmt.Sprintf("memory: the script's worker ran out of memory (its address space is bounded to its idle size + %s)", sizeText(addressSpace(r.limits.Memory)))
+		res.Limit, res.Error = "memory", fmt.Sprintf("memory: the script's worker ran out of memory (its address space is bounded to its idle size + %s)", SizeText(addressSpace(r.limits.Memory)))
 	case strings.Contains(stderr, "stack exceeds"):
 		res.Limit, res.Error = "stack", "stack: the script's native calls nested too deep"
 	case strings.Contains(stderr, cpuLimitText):

@@ -89,7 +89,7 @@ func sample() {
 		watchdog.mu.Unlock()
 		for _, w := range over {
 			w.x.stop(&LimitError{Limit: "memory", Msg: fmt.Sprintf(
-				"memory: the heap grew by more than %s while the script ran", sizeText(w.x.limits.Memory))})
+				"memory: the heap grew by more than %s while the script ran", SizeText(w.x.limits.Memory))})
 		}
 	}
 }

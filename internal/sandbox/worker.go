@@ -195,7 +195,7 @@ func (pc *pipeCaller) read(rd *bufio.Reader, runs chan<- *frame) {
 
 func (pc *pipeCaller) CallTool(ctx context.Context, server, tool string, args json.RawMessage) (json.RawMessage, error) {
 	if len(args) > maxArgs {
-		return nil, &ToolError{Msg: fmt.Sprintf("the arguments are %d bytes of JSON, more than %s", len(args), sizeText(maxArgs))}
+		return nil, &ToolError{Msg: fmt.Sprintf("the arguments are %d bytes of JSON, more than %s", len(args), SizeText(maxArgs))}
 	}
 	ch := make(chan *frame, 1)
 	pc.mu.Lock()
