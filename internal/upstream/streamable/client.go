@@ -958,12 +958,12 @@ func (c *ClientConn) listen() {
 	}
 }
 
-// probe tells whether the server still knows session sid, by a ping whose
-// answer is not delivered. known is false when it cannot tell.
-func (c *ClientConn) probe(sid string) (lost, known bool) {
-	req, err := http.NewRequestWithContext(c.ctx, http.MethodPost, c.url, strings.NewReader(`{"jsonrpc":"2.0","id":"switchboard-session-probe","method":"ping"}`))
+// ping sends session sid a ping of id whose answer is not delivered, and
+// returns the response for the caller to read and close.
+func (c *ClientConn) ping(sid, id string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(c.ctx, http.MethodPost, c.url, strings.NewReader(`{"jsonrpc":"2.0","id":"`+id+`","method":"ping"}`))
 	if err != nil {
-		return false, false
+		return nil, err
 	}
 	c.mu.Lock()
 	version := c.version
@@ -971,7 +971,13 @@ func (c *ClientConn) probe(sid string) (lost, known bool) {
 	c.setHeaders(req, sid, version)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := upstream.DoWithin(c.client, req, headerTimeout)
+	return upstream.DoWithin(c.client, req, headerTimeout)
+}
+
+// probe tells whether the server still knows session sid, by a ping whose
+// answer is not delivered. known is false when it cannot tell.
+func (c *ClientConn) probe(sid string) (lost, known bool) {
+	resp, err := c.ping(sid, "switchboard-session-probe")
 	if err != nil {
 		return false, false
 	}

@@ -120,17 +120,7 @@ func (c *ClientConn) replayHandshake(p *post, m *jsonrpc.Message) bool {
 // pingRefused pings session sid and reports whether the ping, too, was
 // refused as by a server without handshake.
 func (c *ClientConn) pingRefused(sid string) bool {
-	req, err := http.NewRequestWithContext(c.ctx, http.MethodPost, c.url, strings.NewReader(`{"jsonrpc":"2.0","id":"switchboard-handshake-probe","method":"ping"}`))
-	if err != nil {
-		return false
-	}
-	c.mu.Lock()
-	version := c.version
-	c.mu.Unlock()
-	c.setHeaders(req, sid, version)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := upstream.DoWithin(c.client, req, headerTimeout)
+	resp, err := c.ping(sid, "switchboard-handshake-probe")
 	if err != nil {
 		return false
 	}
