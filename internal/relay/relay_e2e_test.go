@@ -156,17 +156,7 @@ func (l *lines) wait(t *testing.T, n int) []byte {
 }
 
 // rpcMsg is a JSON-RPC message as the tests read it.
-type rpcMsg struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id,omitempty"`
-	Method  string          `json:"method,omitempty"`
-	Params  json.RawMessage `json:"params,omitempty"`
-	Result  json.RawMessage `json:"result,omitempty"`
-	Error   *struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	} `json:"error,omitempty"`
-}
+type rpcMsg = peertest.WireMsg
 
 // checkJSONRPCLines fails the test unless every line of out is one JSON-RPC
 // 2.0 message.
