@@ -295,28 +295,7 @@ func (r *relay) pump(req *jsonrpc.Message, c *upstream.Call, err error) {
 	if c.LongLived() {
 		wg = &r.streams
 	}
-	wg.Go(func() {
-		var call session.Call = c
-		for {
-			m, ended := call.Poll()
-			if ended {
-				return
-			}
-			if m != nil {
-				r.write(m)
-				if m.IsResponse() {
-					return
-				}
-				continue
-			}
-			select {
-			case <-call.Ready():
-			case <-r.ctx.Done():
-				call.Abandon(true)
-				return
-			}
-		}
-	})
+	wg.Go(func() { session.Forward(c, 0, r.ctx.Done(), nil, r.write) }) // no response timeout of its own
 }
 
 func (r *relay) initialize(msg *jsonrpc.Message) {

@@ -10,7 +10,8 @@ import (
 
 // Forward passes call's messages to deliver, in order, until its response.
 // It waits at most timeout for the response, each progress notification
-// restarting the wait (a long-lived call waits as long as it lasts). When
+// restarting the wait (a long-lived call, or a timeout of zero or less,
+// waits as long as the call lasts). When
 // the wait expires, or stop or done is closed first (nil: never), the call
 // is abandoned, cancelled upstream; expired reports the first case, for
 // the front to answer the client with a timeout error.
@@ -18,7 +19,7 @@ func Forward(call Call, timeout time.Duration, stop, done <-chan struct{}, deliv
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	deadline := timer.C
-	if call.LongLived() {
+	if call.LongLived() || timeout <= 0 {
 		deadline = nil
 	}
 	for {

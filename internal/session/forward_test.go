@@ -37,13 +37,14 @@ func TestForward(t *testing.T) {
 		got                []string
 		at                 time.Duration
 	}
+	timeout := time.Second
 	run := func(t *testing.T, long bool, feed func(c *queueCall, stop chan struct{})) result {
 		var r result
 		synctest.Test(t, func(t *testing.T) {
 			c, stop := newQueueCall(long), make(chan struct{})
 			go feed(c, stop)
 			start := time.Now()
-			r.expired = Forward(c, time.Second, stop, nil, func(m *jsonrpc.Message) {
+			r.expired = Forward(c, timeout, stop, nil, func(m *jsonrpc.Message) {
 				r.got = append(r.got, m.Method+string(m.Result))
 			})
 			r.at, r.abandoned = time.Since(start), c.abandoned.Load()
@@ -81,6 +82,13 @@ func TestForward(t *testing.T) {
 		r := run(t, true, func(_ *queueCall, stop chan struct{}) { time.Sleep(time.Hour); close(stop) })
 		if r.expired || !r.abandoned || r.at != time.Hour {
 			t.Errorf("a long-lived call has no deadline; stop ends it: %+v", r)
+		}
+	})
+	t.Run("no timeout", func(t *testing.T) {
+		timeout = 0
+		r := run(t, false, func(c *queueCall, _ chan struct{}) { time.Sleep(time.Hour); c.q.PushLast(resp) })
+		if r.expired || r.abandoned || len(r.got) != 1 || r.at != time.Hour {
+			t.Errorf("a zero timeout waits as long as the call: %+v", r)
 		}
 	})
 }
