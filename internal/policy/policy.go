@@ -27,7 +27,6 @@ package policy
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"path"
 	"strconv"
@@ -438,7 +437,7 @@ func fetchTools(ctx context.Context, tools *toolCache, send sendFunc, meta json.
 		if err != nil {
 			return err
 		}
-		res, err := await(ctx, c)
+		res, err := session.Drain(ctx, c, nil)
 		if err != nil {
 			return err
 		}
@@ -462,15 +461,6 @@ func fetchTools(ctx context.Context, tools *toolCache, send sendFunc, meta json.
 		cursor = page.NextCursor
 	}
 	return nil
-}
-
-// await reads c up to its response; other messages are dropped.
-func await(ctx context.Context, c session.Call) (*jsonrpc.Message, error) {
-	m, err := session.Drain(ctx, c, nil)
-	if errors.Is(err, session.ErrNoResponse) {
-		return nil, jsonrpc.Errorf(jsonrpc.InternalError, "tools/list ended without a response")
-	}
-	return m, err
 }
 
 func toolInfo(raw json.RawMessage) (name string, readOnly bool) {
