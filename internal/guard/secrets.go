@@ -200,12 +200,15 @@ func (s *Secrets) Scan(text string) []Finding {
 	if len(text) < 8 {
 		return nil
 	}
-	hits := make([][]int, len(s.keywords)) // start offsets of each keyword
-	found := false
+	var hits [][]int // start offsets of each keyword; nil: none found
 	s.trie.Walk(lowerASCII(text), func(end, n, k int64) bool {
-		hits[k], found = append(hits[k], int(end-n+1)), true
+		if hits == nil {
+			hits = make([][]int, len(s.keywords))
+		}
+		hits[k] = append(hits[k], int(end-n+1))
 		return true
 	})
+	found := hits != nil
 	var out []Finding
 	var spans []span
 	for i := range s.rules {
