@@ -198,7 +198,7 @@ func (g *Gate) send(ctx context.Context, req *jsonrpc.Message, send sendFunc) (s
 	case "tools/call":
 		name, _ := req.ParamName()
 		if s.Pinning == guard.Block {
-			ok, err := g.approved(ctx, s, name, send, jsonrpc.Member(req.Params, "_meta"))
+			ok, err := g.approved(ctx, s, name, send, req)
 			if err != nil {
 				return nil, err
 			}
@@ -333,13 +333,14 @@ func (g *Gate) report(s *Settings, tool, status, digest, diff, method string) {
 }
 
 // approved reports whether tool name is listed and approved. A name the
-// gate has not seen listed is listed first (every page), through send.
-func (g *Gate) approved(ctx context.Context, s *Settings, name string, send sendFunc, meta json.RawMessage) (bool, error) {
+// gate has not seen listed is listed first (every page), through send,
+// with the _meta of req (the call).
+func (g *Gate) approved(ctx context.Context, s *Settings, name string, send sendFunc, req *jsonrpc.Message) (bool, error) {
 	g.mu.Lock()
 	d, ok := g.listed[name]
 	g.mu.Unlock()
 	if !ok {
-		if err := g.fetch(ctx, s, send, meta); err != nil {
+		if err := g.fetch(ctx, s, send, jsonrpc.Member(req.Params, "_meta")); err != nil {
 			return false, err
 		}
 		g.mu.Lock()

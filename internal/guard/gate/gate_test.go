@@ -81,7 +81,7 @@ type records struct {
 
 func (r *records) log(rec *audit.Record) { r.mu.Lock(); r.recs = append(r.recs, rec); r.mu.Unlock() }
 
-func ask(t *testing.T, b session.Backend, ctx context.Context, req *jsonrpc.Message) *jsonrpc.Message {
+func ask(t testing.TB, b session.Backend, ctx context.Context, req *jsonrpc.Message) *jsonrpc.Message {
 	t.Helper()
 	c, err := b.Call(ctx, req)
 	if err != nil {
@@ -96,7 +96,7 @@ func ask(t *testing.T, b session.Backend, ctx context.Context, req *jsonrpc.Mess
 	return m
 }
 
-func pinsOf(t *testing.T, tools ...string) guard.ServerPins {
+func pinsOf(t testing.TB, tools ...string) guard.ServerPins {
 	t.Helper()
 	var defs []guard.Definition
 	for _, tl := range tools {
