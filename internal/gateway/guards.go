@@ -168,7 +168,7 @@ func ListTools(ctx context.Context, cfg *config.Config, name string, log *slog.L
 		if err != nil {
 			return nil, err
 		}
-		resp, err := awaitResponse(ctx, c)
+		resp, err := session.Drain(ctx, c, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -196,25 +196,3 @@ type discard struct{}
 
 func (discard) Deliver(*jsonrpc.Message) {}
 func (discard) End(error)                {}
-
-// awaitResponse reads c up to its response.
-func awaitResponse(ctx context.Context, c session.Call) (*jsonrpc.Message, error) {
-	for {
-		m, ended := c.Poll()
-		if m != nil && m.IsResponse() {
-			return m, nil
-		}
-		if ended {
-			return nil, fmt.Errorf("the call ended without a response")
-		}
-		if m != nil {
-			continue
-		}
-		select {
-		case <-c.Ready():
-		case <-ctx.Done():
-			c.Abandon(true)
-			return nil, ctx.Err()
-		}
-	}
-}

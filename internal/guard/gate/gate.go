@@ -370,7 +370,7 @@ func (g *Gate) fetch(ctx context.Context, s *Settings, send sendFunc, meta json.
 		if err != nil {
 			return err
 		}
-		res, err := await(ctx, c)
+		res, err := session.Drain(ctx, c, nil)
 		if err != nil {
 			return err
 		}
@@ -385,28 +385,6 @@ func (g *Gate) fetch(ctx context.Context, s *Settings, send sendFunc, meta json.
 		cursor = next
 	}
 	return nil
-}
-
-// await reads c up to its response; other messages are dropped.
-func await(ctx context.Context, c session.Call) (*jsonrpc.Message, error) {
-	for {
-		m, ended := c.Poll()
-		if m != nil && m.IsResponse() {
-			return m, nil
-		}
-		if ended {
-			return nil, jsonrpc.Errorf(jsonrpc.InternalError, "tools/list ended without a response")
-		}
-		if m != nil {
-			continue
-		}
-		select {
-		case <-c.Ready():
-		case <-ctx.Done():
-			c.Abandon(true)
-			return nil, ctx.Err()
-		}
-	}
 }
 
 // answer is a call whose response's result is rewritten by fix (nil:

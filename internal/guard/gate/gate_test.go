@@ -89,7 +89,7 @@ func ask(t testing.TB, b session.Backend, ctx context.Context, req *jsonrpc.Mess
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	m, err := await(ctx, c)
+	m, err := session.Drain(ctx, c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func TestGateDetectors(t *testing.T) {
 				t.Fatal(err)
 			}
 			rec := &audit.Record{}
-			ctx := audit.WithRecord(context.Background(), rec)
+			ctx := context.WithValue(context.Background(), audit.RecordKey{}, rec)
 			m := ask(t, b, ctx, callReq("get", `{"q":"x"}`))
 			if !strings.Contains(string(m.Result), c.wantResult) {
 				t.Errorf("result %s lacks %q", m.Result, c.wantResult)
