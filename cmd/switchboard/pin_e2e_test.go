@@ -84,7 +84,7 @@ func pinConfig(t *testing.T, url, mode string) string {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "switchboard.yaml")
 	yml := fmt.Sprintf(`listen: 127.0.0.1:0
-audit: {path: off}
+audit: {path: off} # the tests' gateways write to a sink (Options.AuditWriter)
 guards:
   defaults: {pinning: %s}
 destinations:
@@ -392,5 +392,73 @@ func TestPinningMonitorE2E(t *testing.T) {
 		if got[tool] != 1 {
 			t.Errorf("%s audited %d times, want once: %v", tool, got[tool], sink.all())
 		}
+	}
+}
+
+// TestGuardsDetectorsE2E: the secrets detector over a real server's
+// result, on the destination's endpoint and through code mode: redact
+// replaces the key, block withholds the result, and the audit line names
+// the rule, never the key.
+func TestGuardsDetectorsE2E(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const key = "AKIAZ3MSJV4WWNKWW5FG"
+	srv := startPinServer(t)
+	srv.srv.AddTool(&mcp.Tool{Name: "leak", Description: "Returns a config.", InputSchema: schema()},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return textResult("aws_access_key_id = " + key), nil
+		})
+	for _, action := range []string{"redact", "block"} {
+		t.Run(action, func(t *testing.T) {
+			path := pinConfig(t, srv.url, "off")
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b = bytes.Replace(b, []byte("{pinning: off}"), []byte("{pinning: off, detectors: [secrets], action: "+action+"}"), 1)
+			if err := os.WriteFile(path, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			base, sink := startPinGateway(t, path)
+			direct := connectHTTP(ctx, t, "/pinned/mcp", base+"/pinned/mcp", "", false)
+			res, err := direct.cs.CallTool(ctx, &mcp.CallToolParams{Name: "leak", Arguments: map[string]any{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := res.Content[0].(*mcp.TextContent).Text
+			script := connectHTTP(ctx, t, "code mode", base+"/mcp/work", "pinned__", true)
+			sres, err := script.cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute", Arguments: map[string]any{"script": `call_tool("pinned", "leak", {})`}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			stext := sres.Content[0].(*mcp.TextContent).Text
+			for _, got := range []string{text, stext} {
+				if strings.Contains(got, key) {
+					t.Errorf("the key reached the client: %s", got)
+				}
+				want := "[REDACTED:aws-access-token]"
+				if action == "block" {
+					want = "withheld by Switchboard's guards: secret/aws-access-token"
+				}
+				if !strings.Contains(got, want) {
+					t.Errorf("%s: the client got %q, want %q in it", action, got, want)
+				}
+			}
+			if action == "block" && !res.IsError {
+				t.Errorf("a withheld result is not isError")
+			}
+			found := false
+			for _, l := range sink.all() {
+				if strings.Contains(l, key) {
+					t.Errorf("the audit log holds the key: %s", l)
+				}
+				if strings.Contains(l, `"guard":"secret/aws-access-token at result/content/0/text+`) && strings.Contains(l, "("+action+")") {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("no audit line names the finding: %v", sink.all())
+			}
+		})
 	}
 }
