@@ -250,6 +250,7 @@ var layers = map[string]string{
 	"internal/cluster/sessionstore":     support,
 	"internal/sealed":                   support,
 	"internal/guard":                    support, // issue 25: the guards' detectors and pins, wired in by the core
+	"internal/guard/gate":               core,    // issue 25: the guards on a destination's request path
 	"internal/cluster/clustertest":      tests,
 	"internal/peertest":                 tests,
 	"internal/upstream/oauth/oauthtest": tests,

@@ -6,6 +6,7 @@
 //	switchboard relay --url URL [--transport auto|http|sse] [--header 'Name: value']... [--log FILE] [--debug]
 //	switchboard agentcore [--contract mcp|http|both] [--mcp-listen ADDR] [--http-listen ADDR] [-- argv...]
 //	switchboard auth login|status|logout [DEST] [--config FILE]
+//	switchboard pin [--config FILE] [--destination NAME] [--approve [tool...]]
 //	switchboard health [--url URL]
 //	switchboard version
 package main
@@ -56,6 +57,10 @@ const usage = `usage:
   switchboard auth login DEST [--config FILE] [--no-browser]
                                                     log in to an oauth destination's server, store its tokens
   switchboard auth status [DEST...] | logout DEST   [--config FILE] its login's state / forget its tokens
+  switchboard pin --config FILE [--destination NAME] [--timeout D]
+                                                    list each pinned destination's tools that changed
+                                                    or are new since approved (guards), with the diff
+        [--approve [TOOL...]]                       approve what the servers list now (all, or TOOLs)
   switchboard health [--url URL] [--timeout D]      exit 0 if the gateway answers /health (container health checks)
   switchboard version                               print the version, commit, build date and Go version
   switchboard COMMAND -h                            what each flag of COMMAND means
@@ -122,6 +127,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return health(args[1:], stdout, stderr)
 	case "auth":
 		return runAuth(args[1:], stdout, stderr)
+	case "pin":
+		return pin(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fs := flag.NewFlagSet("version", flag.ContinueOnError)
 		fs.SetOutput(stderr)

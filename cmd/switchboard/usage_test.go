@@ -109,7 +109,7 @@ func flagDefs(t *testing.T) map[string][]string {
 // (`switchboard CMD -h`) and in the top-level usage (`switchboard help`).
 func TestUsageListsEveryFlag(t *testing.T) {
 	sets := flagDefs(t)
-	for _, want := range []string{"serve", "check", "relay", "agentcore", "health"} {
+	for _, want := range []string{"serve", "check", "relay", "agentcore", "health", "pin"} {
 		if _, ok := sets[want]; !ok {
 			t.Errorf("no FlagSet %q found in the source (found %v)", want, sets)
 		}

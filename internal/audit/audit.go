@@ -81,6 +81,14 @@ type Record struct {
 	// of tool calls made by code mode, which have no HTTP request of their
 	// own (their Tool is the server's own name for the tool); "" omits it.
 	Via string
+	// Guard is what the guards (internal/guard/gate) found or did, as
+	// "detector/rule at path+offset (action)" items joined by "; ", or a
+	// tool's pin standing ("pin changed (block)"); "" omits "guard". Never
+	// the text matched.
+	Guard string
+	// Diff is a pinned tool's definition diff (pinned "-", listed "+")
+	// on a guard record; "" omits "diff".
+	Diff string
 	// Upstream is how long the upstream server took to answer the call:
 	// from the request written to it to its response read back. Zero when
 	// no upstream answered (an error of Switchboard's own, a notification,
@@ -177,6 +185,8 @@ type line struct {
 	LatencyMS    float64         `json:"latency_ms"`
 	Error        string          `json:"error,omitempty"`
 	Via          string          `json:"via,omitempty"`
+	Guard        string          `json:"guard,omitempty"`
+	Diff         string          `json:"diff,omitempty"`
 	RequestBody  string          `json:"request_body,omitempty"`
 	ResponseBody string          `json:"response_body,omitempty"`
 	Truncated    bool            `json:"truncated,omitempty"`
@@ -209,6 +219,8 @@ func (l *Logger) Log(r *Record) {
 		LatencyMS:   math.Round(float64(r.Latency)/1e3) / 1e3,
 		Error:       rd.String(r.Error),
 		Via:         rd.String(r.Via),
+		Guard:       rd.String(r.Guard),
+		Diff:        rd.String(r.Diff),
 	}
 	if l.opts.LogBodies {
 		var cutReq, cutResp bool
@@ -266,6 +278,14 @@ func (ln *line) appendTo(b []byte) []byte {
 	if ln.Via != "" {
 		b = append(b, `,"via":`...)
 		b = appendJSONString(b, ln.Via)
+	}
+	if ln.Guard != "" {
+		b = append(b, `,"guard":`...)
+		b = appendJSONString(b, ln.Guard)
+	}
+	if ln.Diff != "" {
+		b = append(b, `,"diff":`...)
+		b = appendJSONString(b, ln.Diff)
 	}
 	if ln.RequestBody != "" {
 		b = append(b, `,"request_body":`...)

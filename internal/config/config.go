@@ -171,6 +171,10 @@ type Config struct {
 	// Limits bounds the traffic to destinations (`limits`; auth.go).
 	Limits Limits `yaml:"limits"`
 
+	// Guards checks what passes between clients and servers (`guards`;
+	// guards.go). Nil when the block is absent: no guard runs.
+	Guards *Guards `yaml:"guards" decode:"optional"`
+
 	// TLS serves HTTPS when set (`tls`; auth.go). Read at start, its
 	// files reloaded when they change.
 	TLS *TLS `yaml:"tls" decode:"optional"`

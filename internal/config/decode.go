@@ -56,6 +56,7 @@ func (l loader) parse(data []byte, filename string) (*Config, error) {
 	d.attachSecrets(c)
 	d.applyEnv(c)
 	d.finish(c, dir)
+	d.finishGuards(c, filename)
 	d.validate(c)
 	if len(errs) > 0 {
 		return nil, d.result()

@@ -37,6 +37,7 @@ func (d *decoder) validate(c *Config) {
 		d.validateGroup(c, c.Groups[name], d.paths["groups."+name])
 	}
 	d.validateAuth(c)
+	d.validateGuards(c)
 }
 
 func (d *decoder) validateGlobal(c *Config) {

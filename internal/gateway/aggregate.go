@@ -11,11 +11,11 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/auth"
 	"github.com/switchboard-mcp/switchboard/internal/buildinfo"
 	"github.com/switchboard-mcp/switchboard/internal/config"
-	"github.com/switchboard-mcp/switchboard/internal/destination"
 	"github.com/switchboard-mcp/switchboard/internal/edge"
 	"github.com/switchboard-mcp/switchboard/internal/front/sse"
 	stdiofront "github.com/switchboard-mcp/switchboard/internal/front/stdio"
 	"github.com/switchboard-mcp/switchboard/internal/front/streamable"
+	"github.com/switchboard-mcp/switchboard/internal/guard/gate"
 	"github.com/switchboard-mcp/switchboard/internal/policy"
 	"github.com/switchboard-mcp/switchboard/internal/router"
 	"github.com/switchboard-mcp/switchboard/internal/sandbox"
@@ -48,10 +48,11 @@ func viewKey(name string) string {
 }
 
 // buildViews creates (or, on a reload, updates) a Router and its fronts for
-// the default view and every namespace and group. Routers live across
+// the default view and every namespace and group, over dests (each
+// destination, or its guards' gate). Routers live across
 // reloads, so their sessions do; a router whose view is gone is closed.
 // The views' fronts go in t. reloadMu is held.
-func (g *Gateway) buildViews(cfg *config.Config, dests map[string]*destination.Destination, t *edge.Table) map[string]*router.Router {
+func (g *Gateway) buildViews(cfg *config.Config, dests map[string]gate.Server, t *edge.Table) map[string]*router.Router {
 	servers := map[string]router.Server{}
 	for name, d := range dests {
 		servers[name] = d

@@ -35,6 +35,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/destination"
 	"github.com/switchboard-mcp/switchboard/internal/edge"
 	"github.com/switchboard-mcp/switchboard/internal/front/sse"
+	"github.com/switchboard-mcp/switchboard/internal/guard/gate"
 	"github.com/switchboard-mcp/switchboard/internal/metrics"
 	"github.com/switchboard-mcp/switchboard/internal/policy"
 	"github.com/switchboard-mcp/switchboard/internal/reqbody"
@@ -82,8 +83,11 @@ type Gateway struct {
 
 	// reloadMu serialises reloads (the only writers of cur) and guards the
 	// fields below it.
-	reloadMu   sync.Mutex
-	routers    map[string]*router.Router // by view name; kept across reloads
+	reloadMu sync.Mutex
+	routers  map[string]*router.Router // by view name; kept across reloads
+	// gates are the guards of the destinations that have them (guards.go),
+	// kept with their destination across reloads.
+	gates      map[*destination.Destination]*gate.Gate
 	lastReload reloadStatus
 	retiring   sync.WaitGroup // destinations replaced by a reload, still closing
 	stopped    bool           // stopAll has begun: reloads are refused
@@ -166,7 +170,8 @@ const (
 // New builds a Gateway; nothing runs until Run.
 func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	red := audit.NewRedactor(cfg.SecretValues())
-	g := &Gateway{opts: opts, static: cfg, redactor: red, done: make(chan struct{}), routers: map[string]*router.Router{}}
+	g := &Gateway{opts: opts, static: cfg, redactor: red, done: make(chan struct{}), routers: map[string]*router.Router{},
+		gates: map[*destination.Destination]*gate.Gate{}}
 	log := opts.Logger
 	if log == nil {
 		w, err := g.openOutput(cfg.Log.File)

@@ -17,6 +17,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/destination"
 	"github.com/switchboard-mcp/switchboard/internal/edge"
 	"github.com/switchboard-mcp/switchboard/internal/front/streamable"
+	"github.com/switchboard-mcp/switchboard/internal/guard/gate"
 	"github.com/switchboard-mcp/switchboard/internal/policy"
 	"github.com/switchboard-mcp/switchboard/internal/router"
 )
@@ -77,17 +78,22 @@ func (g *Gateway) build(cfg *config.Config, prev *state) (*state, []*destination
 	for _, w := range policy.Warnings(ps, router.Members(RouterLayout(cfg))) {
 		g.log.Warn("access: " + w)
 	}
+	pins := g.loadPins(cfg)
+	g.dropGates(st.dests)
+	servers := map[string]gate.Server{}
 	for name, d := range st.dests {
 		d.SetRequestLimits(policy.NewDestinationLimiter(name, destinationLimitsOf(cfg.Limits.Destinations[name]), d.RequestLimits()))
 		dc := cfg.Destinations[name]
-		front := g.guarded(cfg, d, policy.DestinationEndpoint(name))
+		srv := g.server(cfg, name, d, pins) // guards.go: d itself without guards
+		servers[name] = srv
+		front := g.guarded(cfg, srv, policy.DestinationEndpoint(name))
 		t.Fronts[name+"/mcp"] = streamable.NewHandler(front, streamable.Options{
 			Name: name, Sessions: g.sessions, Timeout: timeoutOf(dc, cfg), MaxBody: cfg.MaxBodyBytes,
 			KeepAlive: keepAlive(cfg), GetStreams: cfg.Connections.GetStreams, Done: g.done, Logger: g.log, ParamHeaders: d.ParamHeaders,
 		})
 		t.Fronts[name+"/sse"], t.Fronts[name+"/message"] = g.legacyFront(cfg, name, front, dc)
 	}
-	st.routers = g.buildViews(cfg, st.dests, t)
+	st.routers = g.buildViews(cfg, servers, t)
 	return st, stale
 }
 
@@ -299,9 +305,13 @@ func (g *Gateway) watch(ctx context.Context) {
 	}
 }
 
-// watchFiles are the config file and its secrets file.
+// watchFiles are the config file, its secrets file and its pin file
+// (guards).
 func (g *Gateway) watchFiles() []string {
 	files := []string{g.opts.ConfigPath}
+	if gd := g.state().cfg.Guards; gd != nil && gd.Pins != "" {
+		files = append(files, gd.Pins)
+	}
 	if sf := g.state().cfg.SecretsFile; sf != "" {
 		files = append(files, sf)
 	} else {

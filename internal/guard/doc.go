@@ -13,13 +13,8 @@
 //     arguments (capped), ScanHeaders over Mcp-Param-* headers; Apply with
 //     Placeholder redacts, with "" strips.
 //
-// Wiring (after the tree's restructuring; docs/guards.md has the config):
-// the list hook is the router's visibleItems and a destination's own
-// tools/list answer: Compare on every list and list_changed, monitor audits
-// the diff, block drops Changed and New tools and the instructions; the call
-// hook is decideTool (refuse what Allowed denies; code mode's calls take
-// that route and execute's description is built from the filtered catalog),
-// then Walk over arguments before forwarding and over the result before
-// answering, each Finding one audit field and one metric increment
-// (switchboard_guard_detections_total{detector,rule,action}).
+// The request path is package gate's (internal/guard/gate): a Gate per
+// guarded destination applies the pins to its lists and calls and runs
+// the detectors over call arguments and results; `switchboard pin`
+// approves. docs/guards.md has the configuration and the measurements.
 package guard

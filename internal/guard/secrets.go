@@ -61,6 +61,7 @@ type secretRule struct {
 	entropy     float64
 	keywords    []int // into Secrets.keywords; none: the rule always runs
 	allow       []allowlist
+	maxLen      int // the most bytes a match spans; -1: unbounded (see windows)
 }
 
 type allowlist struct {
@@ -138,7 +139,7 @@ func NewSecrets(cfg SecretsConfig) (*Secrets, error) {
 		if err != nil {
 			return nil, fmt.Errorf("secret rule %s: %w", r.ID, err)
 		}
-		sr := secretRule{id: r.ID, re: re, secretGroup: r.SecretGroup, entropy: r.Entropy}
+		sr := secretRule{id: r.ID, re: re, secretGroup: r.SecretGroup, entropy: r.Entropy, maxLen: maxLen(re)}
 		for _, k := range r.Keywords {
 			k = strings.ToLower(k)
 			i, ok := kw[k]
@@ -187,50 +188,81 @@ func (s *Secrets) Rules() []string {
 }
 
 // Scan implements Detector.
+//
+// A rule with keywords runs only where one occurs, and a rule whose
+// matches are bounded (maxLen) runs only in windows around its keywords'
+// occurrences, wide enough to hold any match containing one (see
+// windows): on a large text with few occurrences it reads a small part.
+// A match that touches a window's edge is dropped (it may lean on the
+// edge for a boundary a full scan would not see); a match containing a
+// keyword never does.
 func (s *Secrets) Scan(text string) []Finding {
 	if len(text) < 8 {
 		return nil
 	}
-	hit := make([]bool, len(s.keywords))
-	found := false
-	s.trie.Walk(lowerASCII(text), func(_, _, k int64) bool {
-		hit[k], found = true, true
+	var hits [][]int // start offsets of each keyword; nil: none found
+	s.trie.Walk(lowerASCII(text), func(end, n, k int64) bool {
+		if hits == nil {
+			hits = make([][]int, len(s.keywords))
+		}
+		hits[k] = append(hits[k], int(end-n+1))
 		return true
 	})
+	found := hits != nil
 	var out []Finding
+	var spans []span
 	for i := range s.rules {
 		r := &s.rules[i]
 		if len(r.keywords) > 0 {
-			if !found || !slices.ContainsFunc(r.keywords, func(k int) bool { return hit[k] }) {
+			if !found || !slices.ContainsFunc(r.keywords, func(k int) bool { return len(hits[k]) > 0 }) {
 				continue
 			}
 		}
-		for _, m := range r.re.FindAllStringSubmatchIndex(text, -1) {
-			start, end := m[0], m[1]
-			if g := r.secretGroup; g > 0 && 2*g+1 < len(m) && m[2*g] >= 0 {
-				start, end = m[2*g], m[2*g+1]
-			} else if g == 0 {
-				for j := 2; j+1 < len(m); j += 2 {
-					if m[j] >= 0 && m[j+1] > m[j] {
-						start, end = m[j], m[j+1]
-						break
+		spans = windows(spans[:0], r, hits, s.keywords, len(text))
+		for _, w := range spans {
+			for _, m := range r.re.FindAllStringSubmatchIndex(text[w.start:w.end], -1) {
+				if w.start > 0 && m[0] == 0 || w.end < len(text) && m[1] == w.end-w.start {
+					continue
+				}
+				for j := range m {
+					if m[j] >= 0 {
+						m[j] += w.start
 					}
 				}
+				if f, ok := s.finding(r, text, m); ok {
+					out = append(out, f)
+				}
 			}
-			secret := text[start:end]
-			if r.id == "aws-access-token" && presigned(text[:start]) {
-				continue
-			}
-			if r.entropy > 0 && shannon(secret) < r.entropy {
-				continue
-			}
-			if s.global.allows(text, m[0], m[1], secret) || slices.ContainsFunc(r.allow, func(a allowlist) bool { return a.allows(text, m[0], m[1], secret) }) {
-				continue
-			}
-			out = append(out, Finding{Detector: "secret", Rule: r.id, Offset: start, Length: end - start})
 		}
 	}
 	return dedupe(out)
+}
+
+// finding checks one match m (absolute submatch offsets) of rule r: its
+// secret, the presigned-URL exception, the entropy and the allowlists.
+func (s *Secrets) finding(r *secretRule, text string, m []int) (Finding, bool) {
+	start, end := m[0], m[1]
+	if g := r.secretGroup; g > 0 && 2*g+1 < len(m) && m[2*g] >= 0 {
+		start, end = m[2*g], m[2*g+1]
+	} else if g == 0 {
+		for j := 2; j+1 < len(m); j += 2 {
+			if m[j] >= 0 && m[j+1] > m[j] {
+				start, end = m[j], m[j+1]
+				break
+			}
+		}
+	}
+	secret := text[start:end]
+	if r.id == "aws-access-token" && presigned(text[:start]) {
+		return Finding{}, false
+	}
+	if r.entropy > 0 && shannon(secret) < r.entropy {
+		return Finding{}, false
+	}
+	if s.global.allows(text, m[0], m[1], secret) || slices.ContainsFunc(r.allow, func(a allowlist) bool { return a.allows(text, m[0], m[1], secret) }) {
+		return Finding{}, false
+	}
+	return Finding{Detector: "secret", Rule: r.id, Offset: start, Length: end - start}, true
 }
 
 // allows reports whether the allowlist lets the match text[ms:me] with

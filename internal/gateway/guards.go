@@ -1,0 +1,198 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/config"
+	"github.com/switchboard-mcp/switchboard/internal/destination"
+	"github.com/switchboard-mcp/switchboard/internal/guard"
+	"github.com/switchboard-mcp/switchboard/internal/guard/gate"
+	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/mcp"
+	"github.com/switchboard-mcp/switchboard/internal/session"
+)
+
+// Guards (internal/guard/gate): a destination with guards configured is
+// served through its Gate, by its own endpoint and by every view's router
+// alike; one without is served as it is (nothing on its path). Gates live
+// across reloads with their destination, so sessions keep them and a
+// reload or an approval (the pin file is watched with the config) only
+// updates their settings.
+
+// server returns what serves destination d (named name) under cfg: its
+// gate, made or updated, when cfg guards it; d itself otherwise. pins are
+// the pin file's approvals. reloadMu is held.
+func (g *Gateway) server(cfg *config.Config, name string, d *destination.Destination, pins *guard.PinFile) gate.Server {
+	s := cfg.Guards.For(name)
+	if !s.Enabled() {
+		delete(g.gates, d)
+		return d
+	}
+	set, err := guardSettings(cfg, s, pins.Destinations[name])
+	if err != nil {
+		g.log.Error("guards: detectors unavailable; the destination is served without them", "destination", name, "err", err)
+	}
+	if gt := g.gates[d]; gt != nil {
+		gt.Update(set)
+		return gt
+	}
+	gt := gate.New(d, set, gate.Options{Audit: g.audit.Log, Logger: g.log})
+	g.gates[d] = gt
+	return gt
+}
+
+// loadPins reads cfg's pin file; an unreadable one is logged and taken as
+// empty (block mode then hides every tool: it fails closed).
+func (g *Gateway) loadPins(cfg *config.Config) *guard.PinFile {
+	if cfg.Guards == nil {
+		return &guard.PinFile{}
+	}
+	pf, err := guard.LoadPins(cfg.Guards.Pins)
+	if err != nil {
+		g.log.Error("guards: pin file unreadable; no tool counts as approved", "err", err)
+		return &guard.PinFile{}
+	}
+	return pf
+}
+
+// dropGates forgets the gates of destinations no longer served.
+func (g *Gateway) dropGates(dests map[string]*destination.Destination) {
+	live := map[*destination.Destination]bool{}
+	for _, d := range dests {
+		live[d] = true
+	}
+	maps.DeleteFunc(g.gates, func(d *destination.Destination, _ *gate.Gate) bool { return !live[d] })
+}
+
+// detectors are compiled once: the secret rules take a while.
+var detectors = sync.OnceValues(func() (map[string]guard.Detector, error) {
+	sec, err := guard.NewSecrets(guard.SecretsConfig{})
+	if err != nil {
+		return nil, err
+	}
+	pii, err := guard.NewPII(guard.PIIConfig{})
+	if err != nil {
+		return nil, err
+	}
+	return map[string]guard.Detector{"hidden": guard.Hidden{}, "secrets": sec, "pii": pii}, nil
+})
+
+// guardSettings translates a destination's guard settings.
+func guardSettings(cfg *config.Config, s config.GuardSettings, pins *guard.ServerPins) (*gate.Settings, error) {
+	out := &gate.Settings{Pinning: mode(s.Pinning), Action: mode(s.Action), MaxBytes: int(cfg.Guards.MaxBytes)}
+	if pins != nil {
+		out.Pins = *pins
+	}
+	if len(s.Detectors) == 0 {
+		return out, nil
+	}
+	ds, err := detectors()
+	for _, name := range s.Detectors {
+		var d guard.Detector
+		if name == "markup" {
+			d = guard.Markup{AllowHosts: cfg.Guards.AllowHosts}
+		} else if d = ds[name]; d == nil {
+			continue // err says why
+		}
+		out.Detectors = append(out.Detectors, gate.Detector{Name: name, Detector: d})
+	}
+	return out, err
+}
+
+func mode(s string) guard.Mode {
+	switch s {
+	case config.GuardMonitor:
+		return guard.Monitor
+	case config.GuardRedact:
+		return guard.Redact
+	case config.GuardBlock:
+		return guard.Block
+	}
+	return guard.Off
+}
+
+// Listing is what a destination lists: its tools (as the server wrote
+// them) and its instructions (nil: none).
+type Listing struct {
+	Tools        []json.RawMessage
+	Instructions *string
+}
+
+// ListTools starts destination name of cfg on its own (not through a
+// running gateway), lists its tools (every page) and stops it: what
+// `switchboard pin` compares with the pin file.
+func ListTools(ctx context.Context, cfg *config.Config, name string, log *slog.Logger) (*Listing, error) {
+	dc := cfg.Destinations[name]
+	if dc == nil {
+		return nil, fmt.Errorf("no destination named %q", name)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	gw := &Gateway{log: log}
+	d := gw.newDestination(dc, cfg)
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		d.Close(cctx)
+	}()
+	init := jsonrpc.NewRequest(jsonrpc.IntID(0), "initialize", jsonrpc.Marshal(map[string]any{
+		"protocolVersion": mcp.LatestLegacyVersion, "capabilities": map[string]any{},
+		"clientInfo": map[string]string{"name": "switchboard-pin", "version": "1"}}))
+	b, res, err := d.Join(ctx, discard{}, init)
+	if err != nil {
+		return nil, err
+	}
+	defer b.Leave()
+	if e := res.ErrorOf(); e != nil {
+		return nil, e
+	}
+	out := &Listing{}
+	if s, ok := jsonrpc.StringMember(res.Result, "instructions"); ok {
+		out.Instructions = &s
+	}
+	_ = b.Notify(ctx, jsonrpc.NewNotification("notifications/initialized", nil))
+	cursor := ""
+	for i := 1; i <= 100; i++ {
+		params := map[string]any{}
+		if cursor != "" {
+			params["cursor"] = cursor
+		}
+		c, err := b.Call(ctx, jsonrpc.NewRequest(jsonrpc.IntID(int64(i)), "tools/list", jsonrpc.Marshal(params)))
+		if err != nil {
+			return nil, err
+		}
+		resp, err := session.Drain(ctx, c, nil)
+		if err != nil {
+			return nil, err
+		}
+		if e := resp.ErrorOf(); e != nil {
+			return nil, e
+		}
+		var page struct {
+			Tools      []json.RawMessage `json:"tools"`
+			NextCursor string            `json:"nextCursor"`
+		}
+		if err := json.Unmarshal(resp.Result, &page); err != nil {
+			return nil, fmt.Errorf("tools/list: %w", err)
+		}
+		out.Tools = append(out.Tools, page.Tools...)
+		if page.NextCursor == "" {
+			break
+		}
+		cursor = page.NextCursor
+	}
+	return out, nil
+}
+
+// discard is a downstream that takes nothing.
+type discard struct{}
+
+func (discard) Deliver(*jsonrpc.Message) {}
+func (discard) End(error)                {}

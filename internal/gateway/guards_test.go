@@ -1,0 +1,56 @@
+package gateway_test
+
+import (
+	"io"
+	"log/slog"
+	"path/filepath"
+	"testing"
+
+	"github.com/switchboard-mcp/switchboard/internal/config"
+	"github.com/switchboard-mcp/switchboard/internal/destination"
+	"github.com/switchboard-mcp/switchboard/internal/gateway"
+	"github.com/switchboard-mcp/switchboard/internal/guard/gate"
+)
+
+// TestGuardsOffNoGate: without guards a destination is served as it is
+// (nothing added on the request path); a destination with guards is
+// served through its gate, and one whose settings turn everything off is
+// not.
+func TestGuardsOffNoGate(t *testing.T) {
+	for _, c := range []struct {
+		guards string
+		want   map[string]bool // destination -> gated
+	}{
+		{"", map[string]bool{"a": false, "b": false}},
+		{"guards: {destinations: {a: {pinning: monitor}}}", map[string]bool{"a": true, "b": false}},
+		{"guards: {defaults: {detectors: [pii]}, destinations: {b: {detectors: []}}}", map[string]bool{"a": true, "b": false}},
+	} {
+		yml := c.guards + `
+destinations:
+  a: {type: stdio, command: [/bin/true]}
+  b: {type: stdio, command: [/bin/true]}
+`
+		cfg, err := config.Parse([]byte(yml), filepath.Join(t.TempDir(), "switchboard.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := gateway.New(cfg, gateway.Options{Logger: slog.New(slog.DiscardHandler), AuditWriter: io.Discard})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range g.ViewServers("") {
+			switch s := s.(type) {
+			case *gate.Gate:
+				if !c.want[s.Name()] {
+					t.Errorf("%q: %s is gated", c.guards, s.Name())
+				}
+			case *destination.Destination:
+				if c.want[s.Name()] {
+					t.Errorf("%q: %s is not gated", c.guards, s.Name())
+				}
+			default:
+				t.Errorf("%q: a view's server is a %T", c.guards, s)
+			}
+		}
+	}
+}

@@ -1,0 +1,533 @@
+// Package gate puts package guard's checks on one destination's request
+// path. A Gate wraps the destination as every surface reaches it: the
+// fronts of /{d}/mcp (Open, Stateless) and the routers of the aggregated
+// views, whose members join it (Join) — /mcp, the stdio front and code
+// mode's scripts alike. So each check has one place:
+//
+//   - lists: every tools/list answer passing through is compared with the
+//     destination's pins (guard.Define, the digests); monitor writes one
+//     audit record per tool that changed or is new (with the diff), block
+//     drops those tools from the answer and unapproved instructions from
+//     the InitializeResult;
+//   - calls: a tools/call to a tool not approved is refused in block mode
+//     (a tool the gate has not seen listed yet is listed first); the
+//     detectors run over the call's arguments before it is sent and over
+//     its result after (guard.Walk), and the action monitors, redacts or
+//     blocks.
+//
+// Update replaces the settings (a reload, an approval): the live sessions
+// are told notifications/tools/list_changed, so clients and routers list
+// again under the new pins. Without guards the gateway does not wrap the
+// destination at all: the request path pays nothing.
+package gate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/audit"
+	"github.com/switchboard-mcp/switchboard/internal/guard"
+	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/session"
+	"github.com/switchboard-mcp/switchboard/internal/upstream"
+)
+
+// Server is what a Gate guards: a destination as the fronts and the
+// routers use it.
+type Server interface {
+	Name() string
+	Open(ctx context.Context, s *session.Session, init *jsonrpc.Message) (session.Backend, *jsonrpc.Message, error)
+	Join(ctx context.Context, down upstream.Downstream, init *jsonrpc.Message) (session.Backend, *jsonrpc.Message, error)
+	Stateless(ctx context.Context, req *jsonrpc.Message) (session.Call, error)
+}
+
+// Detector is a named guard.Detector ("hidden", "markup", "secrets",
+// "pii").
+type Detector struct {
+	Name string
+	guard.Detector
+}
+
+// Settings are a Gate's checks. The zero value checks nothing. A Settings
+// given to New or Update must not be changed afterwards.
+type Settings struct {
+	// Pinning is guard.Off, guard.Monitor or guard.Block.
+	Pinning guard.Mode
+	// Pins are the destination's approvals (a copy; nil Tools: none).
+	Pins guard.ServerPins
+	// Detectors run over tools/call arguments and results; none: no scan.
+	Detectors []Detector
+	// Action is what a detection does: guard.Monitor (zero: the same),
+	// guard.Redact or guard.Block.
+	Action guard.Mode
+	// MaxBytes caps the string bytes scanned per message; zero: 1 MiB.
+	MaxBytes int
+}
+
+// Options are what a Gate reports to.
+type Options struct {
+	// Audit receives the gate's own records: a tool's pin standing (with
+	// its diff) and detections made outside any request's record. Nil:
+	// none.
+	Audit func(*audit.Record)
+	// Logger is the operational log; nil discards.
+	Logger *slog.Logger
+}
+
+// Gate guards one destination. It implements the fronts' Destination and
+// the routers' Server; it is safe for concurrent use.
+type Gate struct {
+	srv  Server
+	opts Options
+	set  atomic.Pointer[Settings]
+
+	mu       sync.Mutex
+	listed   map[string]guard.Definition // the server's definitions as last listed; nil: never listed
+	reported map[string]string           // tool -> status and digest last audited (once each)
+	live     map[*backend]struct{}       // the sessions joined through the gate
+}
+
+// New returns a Gate over srv with settings s.
+func New(srv Server, s *Settings, opts Options) *Gate {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	g := &Gate{srv: srv, opts: opts, reported: map[string]string{}, live: map[*backend]struct{}{}}
+	g.set.Store(s)
+	return g
+}
+
+// Server returns the destination the gate wraps.
+func (g *Gate) Server() Server { return g.srv }
+
+// Name returns the destination's name.
+func (g *Gate) Name() string { return g.srv.Name() }
+
+// Settings returns the settings in force.
+func (g *Gate) Settings() *Settings { return g.set.Load() }
+
+// Update replaces the settings. When anything a client sees may change
+// (the pins, the pinning mode), every live session is sent
+// notifications/tools/list_changed, so that it lists again.
+func (g *Gate) Update(s *Settings) {
+	old := g.set.Swap(s)
+	if old.Pinning == s.Pinning && (s.Pinning == guard.Off || reflect.DeepEqual(old.Pins, s.Pins)) {
+		return
+	}
+	g.mu.Lock()
+	g.reported = map[string]string{}
+	downs := make([]upstream.Downstream, 0, len(g.live))
+	for b := range g.live {
+		downs = append(downs, b.down)
+	}
+	g.mu.Unlock()
+	for _, d := range downs {
+		d.Deliver(jsonrpc.NewNotification("notifications/tools/list_changed", nil))
+	}
+}
+
+// Open attaches a session of the destination's own endpoint.
+func (g *Gate) Open(ctx context.Context, s *session.Session, init *jsonrpc.Message) (session.Backend, *jsonrpc.Message, error) {
+	return g.Join(ctx, s, init)
+}
+
+// Join attaches a downstream (a session, or a router's member) through
+// the gate: its calls are checked, and in block mode unapproved
+// instructions are left out of the InitializeResult.
+func (g *Gate) Join(ctx context.Context, down upstream.Downstream, init *jsonrpc.Message) (session.Backend, *jsonrpc.Message, error) {
+	b, res, err := g.srv.Join(ctx, down, init)
+	if err != nil {
+		return nil, nil, err
+	}
+	res = g.initialized(res)
+	gb := &backend{Backend: b, g: g, down: down}
+	g.mu.Lock()
+	g.live[gb] = struct{}{}
+	g.mu.Unlock()
+	return gb, res, nil
+}
+
+// Stateless checks and sends a 2026-07-28 request.
+func (g *Gate) Stateless(ctx context.Context, req *jsonrpc.Message) (session.Call, error) {
+	return g.send(ctx, req, g.srv.Stateless)
+}
+
+// backend is a session's backend behind the gate.
+type backend struct {
+	session.Backend
+	g    *Gate
+	down upstream.Downstream
+}
+
+func (b *backend) Call(ctx context.Context, req *jsonrpc.Message) (session.Call, error) {
+	return b.g.send(ctx, req, b.Backend.Call)
+}
+
+func (b *backend) Leave() {
+	b.g.mu.Lock()
+	delete(b.g.live, b)
+	b.g.mu.Unlock()
+	b.Backend.Leave()
+}
+
+type sendFunc func(context.Context, *jsonrpc.Message) (session.Call, error)
+
+// send is the gate on one request.
+func (g *Gate) send(ctx context.Context, req *jsonrpc.Message, send sendFunc) (session.Call, error) {
+	s := g.set.Load()
+	switch req.Method {
+	case "tools/list":
+		if s.Pinning == guard.Off {
+			return send(ctx, req)
+		}
+		c, err := send(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		first := jsonrpc.Member(req.Params, "cursor") == nil
+		return &answer{Call: c, fix: func(r json.RawMessage) json.RawMessage { return g.list(s, r, first) }}, nil
+	case "tools/call":
+		name, _ := req.ParamName()
+		if s.Pinning == guard.Block {
+			ok, err := g.approved(ctx, s, name, send, req)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				return session.NewAnswer(jsonrpc.NewError(req.ID, jsonrpc.Errorf(jsonrpc.InvalidParams,
+					"tool %q of %s is not approved: its definition changed or is new (switchboard pin --approve)", name, g.Name()))), nil
+			}
+		}
+		if len(s.Detectors) == 0 {
+			return send(ctx, req)
+		}
+		rec, _ := ctx.Value(audit.RecordKey{}).(*audit.Record)
+		req, refusal := g.checkArguments(s, req, name, rec)
+		if refusal != nil {
+			return refusal, nil
+		}
+		c, err := send(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		return &answer{Call: c, fix: func(r json.RawMessage) json.RawMessage { return g.checkResult(s, r, name, rec) }}, nil
+	}
+	return send(ctx, req)
+}
+
+// initialized applies the pins to the server's instructions.
+func (g *Gate) initialized(res *jsonrpc.Message) *jsonrpc.Message {
+	s := g.set.Load()
+	if s.Pinning == guard.Off || res == nil || len(res.Result) == 0 {
+		return res
+	}
+	instr, has := jsonrpc.StringMember(res.Result, "instructions")
+	var ip *string
+	if has {
+		ip = &instr
+	}
+	st := guard.Compare(nil, ip, guard.ServerPins{Instructions: s.Pins.Instructions})
+	if st.Instructions == guard.Approved || st.Instructions == "" || !has {
+		return res
+	}
+	g.report(s, "instructions", string(st.Instructions), guard.InstructionsDigest(instr), st.InstructionsDiff, "initialize")
+	if s.Pinning != guard.Block {
+		return res
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(res.Result, &obj) != nil {
+		return res
+	}
+	delete(obj, "instructions")
+	out := *res
+	out.Result = jsonrpc.Marshal(obj)
+	return &out
+}
+
+// list applies the pins to one tools/list result (nil: left as it is):
+// it records the listed definitions (first: the first page, which starts
+// a new listing), reports what is not approved and, in block mode, drops
+// it.
+func (g *Gate) list(s *Settings, result json.RawMessage, first bool) json.RawMessage {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(result, &obj) != nil {
+		return nil
+	}
+	var tools []json.RawMessage
+	if json.Unmarshal(obj["tools"], &tools) != nil {
+		return nil
+	}
+	defs := make([]guard.Definition, 0, len(tools))
+	kept := make([]json.RawMessage, 0, len(tools))
+	for _, t := range tools {
+		d, err := guard.Define(t)
+		if err != nil {
+			g.opts.Logger.Warn("guard: a listed tool has no valid definition; left out", "destination", g.Name(), "err", err)
+			continue
+		}
+		defs = append(defs, d)
+	}
+	g.mu.Lock()
+	if first || g.listed == nil {
+		g.listed = map[string]guard.Definition{}
+	}
+	for _, d := range defs {
+		g.listed[d.Name] = d
+	}
+	g.mu.Unlock()
+	cmp := guard.Compare(defs, nil, guard.ServerPins{Tools: s.Pins.Tools})
+	for _, t := range tools {
+		name, _ := jsonrpc.StringMember(t, "name")
+		st := stateOf(cmp, name)
+		if st.Status == guard.Approved {
+			kept = append(kept, t)
+			continue
+		}
+		if st.Status != "" { // "": no valid definition (logged)
+			g.report(s, name, string(st.Status), st.Digest, st.Diff, "tools/list")
+		}
+		if s.Pinning != guard.Block {
+			kept = append(kept, t)
+		}
+	}
+	if len(kept) == len(tools) {
+		return nil
+	}
+	obj["tools"] = jsonrpc.Marshal(kept)
+	return jsonrpc.Marshal(obj)
+}
+
+func stateOf(c guard.Comparison, name string) guard.ToolState {
+	i, ok := slices.BinarySearchFunc(c.Tools, name, func(t guard.ToolState, n string) int { return strings.Compare(t.Name, n) })
+	if !ok {
+		return guard.ToolState{}
+	}
+	return c.Tools[i]
+}
+
+// report writes one audit record for a tool (or "instructions") whose
+// standing is not approved, once per standing and digest.
+func (g *Gate) report(s *Settings, tool, status, digest, diff, method string) {
+	key := status + " " + digest
+	g.mu.Lock()
+	seen := g.reported[tool] == key
+	g.reported[tool] = key
+	g.mu.Unlock()
+	if seen {
+		return
+	}
+	g.opts.Logger.Warn("guard: tool definition not approved", "destination", g.Name(), "tool", tool, "status", status, "mode", string(s.Pinning))
+	if g.opts.Audit != nil {
+		g.opts.Audit(&audit.Record{Time: time.Now(), Destination: g.Name(), MCPMethod: method, Tool: tool,
+			Guard: fmt.Sprintf("pin %s (%s)", status, s.Pinning), Diff: diff})
+	}
+}
+
+// approved reports whether tool name is listed and approved. A name the
+// gate has not seen listed is listed first (every page), through send,
+// with the _meta of req (the call).
+func (g *Gate) approved(ctx context.Context, s *Settings, name string, send sendFunc, req *jsonrpc.Message) (bool, error) {
+	g.mu.Lock()
+	d, ok := g.listed[name]
+	g.mu.Unlock()
+	if !ok {
+		if err := g.fetch(ctx, s, send, jsonrpc.Member(req.Params, "_meta")); err != nil {
+			return false, err
+		}
+		g.mu.Lock()
+		d, ok = g.listed[name]
+		g.mu.Unlock()
+	}
+	p, pinned := s.Pins.Tools[name]
+	return ok && pinned && p.Digest == d.Digest, nil
+}
+
+var fetchSeq atomic.Int64
+
+// fetch lists the server's tools (all pages) through the gate's list
+// check, to learn their definitions.
+func (g *Gate) fetch(ctx context.Context, s *Settings, send sendFunc, meta json.RawMessage) error {
+	cursor := ""
+	for page := 0; page < 100; page++ {
+		params := map[string]any{}
+		if cursor != "" {
+			params["cursor"] = cursor
+		}
+		if meta != nil {
+			params["_meta"] = meta
+		}
+		id := strconv.Quote("switchboard-guard-" + strconv.FormatInt(fetchSeq.Add(1), 10))
+		c, err := send(ctx, jsonrpc.NewRequest(json.RawMessage(id), "tools/list", jsonrpc.Marshal(params)))
+		if err != nil {
+			return err
+		}
+		res, err := session.Drain(ctx, c, nil)
+		if err != nil {
+			return err
+		}
+		if e := res.ErrorOf(); e != nil {
+			return e
+		}
+		g.list(s, res.Result, page == 0)
+		next, _ := jsonrpc.StringMember(res.Result, "nextCursor")
+		if next == "" {
+			return nil
+		}
+		cursor = next
+	}
+	return nil
+}
+
+// answer is a call whose response's result is rewritten by fix (nil:
+// left as it is).
+type answer struct {
+	session.Call
+	fix func(json.RawMessage) json.RawMessage
+}
+
+func (c *answer) Poll() (*jsonrpc.Message, bool) {
+	m, ended := c.Call.Poll()
+	if m != nil && m.IsResponse() && len(m.Result) > 0 {
+		if r := c.fix(m.Result); r != nil {
+			out := *m
+			out.Result = r
+			return &out, ended
+		}
+	}
+	return m, ended
+}
+
+// UpstreamTime passes on the wrapped call's upstream time.
+func (c *answer) UpstreamTime() time.Duration {
+	if t, ok := c.Call.(interface{ UpstreamTime() time.Duration }); ok {
+		return t.UpstreamTime()
+	}
+	return 0
+}
+
+func (s *Settings) maxBytes() int {
+	if s.MaxBytes <= 0 {
+		return 1 << 20
+	}
+	return s.MaxBytes
+}
+
+func (s *Settings) detectors() []guard.Detector {
+	out := make([]guard.Detector, len(s.Detectors))
+	for i, d := range s.Detectors {
+		out[i] = d.Detector
+	}
+	return out
+}
+
+// replacement is what redact puts in a finding's place: a typed
+// placeholder for secrets and personal data, nothing for hidden
+// characters and markup.
+func replacement(f guard.Finding) string {
+	if f.Detector == "hidden" || f.Detector == "markup" {
+		return ""
+	}
+	return guard.Placeholder(f)
+}
+
+// describe lists findings for an audit record: detector/rule at
+// path+offset, never the text.
+func describe(fs []guard.Finding, action guard.Mode, where string) string {
+	var b strings.Builder
+	for i, f := range fs {
+		if i == 10 {
+			fmt.Fprintf(&b, "; … %d more", len(fs)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%s/%s at %s%s+%d", f.Detector, f.Rule, where, f.Path, f.Offset)
+	}
+	fmt.Fprintf(&b, " (%s)", actionName(action))
+	return b.String()
+}
+
+func actionName(a guard.Mode) string {
+	if a == guard.Off {
+		return string(guard.Monitor)
+	}
+	return string(a)
+}
+
+// note adds what was found to the request's audit record, or writes a
+// record of the gate's own when there is none.
+func (g *Gate) note(rec *audit.Record, tool, what string) {
+	if rec != nil {
+		if rec.Guard != "" {
+			rec.Guard += "; "
+		}
+		rec.Guard += what
+		return
+	}
+	if g.opts.Audit != nil {
+		g.opts.Audit(&audit.Record{Time: time.Now(), Destination: g.Name(), MCPMethod: "tools/call", Tool: tool, Guard: what})
+	}
+}
+
+// checkArguments runs the detectors over a call's arguments: monitor
+// notes them, redact rewrites them, block refuses the call.
+func (g *Gate) checkArguments(s *Settings, req *jsonrpc.Message, tool string, rec *audit.Record) (*jsonrpc.Message, session.Call) {
+	args, start, end, ok := jsonrpc.Lookup(req.Params, "arguments")
+	if !ok {
+		return req, nil
+	}
+	rep, err := guard.Walk(args, s.maxBytes(), s.detectors()...)
+	if err != nil || len(rep.Findings) == 0 {
+		return req, nil
+	}
+	g.note(rec, tool, describe(rep.Findings, s.Action, "arguments"))
+	switch s.Action {
+	case guard.Block:
+		f := rep.Findings[0]
+		return nil, session.NewAnswer(jsonrpc.NewError(req.ID, jsonrpc.Errorf(jsonrpc.InvalidParams,
+			"tools/call %q refused by switchboard guards: %s/%s in arguments%s", tool, f.Detector, f.Rule, f.Path)))
+	case guard.Redact:
+		out, err := guard.Rewrite(args, rep.Findings, replacement)
+		if err != nil {
+			return req, nil
+		}
+		r := *req
+		r.Params = jsonrpc.Splice(req.Params, start, end, out)
+		return &r, nil
+	}
+	return req, nil
+}
+
+// checkResult runs the detectors over a call's result: monitor notes
+// them, redact rewrites the result, block replaces it with an error
+// result naming the rule.
+func (g *Gate) checkResult(s *Settings, result json.RawMessage, tool string, rec *audit.Record) json.RawMessage {
+	rep, err := guard.Walk(result, s.maxBytes(), s.detectors()...)
+	if err != nil || len(rep.Findings) == 0 {
+		return nil
+	}
+	g.note(rec, tool, describe(rep.Findings, s.Action, "result"))
+	switch s.Action {
+	case guard.Block:
+		f := rep.Findings[0]
+		return jsonrpc.Marshal(map[string]any{"isError": true, "content": []map[string]string{{"type": "text",
+			"text": fmt.Sprintf("The result of %s was withheld by Switchboard's guards: %s/%s at %s.", tool, f.Detector, f.Rule, f.Path)}}})
+	case guard.Redact:
+		out, err := guard.Rewrite(result, rep.Findings, replacement)
+		if err != nil {
+			return nil
+		}
+		return out
+	}
+	return nil
+}
