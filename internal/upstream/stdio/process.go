@@ -415,69 +415,22 @@ func appendLine(b []byte, add func([]byte) []byte) []byte {
 }
 
 func (p *Process) readStdout(r io.Reader, onLine func([]byte), onOversize func([]byte)) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var long []byte // accumulates a line longer than the bufio buffer
-	oversize := false
+	lr := newLineReader(r, p.spec.MaxLine)
 	for {
-		frag, err := br.ReadSlice('\n')
-		switch {
-		case err == bufio.ErrBufferFull:
-			if oversize {
-				continue
-			}
-			if len(long)+len(frag) > p.spec.MaxLine {
-				oversize = true
-				prefix := append(long, frag...)
-				if len(prefix) > 4096 {
-					prefix = prefix[:4096]
-				}
-				if onOversize != nil {
-					onOversize(prefix)
-				}
-				p.log.Warn("stdout line exceeds the message size limit; skipped", "limit_bytes", p.spec.MaxLine)
-				long = nil
-				continue
-			}
-			long = append(long, frag...)
-			continue
-		case err != nil && len(frag) == 0:
-			return
-		}
-		line := frag
-		if oversize {
-			oversize = false
-			long = nil
-			if err != nil {
-				return
-			}
-			continue
-		}
-		if len(long) > 0 {
-			long = append(long, frag...)
-			line = long
-		}
-		// MaxLine counts the line without its '\n' terminator.
-		if len(bytes.TrimSuffix(line, []byte{'\n'})) > p.spec.MaxLine {
-			prefix := line
-			if len(prefix) > 4096 {
-				prefix = prefix[:4096]
-			}
-			if onOversize != nil {
-				onOversize(prefix)
-			}
-			p.log.Warn("stdout line exceeds the message size limit; skipped", "limit_bytes", p.spec.MaxLine)
-		} else {
-			p.line(bytes.TrimSpace(line), onLine)
-		}
-		// onLine keeps no slice of the line: a long line's buffer is
-		// reused for the next one, unless it is unusually large.
-		long = long[:0]
-		if cap(long) > 1<<20 {
-			long = nil
-		}
+		line, over, err := lr.next()
 		if err != nil {
 			return
 		}
+		if over {
+			if onOversize != nil {
+				onOversize(line)
+			}
+			p.log.Warn("stdout line exceeds the message size limit; skipped", "limit_bytes", p.spec.MaxLine)
+			continue
+		}
+		// onLine keeps no slice of the line: the reader's buffer holds the
+		// next one.
+		p.line(bytes.TrimSpace(line), onLine)
 	}
 }
 
