@@ -545,3 +545,51 @@ func (m *Message) ErrorOf() *Error {
 
 // Equal reports whether two raw ids are the same id.
 func EqualID(a, b json.RawMessage) bool { return bytes.Equal(a, b) }
+
+// AppendAround appends m's wire form to dst as AppendTo does, except for
+// its largest member when that has at least min bytes (the params of a
+// large request, the result of a large response): that member is not
+// copied but returned as big, and belongs at out[at:], between out[:at]
+// and out[at:]. A writer sends out[:at], big and out[at:] in turn, and
+// the payload goes from the buffer it arrived in to the writer without a
+// copy. With no member that large, big is nil and out is AppendTo's.
+func (m *Message) AppendAround(dst []byte, min int) (out, big []byte, at int) {
+	members := [3][]byte{m.Params, m.Result, m.Error}
+	k := -1
+	for i, v := range members {
+		if len(v) >= min && (k < 0 || len(v) > len(members[k])) {
+			k = i
+		}
+	}
+	if k < 0 {
+		return m.AppendTo(dst), nil, 0
+	}
+	big = members[k]
+	if m.wireValid() {
+		s := m.wireAt[1+k]
+		out = append(dst, m.wire[:s.off]...)
+		at = len(out)
+		return append(out, m.wire[s.off+s.n:]...), big, at
+	}
+	dst = append(dst, `{"jsonrpc":"2.0"`...)
+	if m.ID != nil {
+		dst = append(dst, `,"id":`...)
+		dst = append(dst, m.ID...)
+	}
+	if m.Method != "" {
+		dst = append(dst, `,"method":`...)
+		dst = appendString(dst, m.Method)
+	}
+	for i, prefix := range [3]string{`,"params":`, `,"result":`, `,"error":`} {
+		if members[i] == nil {
+			continue
+		}
+		dst = append(dst, prefix...)
+		if i == k {
+			at = len(dst)
+			continue
+		}
+		dst = append(dst, members[i]...)
+	}
+	return append(dst, '}'), big, at
+}

@@ -1,6 +1,9 @@
 package jsonrpc
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestLookupMeta(t *testing.T) {
 	m, err := Decode([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"big":"` +
@@ -88,5 +91,44 @@ func TestDecodeMethod(t *testing.T) {
 	b := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}`)
 	if n := testing.AllocsPerRun(100, func() { _, _ = Decode(b) }); n != 1 {
 		t.Errorf("Decode of a tools/call: %v allocations, want 1 (the Message)", n)
+	}
+}
+
+// TestAppendAround: the wire form put back together from AppendAround's
+// pieces is AppendTo's, for built and detached messages, with the large
+// member handed out as the message's own bytes.
+func TestAppendAround(t *testing.T) {
+	big := `{"name":"echo","arguments":{"text":"` + strings.Repeat("x", 100) + `"}}`
+	for _, raw := range []string{
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":` + big + `}`,
+		`{"jsonrpc":"2.0","id":"a","result":` + big + `}`,
+		`{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m","data":` + big + `}}`,
+		`{"jsonrpc":"2.0","method":"notifications/x","params":{"small":1}}`,
+	} {
+		for _, detached := range []bool{false, true} {
+			m, err := Decode([]byte(raw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if detached {
+				m.ID = []byte(`"renamed"`)
+				m.Detach()
+			}
+			want := string(m.AppendTo([]byte("queued\n")))
+			out, b, at := m.AppendAround([]byte("queued\n"), 64)
+			got := string(out)
+			if b != nil {
+				got = string(out[:at]) + string(b) + string(out[at:])
+				aliases := func(v []byte) bool { return len(v) > 0 && &v[0] == &b[0] }
+				if !aliases(m.Params) && !aliases(m.Result) && !aliases(m.Error) {
+					t.Errorf("%.40s: the large member was copied", raw)
+				}
+			} else if len(raw) > 100 {
+				t.Errorf("%.40s: no large member handed out", raw)
+			}
+			if got != want {
+				t.Errorf("detached %v: pieces make\n%s\nwant\n%s", detached, got, want)
+			}
+		}
 	}
 }

@@ -44,10 +44,11 @@ type lineReader struct {
 	buf     []byte // own, or a buffer from bigBuffers while a long line needs one
 	start   int    // buf[start:end] is read and not handed out yet
 	end     int
-	scanned int   // buf[start:scanned] holds no '\n'
-	max     int   // the longest line taken, without its '\n'
-	want    int   // the size of the buffer the last long line needed
-	err     error // the read error, returned once the buffer is empty
+	scanned int     // buf[start:scanned] holds no '\n'
+	max     int     // the longest line taken, without its '\n'
+	want    int     // the size of the buffer the last long line needed
+	err     error   // the read error, returned once the buffer is empty
+	bigp    *[]byte // when buf is not own: its pointer, for bigBuffers
 	// skipping is set while the rest of an oversize line is dropped.
 	skipping bool
 }
@@ -129,22 +130,31 @@ func (l *lineReader) room() {
 			size *= 2
 		}
 		l.want = size
+		old, oldp := l.buf, l.bigp
 		nb := l.take(size)
-		copy(nb, l.buf[l.start:l.end])
-		l.release()
+		copy(nb, old[l.start:l.end])
+		if &old[0] != &l.own[0] {
+			if c := bigClass(len(old)); c >= 0 {
+				bigBuffers[c].Put(oldp)
+			}
+		}
 		l.buf = nb
 	}
 	l.start, l.scanned, l.end = 0, l.scanned-l.start, n
 }
 
-// take returns a buffer of size bytes, from bigBuffers when it has one.
+// take returns a buffer of size bytes, from bigBuffers when it has one,
+// and sets bigp to what is put back there when it is released.
 func (l *lineReader) take(size int) []byte {
 	if c := bigClass(size); c >= 0 {
 		if p, ok := bigBuffers[c].Get().(*[]byte); ok {
+			l.bigp = p
 			return *p
 		}
 	}
-	return make([]byte, size)
+	b := make([]byte, size)
+	l.bigp = &b
+	return b
 }
 
 // release returns a large buffer to bigBuffers (its unread bytes, if any,
@@ -154,8 +164,7 @@ func (l *lineReader) release() {
 		return
 	}
 	if c := bigClass(len(l.buf)); c >= 0 {
-		b := l.buf
-		bigBuffers[c].Put(&b)
+		bigBuffers[c].Put(l.bigp)
 	}
-	l.buf = l.own
+	l.buf, l.bigp = l.own, nil
 }

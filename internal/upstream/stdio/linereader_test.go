@@ -94,7 +94,7 @@ func TestLineReaderReusesBuffers(t *testing.T) {
 	})
 	// A garbage collection may empty the pool meanwhile: allow one in
 	// twenty runs.
-	if allocs > 1 {
+	if allocs >= 0.5 {
 		t.Errorf("%.1f allocations per 1 MiB line, want none", allocs)
 	}
 }
