@@ -10,7 +10,8 @@
 // interface values and a marshal back (BenchmarkDecode compares the two).
 // Members that are read (a method name, a progress token) are looked up on
 // demand with Lookup, and rewritten in place with Splice; params.name, read
-// for nearly every call, is noted in the decoding pass itself (ParamName).
+// for nearly every call, and where params._meta is, looked at for every
+// request, are noted in the decoding pass itself (ParamName, MetaAt).
 // A message that must outlive the buffer it was decoded from is detached
 // (Detach): copied once, into its wire form, which Encode then returns as
 // it is, so a response crosses the gateway with one copy.
@@ -363,6 +364,14 @@ func Decode(b []byte) (*Message, error) {
 	if pr.at >= 0 && len(m.Params) > 0 && &m.Params[0] == &b[pr.at] {
 		if at, ok := spanOf(m.Params, pr.val); ok { // none (off -1): the object has no name
 			m.nameAt, m.nameOf, m.nameLen = at, &m.Params[0], len(m.Params)
+		}
+		// Where params._meta is was found in the same pass: MetaAt
+		// need not search large params for it.
+		if pr.meta != nil {
+			ms := int(uintptr(unsafe.Pointer(unsafe.SliceData(pr.meta))) - uintptr(unsafe.Pointer(unsafe.SliceData(m.Params))))
+			m.SetMetaAt(ms, ms+len(pr.meta))
+		} else {
+			m.SetMetaAt(-1, 0)
 		}
 	}
 	return m, nil

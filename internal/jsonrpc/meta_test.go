@@ -132,3 +132,30 @@ func TestAppendAround(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeNotesMeta: Decode notes where params._meta is in its own pass,
+// as Lookup would find it (the last one, escaped keys included, never a
+// deeper one), so MetaAt walks no params again.
+func TestDecodeNotesMeta(t *testing.T) {
+	for _, params := range []string{
+		`{"name":"x","_meta":{"progressToken":1}}`,
+		`{"_meta":{"a":1},"name":"x","_meta":{"b":2}}`,
+		`{"\u005fmeta":{"c":3}}`,
+		`{"arguments":{"_meta":{"deep":1}}}`,
+		`{"name":"x"}`,
+		`{"_meta":"not an object"}`,
+	} {
+		m, err := Decode([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + params + `}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.metaOf == nil {
+			t.Errorf("%s: _meta's place not noted by Decode", params)
+		}
+		_, ws, we, wok := Lookup(m.Params, "_meta")
+		s, e, ok := m.MetaAt()
+		if ok != wok || s != ws || e != we {
+			t.Errorf("%s: MetaAt %d %d %v, Lookup %d %d %v", params, s, e, ok, ws, we, wok)
+		}
+	}
+}
