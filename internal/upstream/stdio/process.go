@@ -204,6 +204,8 @@ func Start(spec Spec, onLine func([]byte), onOversize func(prefix []byte)) (*Pro
 	if err != nil {
 		return nil, fmt.Errorf("stdio: start: %w", err)
 	}
+	growPipe(stdin)
+	growPipe(stdout)
 	reap.prepare()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("stdio: start %q: %w", spec.Argv[0], err)
