@@ -205,6 +205,7 @@ func (e *Edge) audited(next http.Handler) http.Handler {
 		q.End(rec) // a no-op when tracing is off
 		e.opts.Audit.Log(rec)
 		e.observe(rec)
+		rec.Release() // pooled buffers the bodies point into go back
 	})
 }
 

@@ -61,6 +61,7 @@ type Message struct {
 	wire       []byte
 	wireMethod string
 	wireAt     [4]span
+	owned      bool // wire came from DetachWith's get: see Release
 
 	// nameAt is where params.name's value is in Params as Decode found it
 	// (off < 0: the object has none), valid while Params is the slice it
@@ -109,9 +110,21 @@ func (s span) of(buf []byte) []byte {
 // without encoding again, as long as no member is replaced. Decoding in
 // place and detaching what is kept costs one copy of a message, where
 // decoding a copy and encoding it again for the client cost two.
-func (m *Message) Detach() {
+func (m *Message) Detach() { m.DetachWith(nil) }
+
+// DetachWith is Detach into a buffer get returns for the wire form's
+// likely size (nil get: a new one). The message then owns that buffer
+// (as long as its wire form is still in it): Release hands it back, for
+// reuse once nothing reads the message.
+func (m *Message) DetachWith(get func(n int) []byte) {
 	var off [4][2]int // start and end of ID, Params, Result, Error in buf
-	buf := make([]byte, 0, 64+len(m.ID)+len(m.Method)+len(m.Params)+len(m.Result)+len(m.Error))
+	size := 64 + len(m.ID) + len(m.Method) + len(m.Params) + len(m.Result) + len(m.Error)
+	var buf []byte
+	if get != nil {
+		buf = get(size)[:0]
+	} else {
+		buf = make([]byte, 0, size)
+	}
 	buf = append(buf, `{"jsonrpc":"2.0"`...)
 	member := func(i int, prefix string, v []byte) {
 		if v == nil {
@@ -150,6 +163,19 @@ func (m *Message) Detach() {
 		m.wireAt[i], _ = spanOf(buf, v)
 	}
 	m.wire, m.wireMethod = buf, m.Method
+	m.owned = get != nil
+}
+
+// Release returns the buffer DetachWith put m's wire form in, when m
+// still holds its wire form there, and nil otherwise (m was detached by
+// Detach, or a member was replaced since). m no longer owns it: the
+// caller may reuse it once nothing reads m, nor anything Encode returned.
+func (m *Message) Release() []byte {
+	if !m.owned || !m.wireValid() {
+		return nil
+	}
+	m.owned = false
+	return m.wire
 }
 
 // wireValid reports whether m.wire is still m's wire form: every member
@@ -252,6 +278,7 @@ func (m *Message) SpliceResult(start, end int, v []byte) {
 		m.nameOf, m.nameLen = unsafe.SliceData(m.Params), len(m.Params)
 	}
 	m.wire, m.wireAt = buf, at
+	m.owned = false // a new buffer; DetachWith's is left to the collector
 }
 
 // mayHaveMember reports whether obj may have a member whose key is the

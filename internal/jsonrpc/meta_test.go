@@ -159,3 +159,40 @@ func TestDecodeNotesMeta(t *testing.T) {
 		}
 	}
 }
+
+// TestDetachWithRelease: DetachWith puts the wire form in the buffer it is
+// given, and Release hands that buffer back only while the message still
+// holds its wire form there, once.
+func TestDetachWithRelease(t *testing.T) {
+	raw := `{"jsonrpc":"2.0","id":9,"result":{"content":[{"type":"text","text":"` + strings.Repeat("r", 300) + `"}]}}`
+	var given []byte
+	get := func(n int) []byte { given = make([]byte, n, n+10); return given }
+	m, err := Decode([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.ID = []byte(`"client"`)
+	m.DetachWith(get)
+	want := strings.Replace(raw, `"id":9`, `"id":"client"`, 1)
+	if got := m.Encode(); string(got) != want || &got[0] != &given[0] {
+		t.Fatalf("wire form %.60s… not in the given buffer", got)
+	}
+	if b := m.Release(); b == nil || &b[0] != &given[0] {
+		t.Fatal("Release did not hand back the given buffer")
+	}
+	if m.Release() != nil {
+		t.Fatal("Release handed the buffer back twice")
+	}
+
+	m, _ = Decode([]byte(raw))
+	m.DetachWith(get)
+	m.Result = []byte(`{}`)
+	if m.Release() != nil {
+		t.Fatal("Release handed back a buffer the message no longer holds its wire form in")
+	}
+	m, _ = Decode([]byte(raw))
+	m.Detach()
+	if m.Release() != nil {
+		t.Fatal("Release handed back Detach's own buffer")
+	}
+}

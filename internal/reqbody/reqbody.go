@@ -27,6 +27,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/bigbuf"
 )
 
 // initialCap bounds the first allocation of a body buffer; larger bodies
@@ -52,6 +54,10 @@ func WithTimeout(ctx context.Context, d time.Duration) context.Context {
 // reading anything (the server then closes the connection rather than
 // drain it). w is r's ResponseWriter (http.MaxBytesReader tells the
 // server through it not to read on; deadlines are set through it).
+//
+// A declared body of bigbuf.Min bytes or more is read into a buffer from
+// bigbuf: the caller gives it back (bigbuf.Put) once nothing reads it, or
+// leaves it to the garbage collector.
 func Read(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
 	if r.ContentLength > max {
 		return nil, &http.MaxBytesError{Limit: max}
@@ -183,7 +189,11 @@ func (g *growth) grow(b []byte, n int64) []byte {
 	if size*5/4 >= n+1 {
 		size = n + 1
 	}
-	nb = make([]byte, len(b), size)
+	if size == n+1 && size >= bigbuf.Min {
+		nb = bigbuf.Get(int(size))[:len(b)] // the caller may give it back
+	} else {
+		nb = make([]byte, len(b), size)
+	}
 	copy(nb, b)
 	g.release()
 	return nb

@@ -3,52 +3,32 @@ package stdio
 import (
 	"bytes"
 	"io"
-	"math/bits"
-	"sync"
+
+	"github.com/switchboard-mcp/switchboard/internal/bigbuf"
 )
 
 // baseRead is the size of a line reader's own buffer, which it keeps: one
 // read takes up to a pipe's capacity (64 KiB on Linux).
 const baseRead = 64 << 10
 
-// maxPooled is the largest buffer a line reader returns to bigBuffers; a
-// line needing more gets a buffer of its own, dropped after it.
-const maxPooled = 4 << 20
-
-// bigBuffers holds the buffers of lines longer than baseRead, by size
-// class (a power of two from 128 KiB to maxPooled): a reader takes one for
-// a long line and puts it back once it holds no unread byte, so a child
-// answering one large message after another reuses one buffer and one
-// waiting for its next request holds none. A sync.Pool drops what it holds
-// at garbage collection: memory goes back to the heap (and to the system)
-// when large messages stop.
-var bigBuffers [6]sync.Pool // 128 KiB … 4 MiB
-
-// bigClass is the index in bigBuffers of buffers of n bytes, -1 when n is
-// not a pooled size.
-func bigClass(n int) int {
-	if n <= baseRead || n > maxPooled || n&(n-1) != 0 {
-		return -1
-	}
-	return bits.Len(uint(n)) - bits.Len(baseRead) - 1
-}
-
 // lineReader splits a child's output into lines. A line is handed out as a
 // slice of the reader's buffer, valid until the next call: bytes are copied
 // once, by the read system call, and a line longer than the buffer moves
-// to a larger one (from bigBuffers, sized as the last long line needed) as
-// it arrives, not once per read.
+// to a larger one (from bigbuf, sized as the last long line needed) as it
+// arrives, not once per read. The larger buffer goes back to bigbuf as
+// soon as it holds no unread byte: a child answering one large message
+// after another reuses one buffer, and one waiting for its next request
+// holds none.
 type lineReader struct {
 	r       io.Reader
 	own     []byte // the reader's own buffer, baseRead bytes
-	buf     []byte // own, or a buffer from bigBuffers while a long line needs one
+	buf     []byte // own, or a buffer from bigbuf while a long line needs one
 	start   int    // buf[start:end] is read and not handed out yet
 	end     int
-	scanned int     // buf[start:scanned] holds no '\n'
-	max     int     // the longest line taken, without its '\n'
-	want    int     // the size of the buffer the last long line needed
-	err     error   // the read error, returned once the buffer is empty
-	bigp    *[]byte // when buf is not own: its pointer, for bigBuffers
+	scanned int   // buf[start:scanned] holds no '\n'
+	max     int   // the longest line taken, without its '\n'
+	want    int   // the size of the buffer the last long line needed
+	err     error // the read error, returned once the buffer is empty
 	// skipping is set while the rest of an oversize line is dropped.
 	skipping bool
 }
@@ -130,41 +110,23 @@ func (l *lineReader) room() {
 			size *= 2
 		}
 		l.want = size
-		old, oldp := l.buf, l.bigp
 		nb := l.take(size)
-		copy(nb, old[l.start:l.end])
-		if &old[0] != &l.own[0] {
-			if c := bigClass(len(old)); c >= 0 {
-				bigBuffers[c].Put(oldp)
-			}
-		}
+		copy(nb, l.buf[l.start:l.end])
+		l.release()
 		l.buf = nb
 	}
 	l.start, l.scanned, l.end = 0, l.scanned-l.start, n
 }
 
-// take returns a buffer of size bytes, from bigBuffers when it has one,
-// and sets bigp to what is put back there when it is released.
-func (l *lineReader) take(size int) []byte {
-	if c := bigClass(size); c >= 0 {
-		if p, ok := bigBuffers[c].Get().(*[]byte); ok {
-			l.bigp = p
-			return *p
-		}
-	}
-	b := make([]byte, size)
-	l.bigp = &b
-	return b
-}
+// take returns a buffer of size bytes from bigbuf.
+func (l *lineReader) take(size int) []byte { return bigbuf.Get(size) }
 
-// release returns a large buffer to bigBuffers (its unread bytes, if any,
+// release gives a large buffer back to bigbuf (its unread bytes, if any,
 // were copied out) and goes back to the reader's own.
 func (l *lineReader) release() {
 	if &l.buf[0] == &l.own[0] {
 		return
 	}
-	if c := bigClass(len(l.buf)); c >= 0 {
-		bigBuffers[c].Put(l.bigp)
-	}
-	l.buf, l.bigp = l.own, nil
+	bigbuf.Put(l.buf)
+	l.buf = l.own
 }

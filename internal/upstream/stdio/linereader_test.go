@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
-	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -82,11 +81,6 @@ func TestLineReader(t *testing.T) {
 // TestLineReaderReusesBuffers: once a long line has been read, the next
 // ones of its size allocate nothing (the buffer comes back from the pool).
 func TestLineReaderReusesBuffers(t *testing.T) {
-	if raceOn {
-		t.Skip("the race detector's sync.Pool drops buffers at random")
-	}
-	// No garbage collection empties the pool meanwhile.
-	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	line := append(bytes.Repeat([]byte("x"), 1<<20), '\n')
 	src := &repeatReader{line: line}
 	lr := newLineReader(src, 16<<20)

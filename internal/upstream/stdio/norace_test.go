@@ -1,5 +1,0 @@
-//go:build !race
-
-package stdio
-
-const raceOn = false
