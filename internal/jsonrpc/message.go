@@ -45,13 +45,13 @@ type Message struct {
 	Result json.RawMessage
 	Error  json.RawMessage
 
-	// metaStart and metaEnd cache where params._meta is (see LookupMeta);
-	// metaStart < 0 means absent. The cache is valid only while Params is
-	// the slice it was computed for (metaOf, metaLen), so code that copies
-	// a Message and replaces its Params never reads a stale position.
-	metaStart, metaEnd int
-	metaOf             *byte
-	metaLen            int
+	// metaAt caches where params._meta is in Params (see LookupMeta);
+	// off < 0 means absent. The cache is valid only while Params is the
+	// slice it was computed for (metaOf, metaLen), so code that copies a
+	// Message and replaces its Params never reads a stale position.
+	metaAt  span
+	metaOf  *byte
+	metaLen int
 
 	// wire, when not nil, is m's wire form as Detach made it, and wireAt
 	// where ID, Params, Result and Error are in it; Encode and AppendTo use
@@ -61,7 +61,6 @@ type Message struct {
 	wire       []byte
 	wireMethod string
 	wireAt     [4]span
-	owned      bool // wire came from DetachWith's get: see Release
 
 	// nameAt is where params.name's value is in Params as Decode found it
 	// (off < 0: the object has none), valid while Params is the slice it
@@ -69,6 +68,8 @@ type Message struct {
 	nameAt  span
 	nameOf  *byte
 	nameLen int
+
+	owned bool // wire came from DetachWith's get: see Release
 }
 
 // span is a place in a buffer: n bytes from off; off < 0 means none (a
@@ -222,31 +223,45 @@ func (m *Message) MetaAt() (start, end int, ok bool) {
 		return 0, 0, false
 	}
 	if m.metaOf != &m.Params[0] || m.metaLen != len(m.Params) {
-		if !mayHaveMember(m.Params, `"_meta"`) {
-			m.metaStart, m.metaEnd = -1, 0
-		} else if _, s, e, found := Lookup(m.Params, "_meta"); found {
-			m.metaStart, m.metaEnd = s, e
-		} else {
-			m.metaStart, m.metaEnd = -1, 0
+		s, e := -1, 0
+		if mayHaveMember(m.Params, `"_meta"`) {
+			if _, fs, fe, found := Lookup(m.Params, "_meta"); found {
+				s, e = fs, fe
+			}
 		}
-		m.metaOf, m.metaLen = &m.Params[0], len(m.Params)
+		if !m.setMetaAt(s, e) {
+			return s, e, s >= 0 // params too large for a span: not cached
+		}
 	}
-	if m.metaStart < 0 {
+	if m.metaAt.off < 0 {
 		return 0, 0, false
 	}
-	return m.metaStart, m.metaEnd, true
+	return int(m.metaAt.off), int(m.metaAt.off + m.metaAt.n), true
 }
 
 // SetMetaAt records that params._meta's value is m.Params[start:end] (no
 // _meta when start < 0), as LookupMeta would find it: code that splices a
 // _meta into a copy's params knows where it put it, and the copy's params
 // (a file, an image) are then not walked to find it again.
-func (m *Message) SetMetaAt(start, end int) {
+func (m *Message) SetMetaAt(start, end int) { m.setMetaAt(start, end) }
+
+// setMetaAt is SetMetaAt; false when params are too large for a span
+// (2 GiB), and nothing is cached.
+func (m *Message) setMetaAt(start, end int) bool {
 	if len(m.Params) == 0 {
-		return
+		return false
 	}
-	m.metaStart, m.metaEnd = start, end
+	if len(m.Params) > math.MaxInt32 {
+		m.metaOf = nil
+		return false
+	}
+	if start < 0 {
+		m.metaAt = span{off: -1}
+	} else {
+		m.metaAt = span{int32(start), int32(end - start)}
+	}
 	m.metaOf, m.metaLen = &m.Params[0], len(m.Params)
+	return true
 }
 
 // SpliceResult replaces Result[start:end] with v, in a new buffer (the old
@@ -581,6 +596,12 @@ func (m *Message) ErrorOf() *Error {
 
 // Equal reports whether two raw ids are the same id.
 func EqualID(a, b json.RawMessage) bool { return bytes.Equal(a, b) }
+
+// LargestMember returns the length of m's largest member among params,
+// result and error: whether AppendAround would hand one out.
+func (m *Message) LargestMember() int {
+	return max(len(m.Params), len(m.Result), len(m.Error))
+}
 
 // AppendAround appends m's wire form to dst as AppendTo does, except for
 // its largest member when that has at least min bytes (the params of a

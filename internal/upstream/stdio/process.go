@@ -337,7 +337,7 @@ type Appender = interface{ AppendTo([]byte) []byte }
 // hand out a large member (Around, *jsonrpc.Message) has that member
 // written to the pipe from its own buffer, not copied at all.
 func (p *Process) WriteFrom(m Appender) error {
-	if a, ok := m.(Around); ok {
+	if a, ok := m.(Around); ok && a.LargestMember() >= minAround {
 		if sent, err := p.sendAround(a); sent {
 			return err
 		}
@@ -348,6 +348,7 @@ func (p *Process) WriteFrom(m Appender) error {
 // Around is a message that encodes itself around its largest member
 // (*jsonrpc.Message): see jsonrpc.Message.AppendAround.
 type Around = interface {
+	LargestMember() int
 	AppendAround(dst []byte, min int) (out, big []byte, at int)
 }
 

@@ -202,6 +202,8 @@ func (a around) AppendTo(b []byte) []byte {
 	return append(append(append(b, `{"p":`...), a.payload...), '}')
 }
 
+func (a around) LargestMember() int { return len(a.payload) }
+
 func (a around) AppendAround(dst []byte, min int) ([]byte, []byte, int) {
 	if len(a.payload) < min {
 		return a.AppendTo(dst), nil, 0
