@@ -97,8 +97,9 @@ type Record struct {
 	// redaction, with "truncated": true on the line.
 	RequestBody, ResponseBody []byte
 
-	// release is what OnRelease registered, run by Release.
-	release []func()
+	// release is what OnRelease registered, run by Release (one func,
+	// not a slice: every request's record carries it).
+	release func()
 }
 
 // OnRelease registers f to run when the record is released (Release),
@@ -106,17 +107,23 @@ type Record struct {
 // into a pooled buffer, or wrote an answer from one, gives the buffer
 // back there, as RequestBody and ResponseBody may point into it until
 // then.
-func (r *Record) OnRelease(f func()) { r.release = append(r.release, f) }
+func (r *Record) OnRelease(f func()) {
+	if prev := r.release; prev != nil {
+		next := f
+		f = func() { prev(); next() }
+	}
+	r.release = f
+}
 
 // Release runs what OnRelease registered, once, and clears the record's
 // bodies and RPCID (which may point into what is released). The one who
 // logs the record calls it last; a record never released leaves its
 // buffers to the garbage collector.
 func (r *Record) Release() {
-	for _, f := range r.release {
+	if f := r.release; f != nil {
+		r.release = nil
 		f()
 	}
-	r.release = nil
 	r.RequestBody, r.ResponseBody, r.RPCID = nil, nil, nil
 }
 
