@@ -23,7 +23,7 @@ import (
 
 const (
 	// Min is the smallest pooled size: smaller buffers are allocated.
-	Min = 128 << 10
+	Min = 64 << 10
 	// MaxPooled caps the bytes the pool holds.
 	MaxPooled = 64 << 20
 	// IdleRelease is how long the pool must go unused before it is

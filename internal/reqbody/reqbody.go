@@ -55,8 +55,7 @@ func WithTimeout(ctx context.Context, d time.Duration) context.Context {
 // drain it). w is r's ResponseWriter (http.MaxBytesReader tells the
 // server through it not to read on; deadlines are set through it).
 //
-// A declared body of bigbuf.Min bytes or more is read into a buffer from
-// bigbuf: the caller gives it back (bigbuf.Put) once nothing reads it, or
+// A declared body of 128 KiB or more is read into a buffer from bigbuf: the caller gives it back (bigbuf.Put) once nothing reads it, or
 // leaves it to the garbage collector.
 func Read(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
 	if r.ContentLength > max {
@@ -129,6 +128,11 @@ func Read(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
 	}
 }
 
+// pooledFrom is the size from which a body's buffer comes from bigbuf
+// (rounded up to its size class); a smaller one has exactly the body's
+// length.
+const pooledFrom = 128 << 10
+
 // steps holds the buffers of growth's steps, by class: initialCap << 2k
 // bytes, k = 0 … len(steps)-1. A step's buffer is released as soon as the
 // body moved on to the next, so it is reused by the next large body
@@ -189,7 +193,7 @@ func (g *growth) grow(b []byte, n int64) []byte {
 	if size*5/4 >= n+1 {
 		size = n + 1
 	}
-	if size == n+1 && size >= bigbuf.Min {
+	if size == n+1 && size >= pooledFrom {
 		nb = bigbuf.Get(int(size))[:len(b)] // the caller may give it back
 	} else {
 		nb = make([]byte, len(b), size)
