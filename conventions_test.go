@@ -239,6 +239,7 @@ var layers = map[string]string{
 	"internal/manifest":                 support,
 	"internal/metrics":                  support,
 	"internal/reqbody":                  support,
+	"internal/bigbuf":                   support,
 	"internal/sandbox":                  support,
 	"internal/sigv4":                    support,
 	"internal/statusui":                 support,
@@ -368,8 +369,9 @@ func TestImportRules(t *testing.T) {
 		// stdio clips child output for the log through audit.Clipped, so
 		// that redaction happens before the cut.
 		{"internal/upstream/stdio", func(imp string) bool {
-			return isStd(imp) || imp == module+"/internal/audit" || imp == "golang.org/x/time/rate"
-		}, "the standard library, golang.org/x/time/rate and internal/audit only"},
+			return isStd(imp) || imp == module+"/internal/audit" || imp == module+"/internal/bigbuf" || imp == "golang.org/x/time/rate"
+		}, "the standard library, golang.org/x/time/rate, internal/audit and internal/bigbuf only"},
+		{"internal/bigbuf", isStd, "the standard library only"},
 		{"internal/audit", isStd, "the standard library only"},
 		{"internal/buildinfo", isStd, "the standard library only"},
 		{"internal/backoff", isStd, "the standard library only"},

@@ -104,6 +104,35 @@ type Record struct {
 	// LogBodies, and only when non-empty. Each is cut to MaxBodyBytes, after
 	// redaction, with "truncated": true on the line.
 	RequestBody, ResponseBody []byte
+
+	// release is what OnRelease registered, run by Release (one func,
+	// not a slice: every request's record carries it).
+	release func()
+}
+
+// OnRelease registers f to run when the record is released (Release),
+// once it has been logged and observed: a front that read a large body
+// into a pooled buffer, or wrote an answer from one, gives the buffer
+// back there, as RequestBody and ResponseBody may point into it until
+// then.
+func (r *Record) OnRelease(f func()) {
+	if prev := r.release; prev != nil {
+		next := f
+		f = func() { prev(); next() }
+	}
+	r.release = f
+}
+
+// Release runs what OnRelease registered, once, and clears the record's
+// bodies and RPCID (which may point into what is released). The one who
+// logs the record calls it last; a record never released leaves its
+// buffers to the garbage collector.
+func (r *Record) Release() {
+	if f := r.release; f != nil {
+		r.release = nil
+		f()
+	}
+	r.RequestBody, r.ResponseBody, r.RPCID = nil, nil, nil
 }
 
 // Options configures a [Logger]. The zero value logs no bodies and redacts

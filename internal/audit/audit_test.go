@@ -435,3 +435,22 @@ func TestLogGroupCommit(t *testing.T) {
 		t.Errorf("after a cut batch: %q", out.String())
 	}
 }
+
+// Release runs what OnRelease registered, in order, once, and clears the
+// bodies that may point into what it frees.
+func TestRecordRelease(t *testing.T) {
+	var got []int
+	r := &Record{RequestBody: []byte("req"), ResponseBody: []byte("resp"), RPCID: []byte("1")}
+	r.Release() // nothing registered
+	r.RequestBody = []byte("req")
+	r.OnRelease(func() { got = append(got, 1) })
+	r.OnRelease(func() { got = append(got, 2) })
+	r.Release()
+	r.Release()
+	if len(got) != 2 || got[0] != 1 || got[1] != 2 {
+		t.Fatalf("released %v, want [1 2]", got)
+	}
+	if r.RequestBody != nil || r.ResponseBody != nil || r.RPCID != nil {
+		t.Fatal("bodies kept after Release")
+	}
+}

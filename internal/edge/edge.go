@@ -197,7 +197,7 @@ func (e *Edge) audited(next http.Handler) http.Handler {
 		next.ServeHTTP(sw, r.WithContext(a))
 		sw.m.RequestDone()
 		sw.endStream()
-		rec.Status = sw.status
+		rec.Status = int(sw.status)
 		if rec.Status == 0 {
 			rec.Status = http.StatusOK
 		}
@@ -205,6 +205,7 @@ func (e *Edge) audited(next http.Handler) http.Handler {
 		q.End(rec) // a no-op when tracing is off
 		e.opts.Audit.Log(rec)
 		e.observe(rec)
+		rec.Release() // pooled buffers the bodies point into go back
 	})
 }
 
@@ -239,11 +240,11 @@ func (a *auditedRequest) Value(key any) any {
 // http.ResponseController (flushing) working through it.
 type statusWriter struct {
 	http.ResponseWriter
-	status int
+	status int32 // the status written; int32, so that stream packs beside it
+	stream bool  // the answer is an event stream, counted open in m
 	rec    *audit.Record
 
 	m          *metrics.Metrics
-	stream     bool   // the answer is an event stream, counted open in m
 	streamDest string // its destination label
 	streamView string // its view label
 }
@@ -253,7 +254,7 @@ func (w *statusWriter) Record() *audit.Record { return w.rec }
 
 func (w *statusWriter) WriteHeader(code int) {
 	if w.status == 0 {
-		w.status = code
+		w.status = int32(code)
 		w.noteStream()
 	}
 	w.ResponseWriter.WriteHeader(code)

@@ -221,7 +221,7 @@ func dialRaw(b *testing.B, url, sid string) *rawClient {
 
 // call sends a tools/call of echo with id and returns the answer's body,
 // valid until the next call.
-func (c *rawClient) call(b *testing.B, id int64) []byte {
+func (c *rawClient) call(b testing.TB, id int64) []byte {
 	c.body = append(c.body[:0], `{"jsonrpc":"2.0","id":`...)
 	c.body = strconv.AppendInt(c.body, id, 10)
 	c.body = append(c.body, `,"method":"tools/call","params":{"name":"echo","arguments":{"text":"`...)

@@ -136,6 +136,12 @@ func FuzzDecode(f *testing.F) {
 		if kindOf(m) == 0 {
 			t.Fatalf("message of no kind: %#v", m)
 		}
+		// Where Decode noted params._meta is where Lookup finds it (on a
+		// copy: MetaAt caches what it finds).
+		_, ws, we, wok := Lookup(m.Params, "_meta")
+		if s, e, ok := new(*m).MetaAt(); ok != wok || (ok && (s != ws || e != we)) {
+			t.Fatalf("MetaAt %d %d %v, Lookup %d %d %v, for %q", s, e, ok, ws, we, wok, in)
+		}
 		out := m.Encode()
 		if !json.Valid(out) {
 			t.Fatalf("Encode gave invalid JSON %q from %q", out, in)

@@ -10,7 +10,8 @@
 // interface values and a marshal back (BenchmarkDecode compares the two).
 // Members that are read (a method name, a progress token) are looked up on
 // demand with Lookup, and rewritten in place with Splice; params.name, read
-// for nearly every call, is noted in the decoding pass itself (ParamName).
+// for nearly every call, and where params._meta is, looked at for every
+// request, are noted in the decoding pass itself (ParamName, MetaAt).
 // A message that must outlive the buffer it was decoded from is detached
 // (Detach): copied once, into its wire form, which Encode then returns as
 // it is, so a response crosses the gateway with one copy.
@@ -44,13 +45,13 @@ type Message struct {
 	Result json.RawMessage
 	Error  json.RawMessage
 
-	// metaStart and metaEnd cache where params._meta is (see LookupMeta);
-	// metaStart < 0 means absent. The cache is valid only while Params is
-	// the slice it was computed for (metaOf, metaLen), so code that copies
-	// a Message and replaces its Params never reads a stale position.
-	metaStart, metaEnd int
-	metaOf             *byte
-	metaLen            int
+	// metaAt caches where params._meta is in Params (see LookupMeta);
+	// off < 0 means absent. The cache is valid only while Params is the
+	// slice it was computed for (metaOf, metaLen), so code that copies a
+	// Message and replaces its Params never reads a stale position.
+	metaAt  span
+	metaOf  *byte
+	metaLen int
 
 	// wire, when not nil, is m's wire form as Detach made it, and wireAt
 	// where ID, Params, Result and Error are in it; Encode and AppendTo use
@@ -67,6 +68,8 @@ type Message struct {
 	nameAt  span
 	nameOf  *byte
 	nameLen int
+
+	owned bool // wire came from DetachWith's get: see Release
 }
 
 // span is a place in a buffer: n bytes from off; off < 0 means none (a
@@ -108,9 +111,21 @@ func (s span) of(buf []byte) []byte {
 // without encoding again, as long as no member is replaced. Decoding in
 // place and detaching what is kept costs one copy of a message, where
 // decoding a copy and encoding it again for the client cost two.
-func (m *Message) Detach() {
+func (m *Message) Detach() { m.DetachWith(nil) }
+
+// DetachWith is Detach into a buffer get returns for the wire form's
+// likely size (nil get: a new one). The message then owns that buffer
+// (as long as its wire form is still in it): Release hands it back, for
+// reuse once nothing reads the message.
+func (m *Message) DetachWith(get func(n int) []byte) {
 	var off [4][2]int // start and end of ID, Params, Result, Error in buf
-	buf := make([]byte, 0, 64+len(m.ID)+len(m.Method)+len(m.Params)+len(m.Result)+len(m.Error))
+	size := 64 + len(m.ID) + len(m.Method) + len(m.Params) + len(m.Result) + len(m.Error)
+	var buf []byte
+	if get != nil {
+		buf = get(size)[:0]
+	} else {
+		buf = make([]byte, 0, size)
+	}
 	buf = append(buf, `{"jsonrpc":"2.0"`...)
 	member := func(i int, prefix string, v []byte) {
 		if v == nil {
@@ -149,6 +164,19 @@ func (m *Message) Detach() {
 		m.wireAt[i], _ = spanOf(buf, v)
 	}
 	m.wire, m.wireMethod = buf, m.Method
+	m.owned = get != nil
+}
+
+// Release returns the buffer DetachWith put m's wire form in, when m
+// still holds its wire form there, and nil otherwise (m was detached by
+// Detach, or a member was replaced since). m no longer owns it: the
+// caller may reuse it once nothing reads m, nor anything Encode returned.
+func (m *Message) Release() []byte {
+	if !m.owned || !m.wireValid() {
+		return nil
+	}
+	m.owned = false
+	return m.wire
 }
 
 // wireValid reports whether m.wire is still m's wire form: every member
@@ -195,31 +223,45 @@ func (m *Message) MetaAt() (start, end int, ok bool) {
 		return 0, 0, false
 	}
 	if m.metaOf != &m.Params[0] || m.metaLen != len(m.Params) {
-		if !mayHaveMember(m.Params, `"_meta"`) {
-			m.metaStart, m.metaEnd = -1, 0
-		} else if _, s, e, found := Lookup(m.Params, "_meta"); found {
-			m.metaStart, m.metaEnd = s, e
-		} else {
-			m.metaStart, m.metaEnd = -1, 0
+		s, e := -1, 0
+		if mayHaveMember(m.Params, `"_meta"`) {
+			if _, fs, fe, found := Lookup(m.Params, "_meta"); found {
+				s, e = fs, fe
+			}
 		}
-		m.metaOf, m.metaLen = &m.Params[0], len(m.Params)
+		if !m.setMetaAt(s, e) {
+			return s, e, s >= 0 // params too large for a span: not cached
+		}
 	}
-	if m.metaStart < 0 {
+	if m.metaAt.off < 0 {
 		return 0, 0, false
 	}
-	return m.metaStart, m.metaEnd, true
+	return int(m.metaAt.off), int(m.metaAt.off + m.metaAt.n), true
 }
 
 // SetMetaAt records that params._meta's value is m.Params[start:end] (no
 // _meta when start < 0), as LookupMeta would find it: code that splices a
 // _meta into a copy's params knows where it put it, and the copy's params
 // (a file, an image) are then not walked to find it again.
-func (m *Message) SetMetaAt(start, end int) {
+func (m *Message) SetMetaAt(start, end int) { m.setMetaAt(start, end) }
+
+// setMetaAt is SetMetaAt; false when params are too large for a span
+// (2 GiB), and nothing is cached.
+func (m *Message) setMetaAt(start, end int) bool {
 	if len(m.Params) == 0 {
-		return
+		return false
 	}
-	m.metaStart, m.metaEnd = start, end
+	if len(m.Params) > math.MaxInt32 {
+		m.metaOf = nil
+		return false
+	}
+	if start < 0 {
+		m.metaAt = span{off: -1}
+	} else {
+		m.metaAt = span{int32(start), int32(end - start)}
+	}
 	m.metaOf, m.metaLen = &m.Params[0], len(m.Params)
+	return true
 }
 
 // SpliceResult replaces Result[start:end] with v, in a new buffer (the old
@@ -251,6 +293,7 @@ func (m *Message) SpliceResult(start, end int, v []byte) {
 		m.nameOf, m.nameLen = unsafe.SliceData(m.Params), len(m.Params)
 	}
 	m.wire, m.wireAt = buf, at
+	m.owned = false // a new buffer; DetachWith's is left to the collector
 }
 
 // mayHaveMember reports whether obj may have a member whose key is the
@@ -363,6 +406,14 @@ func Decode(b []byte) (*Message, error) {
 	if pr.at >= 0 && len(m.Params) > 0 && &m.Params[0] == &b[pr.at] {
 		if at, ok := spanOf(m.Params, pr.val); ok { // none (off -1): the object has no name
 			m.nameAt, m.nameOf, m.nameLen = at, &m.Params[0], len(m.Params)
+		}
+		// Where params._meta is was found in the same pass: MetaAt
+		// need not search large params for it.
+		if pr.meta != nil {
+			ms := int(uintptr(unsafe.Pointer(unsafe.SliceData(pr.meta))) - uintptr(unsafe.Pointer(unsafe.SliceData(m.Params))))
+			m.SetMetaAt(ms, ms+len(pr.meta))
+		} else {
+			m.SetMetaAt(-1, 0)
 		}
 	}
 	return m, nil
@@ -545,3 +596,57 @@ func (m *Message) ErrorOf() *Error {
 
 // Equal reports whether two raw ids are the same id.
 func EqualID(a, b json.RawMessage) bool { return bytes.Equal(a, b) }
+
+// LargestMember returns the length of m's largest member among params,
+// result and error: whether AppendAround would hand one out.
+func (m *Message) LargestMember() int {
+	return max(len(m.Params), len(m.Result), len(m.Error))
+}
+
+// AppendAround appends m's wire form to dst as AppendTo does, except for
+// its largest member when that has at least min bytes (the params of a
+// large request, the result of a large response): that member is not
+// copied but returned as big, and belongs at out[at:], between out[:at]
+// and out[at:]. A writer sends out[:at], big and out[at:] in turn, and
+// the payload goes from the buffer it arrived in to the writer without a
+// copy. With no member that large, big is nil and out is AppendTo's.
+func (m *Message) AppendAround(dst []byte, min int) (out, big []byte, at int) {
+	members := [3][]byte{m.Params, m.Result, m.Error}
+	k := -1
+	for i, v := range members {
+		if len(v) >= min && (k < 0 || len(v) > len(members[k])) {
+			k = i
+		}
+	}
+	if k < 0 {
+		return m.AppendTo(dst), nil, 0
+	}
+	big = members[k]
+	if m.wireValid() {
+		s := m.wireAt[1+k]
+		out = append(dst, m.wire[:s.off]...)
+		at = len(out)
+		return append(out, m.wire[s.off+s.n:]...), big, at
+	}
+	dst = append(dst, `{"jsonrpc":"2.0"`...)
+	if m.ID != nil {
+		dst = append(dst, `,"id":`...)
+		dst = append(dst, m.ID...)
+	}
+	if m.Method != "" {
+		dst = append(dst, `,"method":`...)
+		dst = appendString(dst, m.Method)
+	}
+	for i, prefix := range [3]string{`,"params":`, `,"result":`, `,"error":`} {
+		if members[i] == nil {
+			continue
+		}
+		dst = append(dst, prefix...)
+		if i == k {
+			at = len(dst)
+			continue
+		}
+		dst = append(dst, members[i]...)
+	}
+	return append(dst, '}'), big, at
+}

@@ -67,7 +67,7 @@ func walkObject(b []byte, i, depth int, fn func(key, val []byte) error, p *probe
 			if depth > maxDepth {
 				return 0, errSyntax
 			}
-			p.inside, p.at, p.val = true, i, nil
+			p.inside, p.at, p.val, p.meta = true, i, nil, nil
 			end, err := walkObject(b, i, depth+1, nil, p)
 			p.inside = false
 			if err != nil {
@@ -77,8 +77,13 @@ func walkObject(b []byte, i, depth int, fn func(key, val []byte) error, p *probe
 		} else if vend, ok = skipValue(b, i, depth); !ok {
 			return 0, errSyntax
 		}
-		if p != nil && p.inside && string(key) == p.key {
-			p.val = b[i:vend]
+		if p != nil && p.inside {
+			switch string(key) {
+			case p.key:
+				p.val = b[i:vend]
+			case "_meta":
+				p.meta = b[i:vend]
+			}
 		}
 		if fn != nil {
 			if err := fn(key, b[i:vend]); err != nil {
@@ -101,12 +106,14 @@ func walkObject(b []byte, i, depth int, fn func(key, val []byte) error, p *probe
 
 // probe notes, while an object is walked, the member key of its member in
 // when that is an object: the last such object's start (at) and the value
-// of its last key member (val, nil if none; at < 0 if no such object).
+// of its last key member (val, nil if none; at < 0 if no such object),
+// and of its last _meta member (meta), which MCP puts in every params.
 type probe struct {
 	in, key string
 	inside  bool // walking the in object
 	at      int
 	val     []byte
+	meta    []byte
 }
 
 // skipString returns the index just past the string starting at b[i] == '"'.

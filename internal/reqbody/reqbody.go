@@ -5,6 +5,8 @@
 //     the body is read (the caller answers 413 at once);
 //   - the buffer grows with the bytes that arrive, never sized from the
 //     header, so a client that declares 16 MiB and sends 3 KB costs 3 KB;
+//     a large body's buffer grows through pooled steps (16, 64, 256 KiB …)
+//     to one of its exact length, so its only allocation is that buffer;
 //   - a body that stops arriving ends with [ErrStalled] instead of holding
 //     its connection and buffer forever. The bound is the serving
 //     http.Server's ReadTimeout, used as an idle time: net/http applies it
@@ -23,7 +25,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sync"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/bigbuf"
 )
 
 // initialCap bounds the first allocation of a body buffer; larger bodies
@@ -49,10 +54,14 @@ func WithTimeout(ctx context.Context, d time.Duration) context.Context {
 // reading anything (the server then closes the connection rather than
 // drain it). w is r's ResponseWriter (http.MaxBytesReader tells the
 // server through it not to read on; deadlines are set through it).
+//
+// A declared body of 128 KiB or more is read into a buffer from bigbuf: the caller gives it back (bigbuf.Put) once nothing reads it, or
+// leaves it to the garbage collector.
 func Read(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
 	if r.ContentLength > max {
 		return nil, &http.MaxBytesError{Limit: max}
 	}
+	var g growth
 	size := int64(initialCap)
 	if n := r.ContentLength; n >= 0 && n < size {
 		size = n + 1 // room for the read that sees EOF, so no growth
@@ -66,7 +75,12 @@ func Read(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
 	total, _ := r.Context().Value(timeoutKey{}).(time.Duration)
 	var rc *http.ResponseController
 	var end time.Time // the whole body's deadline, set at the second read
-	b := make([]byte, 0, size)
+	var b []byte
+	if size == initialCap {
+		b = g.take(0)
+	} else {
+		b = make([]byte, 0, size)
+	}
 	for first := true; ; first = false {
 		if !first && (idle > 0 || total > 0) {
 			// The body did not come whole with the first read: each
@@ -94,9 +108,11 @@ func Read(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
 			// No deadline is cleared: at EOF net/http has cleared it for
 			// its background read, and setting one now would race with
 			// that read.
+			g.p = nil // b is the caller's now, pooled step or not
 			return b, nil
 		}
 		if err != nil {
+			g.release()
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
 				if !end.IsZero() && !time.Now().Before(end) {
@@ -107,27 +123,83 @@ func Read(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
 			return nil, err
 		}
 		if len(b) == cap(b) {
-			b = grow(b, r.ContentLength)
+			b = g.grow(b, r.ContentLength)
 		}
 	}
 }
 
+// pooledFrom is the size from which a body's buffer comes from bigbuf
+// (rounded up to its size class); a smaller one has exactly the body's
+// length.
+const pooledFrom = 128 << 10
+
+// steps holds the buffers of growth's steps, by class: initialCap << 2k
+// bytes, k = 0 … len(steps)-1. A step's buffer is released as soon as the
+// body moved on to the next, so it is reused by the next large body
+// instead of being garbage; what the pool holds is dropped at garbage
+// collection.
+var steps [5]sync.Pool // 16 KiB … 4 MiB
+
+// growth is the state of one body's buffer: the pooled step it is in, if
+// any.
+type growth struct {
+	p     *[]byte // the step buffer b is (nil: b is not pooled)
+	class int
+}
+
+// take returns an empty buffer of step class c and remembers it as b's.
+func (g *growth) take(c int) []byte {
+	if p, ok := steps[c].Get().(*[]byte); ok {
+		g.p, g.class = p, c
+		return (*p)[:0]
+	}
+	b := make([]byte, 0, initialCap<<(2*c))
+	g.p, g.class = &b, c
+	return b
+}
+
+// release returns the step buffer, if b is one, to its pool: b's bytes
+// have been copied on, or b is no longer read.
+func (g *growth) release() {
+	if g.p != nil {
+		steps[g.class].Put(g.p)
+		g.p = nil
+	}
+}
+
 // grow returns b with room for more. A body of declared length n grows
-// fourfold, or straight to n+1 (room for the read that sees EOF) when four
-// times would reach n: each step needs the client to have sent the whole
-// buffer first, so what is allocated stays within about four times what
-// arrived, and a 64 KiB body costs 16 and 64 KiB + 1 instead of append's
-// 16, 32, 64 and 128. A body of unknown length grows by append's doubling.
-func grow(b []byte, n int64) []byte {
+// fourfold, through pooled step buffers, or straight to n+1 (room for the
+// read that sees EOF) when four times would reach 80% of that: each step
+// needs the client to have sent the whole buffer first, so what is
+// allocated stays within about five times what arrived, and a 1 MiB body
+// costs one allocation of its own length (the steps of 16, 64 and
+// 256 KiB come from the pool and go back to it) instead of append's
+// doubling. A body of unknown length grows by append's doubling.
+func (g *growth) grow(b []byte, n int64) []byte {
 	if n < 0 || int64(cap(b)) >= n+1 {
-		return append(b, 0)[:len(b)]
+		nb := append(b, 0)[:len(b)]
+		g.release() // b was copied into nb
+		return nb
 	}
 	size := int64(cap(b)) * 4
-	if size >= n {
+	var nb []byte
+	if c := g.class + 1; g.p != nil && c < len(steps) && size*5/4 < n+1 {
+		old := g.p
+		nb = g.take(c)[:len(b)]
+		copy(nb, b)
+		steps[c-1].Put(old)
+		return nb
+	}
+	if size*5/4 >= n+1 {
 		size = n + 1
 	}
-	nb := make([]byte, len(b), size)
+	if size == n+1 && size >= pooledFrom {
+		nb = bigbuf.Get(int(size))[:len(b)] // the caller may give it back
+	} else {
+		nb = make([]byte, len(b), size)
+	}
 	copy(nb, b)
+	g.release()
 	return nb
 }
 

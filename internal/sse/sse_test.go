@@ -468,3 +468,56 @@ func BenchmarkReaderNext(b *testing.B) {
 		}
 	}
 }
+
+// recordWriter records each Write it gets (a copy, and where it was).
+type recordWriter struct {
+	writes [][]byte
+	at     []*byte
+}
+
+func (r *recordWriter) Write(b []byte) (int, error) {
+	r.writes = append(r.writes, bytes.Clone(b))
+	r.at = append(r.at, &b[0])
+	return len(b), nil
+}
+
+// A large event of one line (a JSON message) is written as the format
+// says, its data from the caller's own buffer rather than copied into
+// the Writer's; one holding line breaks is split into data lines.
+func TestWriterLargeEvent(t *testing.T) {
+	data := bytes.Repeat([]byte("z"), minDirect)
+	for _, flush := range []bool{true, false} {
+		var rw recordWriter
+		w := NewWriter(&rw)
+		var err error
+		if flush {
+			err = w.Event("message", "7", data)
+		} else {
+			err = w.EventNoFlush("message", "7", data)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var all []byte
+		direct := false
+		for i, b := range rw.writes {
+			all = append(all, b...)
+			direct = direct || (len(b) == len(data) && rw.at[i] == &data[0])
+		}
+		if want := "event: message\nid: 7\ndata: " + string(data) + "\n\n"; string(all) != want {
+			t.Fatalf("flush %v: wrote %.40q…, want %.40q…", flush, all, want)
+		}
+		if !direct {
+			t.Errorf("flush %v: the data was copied, not written from its own buffer", flush)
+		}
+	}
+	var buf bytes.Buffer
+	w := NewWriter(&buf)
+	two := append(bytes.Clone(data), "\nsecond"...)
+	if err := w.Event("", "", two); err != nil {
+		t.Fatal(err)
+	}
+	if want := "data: " + string(data) + "\ndata: second\n\n"; buf.String() != want {
+		t.Fatalf("two lines: %.40q…", buf.String())
+	}
+}

@@ -133,13 +133,32 @@ func (w *Writer) event(name, id string, data []byte, flush bool) error {
 		b = append(b, id...)
 		b = append(b, '\n')
 	}
-	b = appendLines(b, "data: ", data)
-	b = append(b, '\n')
+	if len(data) >= minDirect && bytes.IndexByte(data, '\n') < 0 && bytes.IndexByte(data, '\r') < 0 {
+		// One large line (a JSON message is one): written from its own
+		// buffer after its field name, not copied into the event's.
+		b = append(b, "data: "...)
+		if err := w.bufferLocked(b); err != nil {
+			return err
+		}
+		if _, err := w.w.Write(data); err != nil {
+			w.err = fmt.Errorf("sse: write: %w", err)
+			return w.err
+		}
+		b = append(w.buf[:0], "\n\n"...)
+	} else {
+		b = appendLines(b, "data: ", data)
+		b = append(b, '\n')
+	}
 	if !flush {
 		return w.bufferLocked(b)
 	}
 	return w.writeLocked(b)
 }
+
+// minDirect is the size from which an event's data of one line is
+// written from the caller's buffer rather than copied into the Writer's:
+// past it the copy costs more than the two extra writes.
+const minDirect = 32 << 10
 
 // Comment writes a comment, which readers ignore; servers send one
 // periodically to keep idle connections open. Each line of text becomes its

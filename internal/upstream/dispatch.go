@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/audit"
+	"github.com/switchboard-mcp/switchboard/internal/bigbuf"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/internal/mcp"
 )
@@ -78,7 +79,14 @@ func (u *Upstream) response(msg *jsonrpc.Message) {
 	if !c.internal {
 		msg.ID = c.clientID
 	}
-	msg.Detach() // the client's answer, in its wire form: written as it is
+	// The client's answer, in its wire form: written as it is. A large
+	// one is put in a pooled buffer, which the front gives back once the
+	// answer is written (jsonrpc.Message.Release).
+	if len(msg.Result)+len(msg.Error) >= bigbuf.Min {
+		msg.DetachWith(bigbuf.Get)
+	} else {
+		msg.Detach()
+	}
 	c.answered.Store(time.Now().UnixNano())
 	c.q.PushLast(msg)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/audit"
+	"github.com/switchboard-mcp/switchboard/internal/bigbuf"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/internal/mcp"
 	"github.com/switchboard-mcp/switchboard/internal/session"
@@ -20,7 +21,10 @@ import (
 //
 // A client that takes only JSON (against the spec, which requires both)
 // gets the response alone: related notifications are dropped.
-func (h *Handler) answer(w http.ResponseWriter, r *http.Request, rec *audit.Record, call session.Call, jsonOK, sseOK, modern bool) {
+//
+// It reports whether the call's response was written: the call is over
+// then, and nothing reads its request any more.
+func (h *Handler) answer(w http.ResponseWriter, r *http.Request, rec *audit.Record, call session.Call, jsonOK, sseOK, modern bool) (answered bool) {
 	// gone is closed when net/http's read of the connection sees it end:
 	// the client went away, or half-closed its socket after sending (the
 	// two look alike at the socket until a write, and a write to a peer
@@ -105,7 +109,8 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, rec *audit.Reco
 		}
 		if final && ev == nil && (jsonOK || !sseOK) {
 			h.writeFinal(w, rec, m, true, modern)
-			return
+			releaseAfter(rec, m)
+			return true
 		}
 		if ev == nil {
 			ev = startSSE(w, http.StatusOK, false) // the event below follows at once
@@ -138,11 +143,31 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, rec *audit.Reco
 			if m.Error != nil {
 				rec.Error = m.ErrorOf().Message
 			}
-			return
+			releaseAfter(rec, m)
+			return true
 		}
 		if timer != nil && m.Method == "notifications/progress" {
 			timer.Reset(timeout) // progress shows the call is alive
 		}
+	}
+}
+
+// releaseAfter gives m's pooled buffer (a large answer's, see
+// jsonrpc.Message.Release) back to bigbuf once rec has been logged: the
+// answer has been written, and only the record still points into it.
+func releaseAfter(rec *audit.Record, m *jsonrpc.Message) {
+	if buf := m.Release(); buf != nil {
+		rec.OnRelease(func() { bigbuf.Put(buf) })
+	}
+}
+
+// releaseBody gives a large request body back to bigbuf once rec has been
+// logged, when answered: its call is over, so nothing reads the request
+// (and its id, which the call kept) any more. An unanswered call may
+// still be running: its body is left to the garbage collector.
+func releaseBody(rec *audit.Record, body []byte, answered bool) {
+	if answered && cap(body) >= bigbuf.Min {
+		rec.OnRelease(func() { bigbuf.Put(body) })
 	}
 }
 

@@ -243,7 +243,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, rec *audit.Record
 	_, hasMeta := msg.MetaString(mcp.MetaProtocolVersion)
 	if hasMeta || hv >= mcp.ModernVersion {
 		// 2026-07-28: stateless; Mcp-Session-Id is ignored altogether.
-		h.stateless(w, r, rec, msg, jsonOK, sseOK)
+		releaseBody(rec, body, h.stateless(w, r, rec, msg, jsonOK, sseOK))
 		return
 	}
 	if hv != "" && msg.Method != "initialize" && !mcp.Known(hv) {
@@ -281,7 +281,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, rec *audit.Record
 			h.fail(w, msg, err)
 			return
 		}
-		h.answer(w, r, rec, call, jsonOK, sseOK, false)
+		releaseBody(rec, body, h.answer(w, r, rec, call, jsonOK, sseOK, false))
 	case msg.IsNotification():
 		if err := b.Notify(r.Context(), msg); err != nil {
 			h.fail(w, msg, err)
@@ -315,27 +315,28 @@ func (h *Handler) initialize(w http.ResponseWriter, r *http.Request, rec *audit.
 	h.writeFinal(w, rec, res, jsonOK, false)
 }
 
-func (h *Handler) stateless(w http.ResponseWriter, r *http.Request, rec *audit.Record, msg *jsonrpc.Message, jsonOK, sseOK bool) {
+// stateless serves a 2026-07-28 request; answered as answer reports it.
+func (h *Handler) stateless(w http.ResponseWriter, r *http.Request, rec *audit.Record, msg *jsonrpc.Message, jsonOK, sseOK bool) (answered bool) {
 	if !msg.IsRequest() {
 		// No client notification is defined over HTTP in this era
 		// (cancellation is closing the stream): accept and drop.
 		w.WriteHeader(http.StatusAccepted)
-		return
+		return false
 	}
 	if e := checkHeaders(r, msg); e != nil {
 		writeError(w, http.StatusBadRequest, msg.ID, e)
-		return
+		return false
 	}
 	if e := h.checkParamHeaders(r, msg); e != nil {
 		writeError(w, http.StatusBadRequest, msg.ID, e)
-		return
+		return false
 	}
 	call, err := h.dest.Stateless(r.Context(), msg)
 	if err != nil {
 		h.fail(w, msg, err)
-		return
+		return false
 	}
-	h.answer(w, r, rec, call, jsonOK, sseOK, true)
+	return h.answer(w, r, rec, call, jsonOK, sseOK, true)
 }
 
 // checkHeaders validates the 2026-07-28 request-metadata headers against the

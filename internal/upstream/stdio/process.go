@@ -204,6 +204,8 @@ func Start(spec Spec, onLine func([]byte), onOversize func(prefix []byte)) (*Pro
 	if err != nil {
 		return nil, fmt.Errorf("stdio: start: %w", err)
 	}
+	growPipe(stdin)
+	growPipe(stdout)
 	reap.prepare()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("stdio: start %q: %w", spec.Argv[0], err)
@@ -331,9 +333,86 @@ func (p *Process) Write(msg []byte) error {
 type Appender = interface{ AppendTo([]byte) []byte }
 
 // WriteFrom sends one message as Write does, encoded by m straight into the
-// write buffer: no encoded copy of its own is made.
+// write buffer: no encoded copy of its own is made. A message that can
+// hand out a large member (Around, *jsonrpc.Message) has that member
+// written to the pipe from its own buffer, not copied at all.
 func (p *Process) WriteFrom(m Appender) error {
+	if a, ok := m.(Around); ok && a.LargestMember() >= minAround {
+		if sent, err := p.sendAround(a); sent {
+			return err
+		}
+	}
 	return p.send(m.AppendTo)
+}
+
+// Around is a message that encodes itself around its largest member
+// (*jsonrpc.Message): see jsonrpc.Message.AppendAround.
+type Around = interface {
+	LargestMember() int
+	AppendAround(dst []byte, min int) (out, big []byte, at int)
+}
+
+// minAround is the size from which a message's largest member is written
+// from its own buffer rather than copied into the batch: past it the copy
+// costs more than the two extra system calls.
+const minAround = 32 << 10
+
+// sendAround writes a message with a member of minAround bytes or more
+// (big) as three writes, the batch queued before it and the head of its
+// line, big, and the rest of its line, taking the writer's turn as send
+// does: lines still never interleave and keep their order. sent is false
+// when the message has no such member, or one holding a line break (JSON
+// whitespace, which must become a space in a copy): send then sends it.
+func (p *Process) sendAround(a Around) (sent bool, err error) {
+	select {
+	case <-p.done:
+		return true, ErrExited
+	default:
+	}
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	for p.writing && p.werr == nil {
+		p.wcond.Wait()
+	}
+	if p.werr != nil {
+		return true, p.werr
+	}
+	queued := len(p.wbuf)
+	out, big, at := a.AppendAround(p.wbuf, minAround)
+	if big == nil || bytes.IndexByte(big, '\n') >= 0 || bytes.IndexByte(big, '\r') >= 0 {
+		p.wbuf = out[:queued]
+		return false, nil
+	}
+	for i, c := range out[queued:] {
+		if c == '\n' || c == '\r' {
+			out[queued+i] = ' '
+		}
+	}
+	out = append(out, '\n')
+	p.queued++
+	upto := p.queued
+	p.wbuf, p.spare = p.spare[:0], nil
+	p.writing = true
+	p.wmu.Unlock()
+	_, err = p.stdin.Write(out[:at])
+	if err == nil {
+		_, err = p.stdin.Write(big)
+	}
+	if err == nil {
+		_, err = p.stdin.Write(out[at:])
+	}
+	p.wmu.Lock()
+	p.writing = false
+	if cap(out) <= 256<<10 {
+		p.spare = out[:0]
+	}
+	if err != nil {
+		p.werr = fmt.Errorf("stdio: write: %w", err)
+	} else {
+		p.written = upto
+	}
+	p.wcond.Broadcast()
+	return true, p.werr
 }
 
 // maxBatch is the size past which a batch of queued lines takes no more
@@ -415,69 +494,22 @@ func appendLine(b []byte, add func([]byte) []byte) []byte {
 }
 
 func (p *Process) readStdout(r io.Reader, onLine func([]byte), onOversize func([]byte)) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var long []byte // accumulates a line longer than the bufio buffer
-	oversize := false
+	lr := newLineReader(r, p.spec.MaxLine)
 	for {
-		frag, err := br.ReadSlice('\n')
-		switch {
-		case err == bufio.ErrBufferFull:
-			if oversize {
-				continue
-			}
-			if len(long)+len(frag) > p.spec.MaxLine {
-				oversize = true
-				prefix := append(long, frag...)
-				if len(prefix) > 4096 {
-					prefix = prefix[:4096]
-				}
-				if onOversize != nil {
-					onOversize(prefix)
-				}
-				p.log.Warn("stdout line exceeds the message size limit; skipped", "limit_bytes", p.spec.MaxLine)
-				long = nil
-				continue
-			}
-			long = append(long, frag...)
-			continue
-		case err != nil && len(frag) == 0:
-			return
-		}
-		line := frag
-		if oversize {
-			oversize = false
-			long = nil
-			if err != nil {
-				return
-			}
-			continue
-		}
-		if len(long) > 0 {
-			long = append(long, frag...)
-			line = long
-		}
-		// MaxLine counts the line without its '\n' terminator.
-		if len(bytes.TrimSuffix(line, []byte{'\n'})) > p.spec.MaxLine {
-			prefix := line
-			if len(prefix) > 4096 {
-				prefix = prefix[:4096]
-			}
-			if onOversize != nil {
-				onOversize(prefix)
-			}
-			p.log.Warn("stdout line exceeds the message size limit; skipped", "limit_bytes", p.spec.MaxLine)
-		} else {
-			p.line(bytes.TrimSpace(line), onLine)
-		}
-		// onLine keeps no slice of the line: a long line's buffer is
-		// reused for the next one, unless it is unusually large.
-		long = long[:0]
-		if cap(long) > 1<<20 {
-			long = nil
-		}
+		line, over, err := lr.next()
 		if err != nil {
 			return
 		}
+		if over {
+			if onOversize != nil {
+				onOversize(line)
+			}
+			p.log.Warn("stdout line exceeds the message size limit; skipped", "limit_bytes", p.spec.MaxLine)
+			continue
+		}
+		// onLine keeps no slice of the line: the reader's buffer holds the
+		// next one.
+		p.line(bytes.TrimSpace(line), onLine)
 	}
 }
 

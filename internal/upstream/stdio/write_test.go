@@ -193,3 +193,75 @@ func TestWriteBatchBound(t *testing.T) {
 		}
 	}
 }
+
+// around is a message whose large member is payload (as a
+// *jsonrpc.Message's params): {"p":PAYLOAD}.
+type around struct{ payload []byte }
+
+func (a around) AppendTo(b []byte) []byte {
+	return append(append(append(b, `{"p":`...), a.payload...), '}')
+}
+
+func (a around) LargestMember() int { return len(a.payload) }
+
+func (a around) AppendAround(dst []byte, min int) ([]byte, []byte, int) {
+	if len(a.payload) < min {
+		return a.AppendTo(dst), nil, 0
+	}
+	dst = append(dst, `{"p":`...)
+	return append(dst, '}'), a.payload, len(dst)
+}
+
+// A large message is written from its own buffer, after the lines queued
+// before it and in the same turn, and is not copied; one whose payload
+// holds a line break is copied, the break made a space.
+func TestWriteAround(t *testing.T) {
+	g := &gateWriter{entered: make(chan struct{}), release: make(chan struct{})}
+	p := newTestProcess(g)
+	first := make(chan error, 1)
+	go func() { first <- p.WriteFrom(line(`{"n":0}`)) }()
+	<-g.entered
+	queued := make(chan error, 1)
+	go func() { queued <- p.WriteFrom(line(`{"n":1}`)) }()
+	for {
+		p.wmu.Lock()
+		q := p.queued
+		p.wmu.Unlock()
+		if q == 2 {
+			break
+		}
+		runtime.Gosched()
+	}
+	payload := []byte(`"` + string(bytes.Repeat([]byte("x"), minAround)) + `"`)
+	large := make(chan error, 1)
+	go func() { large <- p.WriteFrom(around{payload}) }()
+	close(g.release)
+	for _, c := range []chan error{first, queued, large} {
+		if err := <-c; err != nil {
+			t.Fatal(err)
+		}
+	}
+	var all []byte
+	for _, w := range g.writes {
+		all = append(all, w...)
+	}
+	want := "{\"n\":0}\n{\"n\":1}\n{\"p\":" + string(payload) + "}\n"
+	if string(all) != want {
+		t.Fatalf("wrote %.60q…, want %.60q…", all, want)
+	}
+	// The queued line goes with the head of the large one, or alone
+	// when its caller takes the turn first; the payload is a write of
+	// its own.
+	if n := len(g.writes); (n != 4 && n != 5) || !bytes.Equal(g.writes[n-2], payload) {
+		t.Fatalf("%d writes, want 4 or 5 with the payload alone in the last but one", n)
+	}
+
+	broken := []byte(`"` + string(bytes.Repeat([]byte("y"), minAround)) + "\",\n\"z\"")
+	before := len(g.writes)
+	if err := p.WriteFrom(around{broken}); err != nil {
+		t.Fatal(err)
+	}
+	if w := g.writes[before:]; len(w) != 1 || bytes.Count(w[0], []byte("\n")) != 1 || !bytes.Contains(w[0], []byte(`", "z"`)) {
+		t.Fatalf("payload with a line break: writes %.80q", w)
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package reqbody
+
+const raceOn = false
