@@ -410,3 +410,11 @@ func legacyRequest(req *jsonrpc.Message) *jsonrpc.Message {
 	r := readModern(req)
 	return r.legacy(req, new(jsonrpc.Message))
 }
+
+// amendResult is amendResponse on a result alone.
+func amendResult(res []byte, method string) []byte {
+	if add := resultAddition(res, method); add != nil {
+		return prependMembers(res, add)
+	}
+	return res
+}

@@ -275,18 +275,11 @@ func (c *call) Poll() (*jsonrpc.Message, bool) {
 	}
 }
 
-// amendResult adds what a 2026-07-28 result must carry, reading res once.
-// A legacy server that returns MRTR fields itself (a dual-era SDK shim's
-// later rounds) gets its result marked input_required.
-func amendResult(res []byte, method string) []byte {
-	if add := resultAddition(res, method); add != nil {
-		return prependMembers(res, add)
-	}
-	return res
-}
-
-// amendResponse is amendResult on a response, rewritten in place: a
-// detached response (the upstream's) stays ready to write, in one copy.
+// amendResponse adds what a 2026-07-28 result must carry to a response,
+// reading its result once and rewriting it in place: a detached response
+// (the upstream's) stays ready to write, in one copy. A legacy server that
+// returns MRTR fields itself (a dual-era SDK shim's later rounds) gets its
+// result marked input_required.
 func amendResponse(m *jsonrpc.Message, method string) {
 	add := resultAddition(m.Result, method)
 	if add == nil {

@@ -215,13 +215,6 @@ func (c metaCarrier) Get(key string) string {
 func (c metaCarrier) Set(string, string) {}
 func (c metaCarrier) Keys() []string     { return []string{MetaKey} }
 
-// traceparent renders sc as a W3C traceparent value.
-func traceparent(sc trace.SpanContext) string {
-	var b [55]byte
-	putTraceparent(&b, sc)
-	return string(b[:])
-}
-
 // putTraceparent writes sc as a W3C traceparent value into b.
 func putTraceparent(b *[55]byte, sc trace.SpanContext) {
 	tid, sid := sc.TraceID(), sc.SpanID()
@@ -407,21 +400,15 @@ func (q *Request) End(rec *audit.Record) {
 	span.End(trace.WithTimestamp(rec.Time.Add(rec.Latency)))
 }
 
-// SetMeta returns params with params._meta[key] set to the string value,
-// every other byte as it was: the member's value is replaced if present,
-// else the member is inserted first in _meta, else a _meta object is
-// inserted first in params; empty params become {"_meta":{...}}. ok is
-// false, and params returned as they are, when params or its _meta is not
-// an object. params is not modified.
-func SetMeta(params json.RawMessage, key, value string) (json.RawMessage, bool) {
-	out, _, _, ok := setMeta(params, appendQuoted(nil, key), appendQuoted(nil, value))
-	return out, ok
-}
-
 // quotedMetaKey is MetaKey as a JSON string.
 var quotedMetaKey = appendQuoted(nil, MetaKey)
 
-// setMeta is SetMeta with the key and value already JSON strings. It
+// setMeta returns params with params._meta[key] set to value (key and
+// value already JSON strings), every other byte as it was: the member's
+// value is replaced if present, else the member is inserted first in
+// _meta, else a _meta object is inserted first in params; empty params
+// become {"_meta":{...}}. ok is false, and params returned as they are,
+// when params or its _meta is not an object. params is not modified. It
 // also returns where _meta's value (an object) is in the result, for
 // [jsonrpc.Message.SetMetaAt].
 func setMeta(params json.RawMessage, key, value []byte) (out json.RawMessage, metaStart, metaEnd int, ok bool) {

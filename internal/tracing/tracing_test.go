@@ -429,3 +429,16 @@ func tpSplit(t *testing.T, tp string) (traceID, spanID string) {
 	}
 	return p[1], p[2]
 }
+
+// traceparent renders sc as a W3C traceparent value.
+func traceparent(sc trace.SpanContext) string {
+	var b [55]byte
+	putTraceparent(&b, sc)
+	return string(b[:])
+}
+
+// SetMeta is setMeta with a plain key and value.
+func SetMeta(params json.RawMessage, key, value string) (json.RawMessage, bool) {
+	out, _, _, ok := setMeta(params, appendQuoted(nil, key), appendQuoted(nil, value))
+	return out, ok
+}

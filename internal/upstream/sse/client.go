@@ -26,9 +26,6 @@ import (
 // ClientOptions configure a connection; URL is the SSE stream (GET).
 type ClientOptions = upstream.HTTPOptions
 
-// prefixLen is how many bytes of an oversized message are reported.
-const prefixLen = 4096
-
 // headerTimeout bounds the wait for the response headers of a request that
 // is answered at once: the GET that opens the stream, and each POST (a
 // legacy server answers every POST with 202 and sends the response on the
