@@ -320,14 +320,6 @@ type upstreamCall struct {
 	msg  jsonrpc.Message
 }
 
-// mayHaveMeta reports whether params may have a _meta member: false only
-// when its quoted key appears nowhere and no backslash does (an escaped
-// key is the same key). Both searches are vectorised, so params without
-// _meta (most of them) are not walked.
-func mayHaveMeta(params []byte) bool {
-	return bytes.Contains(params, []byte(`"_meta"`)) || bytes.IndexByte(params, '\\') >= 0
-}
-
 // End ends the client span; answer is the upstream's response, nil when
 // none came (abandoned, the connection lost). Only the first End counts.
 func (c *Call) End(answer *jsonrpc.Message) {
@@ -403,24 +395,15 @@ func (q *Request) End(rec *audit.Record) {
 // quotedMetaKey is MetaKey as a JSON string.
 var quotedMetaKey = appendQuoted(nil, MetaKey)
 
-// setMeta returns params with params._meta[key] set to value (key and
-// value already JSON strings), every other byte as it was: the member's
-// value is replaced if present, else the member is inserted first in
-// _meta, else a _meta object is inserted first in params; empty params
+// spliceMeta returns params with params._meta[key] set to value (key and
+// value already JSON strings), params._meta's value being params[ms:me]
+// when hasMeta, and absent when not; every other byte is as it was: the
+// member's value is replaced if present, else the member is inserted first
+// in _meta, else a _meta object is inserted first in params; empty params
 // become {"_meta":{...}}. ok is false, and params returned as they are,
 // when params or its _meta is not an object. params is not modified. It
 // also returns where _meta's value (an object) is in the result, for
 // [jsonrpc.Message.SetMetaAt].
-func setMeta(params json.RawMessage, key, value []byte) (out json.RawMessage, metaStart, metaEnd int, ok bool) {
-	ms, me, hasMeta := 0, 0, false
-	if mayHaveMeta(params) {
-		_, ms, me, hasMeta = jsonrpc.Lookup(params, "_meta")
-	}
-	return spliceMeta(params, ms, me, hasMeta, key, value)
-}
-
-// spliceMeta is setMeta with params._meta's value known to be
-// params[ms:me] when hasMeta, and known to be absent when not.
 func spliceMeta(params json.RawMessage, ms, me int, hasMeta bool, key, value []byte) (out json.RawMessage, metaStart, metaEnd int, ok bool) {
 	if len(bytes.TrimSpace(params)) == 0 {
 		out := make([]byte, 0, len(key)+len(value)+16)

@@ -437,8 +437,25 @@ func traceparent(sc trace.SpanContext) string {
 	return string(b[:])
 }
 
-// SetMeta is setMeta with a plain key and value.
+// SetMeta is spliceMeta with _meta looked up, and a plain key and value.
 func SetMeta(params json.RawMessage, key, value string) (json.RawMessage, bool) {
 	out, _, _, ok := setMeta(params, appendQuoted(nil, key), appendQuoted(nil, value))
 	return out, ok
+}
+
+// setMeta is spliceMeta with _meta looked up.
+func setMeta(params json.RawMessage, key, value []byte) (out json.RawMessage, metaStart, metaEnd int, ok bool) {
+	ms, me, hasMeta := 0, 0, false
+	if mayHaveMeta(params) {
+		_, ms, me, hasMeta = jsonrpc.Lookup(params, "_meta")
+	}
+	return spliceMeta(params, ms, me, hasMeta, key, value)
+}
+
+// mayHaveMeta reports whether params may have a _meta member: false only
+// when its quoted key appears nowhere and no backslash does (an escaped
+// key is the same key). Both searches are vectorised, so params without
+// _meta (most of them) are not walked.
+func mayHaveMeta(params []byte) bool {
+	return bytes.Contains(params, []byte(`"_meta"`)) || bytes.IndexByte(params, '\\') >= 0
 }
