@@ -194,7 +194,7 @@ func TestSecretsWindows(t *testing.T) {
 		if r.maxLen >= 0 {
 			bounded++
 		}
-		if raceOn && i%4 != 0 {
+		if raceOn && i%8 != 0 {
 			continue // under -race regular expressions run 10-20 times slower
 		}
 		check(pad + " " + genSecret(rng, r.re) + " " + pad)
