@@ -300,6 +300,11 @@ func (d *Destination) legacySSE() bool { return d.opts.HTTP != nil && d.opts.HTT
 // Name returns the destination's name (router.Server).
 func (d *Destination) Name() string { return d.name }
 
+// OAuthCallback is the handler of the redirects of the logins the gateway
+// starts for the destination (oauth.callback_url), served at
+// /oauth/callback/{name}; nil when it starts none.
+func (d *Destination) OAuthCallback() http.Handler { return d.oauth.callback() }
+
 // upstreamHeader builds the headers of an HTTP upstream: the configured
 // ones (secrets already substituted) plus the client headers named in
 // forward_headers. The client's Authorization is never passed otherwise.

@@ -27,6 +27,7 @@ type Call struct {
 	idBuf [20]byte
 
 	internal     bool // Switchboard's own request (handshake, setLevel)
+	elicitURL    bool // the client takes a -32042 answer (see urlElicitationFallback)
 	local        bool // answered by Switchboard without the server
 	subscription bool // subscriptions/listen: long-lived, never times out
 

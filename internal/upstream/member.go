@@ -28,7 +28,12 @@ type Member struct {
 	left  bool
 }
 
-type clientCaps struct{ sampling, elicitation, roots bool }
+type clientCaps struct {
+	sampling, elicitation, roots bool
+	// elicitURL: the client takes MCP's URLElicitationRequired error
+	// (mcp.ElicitsURL); the others get its fallback (see response).
+	elicitURL bool
+}
 
 var logLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
 
@@ -78,6 +83,7 @@ func (u *Upstream) Join(ctx context.Context, d Downstream, init *jsonrpc.Message
 	u.members[m] = struct{}{}
 	u.mu.Unlock()
 	m.version = negotiate(requested, server)
+	m.caps.elicitURL = mcp.ElicitsURL(m.version, caps)
 	if m.version != server {
 		_, s, e, ok := jsonrpc.Lookup(res, "protocolVersion")
 		if ok {
@@ -195,12 +201,24 @@ func (u *Upstream) CallStateless(ctx context.Context, req *jsonrpc.Message) (*Ca
 	return u.call(ctx, nil, req)
 }
 
+type elicitURLKey struct{}
+
+// WithURLElicitation marks ctx as that of a stateless request made for a
+// legacy client that takes MCP's URLElicitationRequired error (package
+// era, for a 2025-11-25 client over a 2026-07-28 server): its -32042
+// answer reaches the client as it is. Any other stateless request gets
+// the error's fallback (mcp.URLElicitationFallback).
+func WithURLElicitation(ctx context.Context) context.Context {
+	return context.WithValue(ctx, elicitURLKey{}, true)
+}
+
 func (u *Upstream) call(ctx context.Context, m *Member, req *jsonrpc.Message) (*Call, error) {
 	if err := u.ensure(ctx, nil); err != nil {
 		return nil, err
 	}
 	c := u.newCall(m, req.ID, req.Method)
 	c.subscription = req.Method == "subscriptions/listen"
+	c.elicitURL = m != nil && m.caps.elicitURL || m == nil && ctx.Value(elicitURLKey{}) != nil
 	params := req.Params
 	if tok, s, e, ok := req.LookupMeta("progressToken"); ok {
 		c.token = tok

@@ -355,6 +355,16 @@ func (c *ClientConn) exchange(p *post, retried bool) {
 		c.exchange(p, retried)
 		return
 	}
+	var login urlElicitation
+	if err != nil && p.id != nil && p.ctx.Err() == nil && errors.As(err, &login) {
+		// The HTTP client (an OAuth destination) started a login for a
+		// person to complete: the client is told the URL (the router
+		// rewrites this for a client that cannot take -32042).
+		id, u, msg := login.Elicitation()
+		c.log.Info("upstream needs a login; the client is given its URL", "method", p.msg.Method)
+		c.deliver(jsonrpc.NewError(p.id, mcp.URLElicitationRequired(id, u, msg)).Encode())
+		return
+	}
 	if err != nil {
 		if p.ctx.Err() != nil {
 			c.failEnded(p)
@@ -417,6 +427,13 @@ func (c *ClientConn) exchange(p *post, retried bool) {
 	default:
 		c.failPost(p, fmt.Sprintf("upstream response is not MCP (Content-Type %s)", ct))
 	}
+}
+
+// urlElicitation is an error of the HTTP client that a person can cure
+// by visiting a URL (oauth.LoginRequiredError): what an MCP URL-mode
+// elicitation carries.
+type urlElicitation interface {
+	Elicitation() (id, url, message string)
 }
 
 // newPost builds the POST for p. sid is the session id it carries.
