@@ -18,9 +18,7 @@
 // This package adds what a gateway needs around them (see Client): tokens
 // that persist in a Store, one refresh however many requests find a token
 // expired, StateNeedsLogin when the server refuses the refresh token, and
-// (Options.CallbackURL) logins the gateway starts by itself, whose URL
-// goes to the client and whose redirect comes back to the gateway's own
-// listener (callback.go).
+// logins the gateway starts itself (Options.CallbackURL, callback.go).
 //
 // Token values never reach a log, an error or a status: only their expiry
 // and whether a refresh token is held.
