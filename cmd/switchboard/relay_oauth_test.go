@@ -11,12 +11,13 @@ package main
 // relay's loopback redirect. In the "oauth-conformance-gateway" mode the
 // command instead writes a config with the scenario's server as a
 // streamable_http destination with oauth (and callback_url), runs
-// `switchboard auth login` (same browser) and `switchboard serve`, and is
+// `switchboard auth login` (same browser; not in the
+// "oauth-conformance-gateway-logins" mode) and `switchboard serve`, and is
 // an MCP client of the gateway that takes URL elicitations: a login the
-// gateway starts in mid-session (a step-up, a new authorization server)
-// reaches it as error -32042 with the URL, which it follows (the
-// scenario's server approves at once and redirects to the gateway's
-// /oauth/callback/remote) before it retries.
+// gateway starts (when the session opens without a token, a step-up, a
+// new authorization server) reaches it as error -32042 with the URL,
+// which it follows (the scenario's server approves at once and redirects
+// to the gateway's /oauth/callback/remote) before it retries.
 
 import (
 	"bufio"
@@ -112,10 +113,12 @@ func oauthConformanceClient() int {
 
 // oauthConformanceGateway is the client command of the conformance
 // scenarios run against a gateway: it writes a config with the scenario
-// server as a streamable_http destination with an oauth block, logs in
-// with `switchboard auth login` (authorization code grants), starts
-// `switchboard serve`, and calls through it as an MCP client.
-func oauthConformanceGateway() int {
+// server as a streamable_http destination with an oauth block (and
+// callback_url), logs in with `switchboard auth login` (authorization
+// code grants; unless authLogin is false: then every login is one the
+// gateway starts, from the first), starts `switchboard serve`, and calls
+// through it as an MCP client that takes URL elicitations.
+func oauthConformanceGateway(authLogin bool) int {
 	url := os.Args[len(os.Args)-1]
 	scenario := os.Getenv("MCP_CONFORMANCE_SCENARIO")
 	var cctx map[string]any
@@ -170,7 +173,7 @@ func oauthConformanceGateway() int {
 	}
 	bin := os.Getenv(envSwitchboardBin)
 	self, _ := os.Executable()
-	if !cc {
+	if !cc && authLogin {
 		login := exec.Command(bin, "auth", "login", "remote", "--config", cfg)
 		login.Env = append(os.Environ(), envMainServer+"=browser", "BROWSER="+self)
 		login.Stdout, login.Stderr = os.Stderr, os.Stderr
@@ -227,7 +230,11 @@ func oauthConformanceGateway() int {
 	})
 	// URL elicitation (-32042) is protocol 2025-11-25's: the client
 	// speaks it (the gateway translates to a 2026-07-28 server).
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/remote/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	var cs *mcp.ClientSession
+	err = withElicitedLogin(func() (err error) {
+		cs, err = c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/remote/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		return err
+	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "connect: %v\n", err)
 		return 1
@@ -337,8 +344,9 @@ var conformanceLineRE = regexp.MustCompile(`(?m)^\S+ (auth/\S+): (\d+) passed, (
 // backcompat and extensions; the draft suite's other scenarios are not
 // about auth and are ignored) with the relay as the OAuth client
 // (relay --login), and with a gateway's streamable_http destination with
-// an oauth block (auth login, then serve; the logins in mid-session are
-// the gateway's own, completed through URL elicitation).
+// an oauth block: auth login, then serve, the logins in mid-session the
+// gateway's own, completed through URL elicitation ("gateway"); and serve
+// alone, every login the gateway's own ("gateway-logins").
 func TestOAuthConformance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the real conformance suite; skipped with -short")
@@ -355,6 +363,7 @@ func TestOAuthConformance(t *testing.T) {
 	for _, client := range []struct{ name, mode string }{
 		{"relay", "oauth-conformance-client"},
 		{"gateway", "oauth-conformance-gateway"},
+		{"gateway-logins", "oauth-conformance-gateway-logins"},
 	} {
 		t.Run(client.name, func(t *testing.T) {
 			t.Parallel()

@@ -54,6 +54,9 @@ func (t *LegacyOverModern) Join(ctx context.Context, down upstream.Downstream, i
 
 	ctx, cancel := context.WithTimeout(ctx, t.opts.Timeout)
 	defer cancel()
+	if s.elicitURL {
+		ctx = upstream.WithURLElicitation(ctx)
+	}
 	req := jsonrpc.NewRequest(json.RawMessage(`"switchboard-discover"`), "server/discover", s.params(nil))
 	c, err := t.srv.Stateless(ctx, req)
 	if err != nil {
@@ -64,6 +67,11 @@ func (t *LegacyOverModern) Join(ctx context.Context, down upstream.Downstream, i
 		return nil, nil, fmt.Errorf("%w: %s: server/discover: %v", upstream.ErrUnavailable, t.opts.Name, err)
 	}
 	if e := resp.ErrorOf(); e != nil {
+		if e.Code == mcp.CodeURLElicitationRequired || e.Code == jsonrpc.RequestRefused {
+			// A login for the client's person (or its fallback): the
+			// client is answered with it.
+			return nil, nil, fmt.Errorf("%w: %s: server/discover: %w", upstream.ErrUnavailable, t.opts.Name, e)
+		}
 		return nil, nil, fmt.Errorf("%w: %s: server/discover: %s", upstream.ErrUnavailable, t.opts.Name, e.Message)
 	}
 	s.serverCaps = orEmpty(jsonrpc.Member(resp.Result, "capabilities"))

@@ -79,7 +79,7 @@ func (u *Upstream) response(msg *jsonrpc.Message) {
 	if !c.internal {
 		msg.ID = c.clientID
 	}
-	if msg.Error != nil && !c.elicitURL {
+	if msg.Error != nil && !c.elicitURL && !c.internal { // the handshake's: see loginError
 		msg = urlElicitationFallback(msg)
 	}
 	// The client's answer, in its wire form: written as it is. A large

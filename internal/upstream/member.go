@@ -63,10 +63,10 @@ func (u *Upstream) Join(ctx context.Context, d Downstream, init *jsonrpc.Message
 	if u.opts.Era != Legacy {
 		return nil, nil, fmt.Errorf("%w: %s speaks protocol 2026-07-28 only", ErrUnavailable, u.opts.Name)
 	}
-	if err := u.ensure(ctx, init.Params); err != nil {
-		return nil, nil, err
-	}
 	requested, _ := jsonrpc.StringMember(init.Params, "protocolVersion")
+	if err := u.ensure(ctx, init.Params); err != nil {
+		return nil, nil, forClient(err, mcp.ElicitsURL(requested, jsonrpc.Member(init.Params, "capabilities")))
+	}
 	m := &Member{u: u, d: d, calls: map[string]int64{}, level: -1, subs: map[string]bool{}}
 	caps := jsonrpc.Member(init.Params, "capabilities")
 	m.caps = clientCaps{
@@ -214,7 +214,7 @@ func WithURLElicitation(ctx context.Context) context.Context {
 
 func (u *Upstream) call(ctx context.Context, m *Member, req *jsonrpc.Message) (*Call, error) {
 	if err := u.ensure(ctx, nil); err != nil {
-		return nil, err
+		return nil, forClient(err, m != nil && m.caps.elicitURL || m == nil && ctx.Value(elicitURLKey{}) != nil)
 	}
 	c := u.newCall(m, req.ID, req.Method)
 	c.subscription = req.Method == "subscriptions/listen"

@@ -379,6 +379,14 @@ func (u *Upstream) ensure(ctx context.Context, params json.RawMessage) error {
 				continue
 			}
 			err := u.lastErr
+			if e := loginError(err); e != nil {
+				// The handshake waits for a person's login (an OAuth
+				// destination's, its URL in e): the next request tries
+				// again at once, and this one tells its client.
+				u.retryAt = time.Time{}
+				u.mu.Unlock()
+				return fmt.Errorf("%w: %s: %w", ErrUnavailable, u.opts.Name, e)
+			}
 			u.mu.Unlock()
 			return fmt.Errorf("%w: %s failed: %v", ErrUnavailable, u.opts.Name, err)
 		case Closed:
@@ -540,6 +548,26 @@ func (u *Upstream) restore(ctx context.Context) {
 			u.log.Warn("restoring resource subscription failed", "uri", uri, "err", err)
 		}
 	}
+}
+
+// loginError returns the URLElicitationRequired error (-32042) in err's
+// chain, the handshake's answer when an OAuth destination waits for a
+// person's login, or nil.
+func loginError(err error) *jsonrpc.Error {
+	var e *jsonrpc.Error
+	if errors.As(err, &e) && e.Code == mcp.CodeURLElicitationRequired {
+		return e
+	}
+	return nil
+}
+
+// forClient rewrites a login error of err (loginError) for a client that
+// cannot take -32042 (elicitURL false): mcp.URLElicitationFallback.
+func forClient(err error, elicitURL bool) error {
+	if e := loginError(err); e != nil && !elicitURL {
+		return fmt.Errorf("%w: %w", ErrUnavailable, mcp.URLElicitationFallback(e))
+	}
+	return err
 }
 
 // gatewayCapabilities are the client capabilities a shared Upstream

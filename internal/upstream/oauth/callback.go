@@ -161,7 +161,11 @@ func (c *Client) startLogin(ctx context.Context, req *http.Request, resp *http.R
 	}
 	if p.url == "" {
 		<-p.done
-		return c.needsLogin(fmt.Sprintf("the login could not start: %v", errSummary(p.err)))
+		why := "the server's refusal was not one a login cures"
+		if p.err != nil {
+			why = errSummary(p.err)
+		}
+		return c.needsLogin("the login could not start: " + why)
 	}
 	if resp.StatusCode == http.StatusUnauthorized {
 		c.mu.Lock()

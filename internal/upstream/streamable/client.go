@@ -362,6 +362,12 @@ func (c *ClientConn) exchange(p *post, retried bool) {
 		// rewrites this for a client that cannot take -32042).
 		id, u, msg := login.Elicitation()
 		c.log.Info("upstream needs a login; the client is given its URL", "method", p.msg.Method)
+		if p.init {
+			// A new connection would meet the same login (see Refused).
+			c.mu.Lock()
+			c.refused = true
+			c.mu.Unlock()
+		}
 		c.deliver(jsonrpc.NewError(p.id, mcp.URLElicitationRequired(id, u, msg)).Encode())
 		return
 	}
@@ -1071,7 +1077,8 @@ func (c *ClientConn) end(err error) {
 }
 
 // Refused reports whether the server refused the credentials (401 or 403)
-// in answer to initialize: connecting again cannot help (upstream.Refuser).
+// in answer to initialize, or the initialize waits for a person's login:
+// connecting again cannot help (upstream.Refuser).
 func (c *ClientConn) Refused() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
