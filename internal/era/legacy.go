@@ -67,7 +67,7 @@ func (t *LegacyOverModern) Join(ctx context.Context, down upstream.Downstream, i
 		return nil, nil, fmt.Errorf("%w: %s: server/discover: %v", upstream.ErrUnavailable, t.opts.Name, err)
 	}
 	if e := resp.ErrorOf(); e != nil {
-		if e.Code == mcp.CodeURLElicitationRequired || e.Code == jsonrpc.RequestRefused {
+		if e.Code == mcp.CodeURLElicitationRequired || e.Code == mcp.CodeOpenURL {
 			// A login for the client's person (or its fallback): the
 			// client is answered with it.
 			return nil, nil, fmt.Errorf("%w: %s: server/discover: %w", upstream.ErrUnavailable, t.opts.Name, e)

@@ -13,6 +13,13 @@ import (
 // clients must never get it.
 const CodeURLElicitationRequired = -32042
 
+// CodeOpenURL is Switchboard's error for a client that cannot take
+// CodeURLElicitationRequired (URLElicitationFallback): the request needs
+// a person to open the URL in its message first. It is none of the codes
+// SDKs read as the connection's end (the go-sdk's -32003 and -32004),
+// and is answered with HTTP 200.
+const CodeOpenURL = -32005
+
 // URLElicitation is one URL-mode elicitation of a
 // CodeURLElicitationRequired error's data.
 type URLElicitation struct {
@@ -40,10 +47,9 @@ func ElicitsURL(version string, caps json.RawMessage) bool {
 }
 
 // URLElicitationFallback is what a client that cannot take e (a
-// CodeURLElicitationRequired error) gets instead: RequestRefused (-32004,
-// answered with HTTP 200 like the original) with the URLs in the
-// message, for the person to open before retrying, and e's data. Any
-// other error is returned as it is.
+// CodeURLElicitationRequired error) gets instead: CodeOpenURL with the
+// URLs in the message, for the person to open before retrying, and e's
+// data. Any other error is returned as it is.
 func URLElicitationFallback(e *jsonrpc.Error) *jsonrpc.Error {
 	if e == nil || e.Code != CodeURLElicitationRequired {
 		return e
@@ -60,5 +66,5 @@ func URLElicitationFallback(e *jsonrpc.Error) *jsonrpc.Error {
 			msg += " and " + el.URL
 		}
 	}
-	return &jsonrpc.Error{Code: jsonrpc.RequestRefused, Message: msg + " in a browser, then retry", Data: e.Data}
+	return &jsonrpc.Error{Code: CodeOpenURL, Message: msg + " in a browser, then retry", Data: e.Data}
 }

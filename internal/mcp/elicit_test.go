@@ -39,7 +39,7 @@ func TestURLElicitation(t *testing.T) {
 		}
 	}
 	f := URLElicitationFallback(e)
-	if f.Code != jsonrpc.RequestRefused || !strings.Contains(f.Message, "open https://as.example.com/authorize?state=x") || string(f.Data) != string(e.Data) {
+	if f.Code != CodeOpenURL || !strings.Contains(f.Message, "open https://as.example.com/authorize?state=x") || string(f.Data) != string(e.Data) {
 		t.Errorf("fallback %d %q %s", f.Code, f.Message, f.Data)
 	}
 	other := jsonrpc.Errorf(jsonrpc.InvalidParams, "x")

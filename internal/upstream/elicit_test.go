@@ -12,7 +12,7 @@ import (
 // TestURLElicitationFallback: a server's (or an OAuth destination's)
 // URLElicitationRequired answer reaches a 2025-11-25 client that declared
 // elicitation.url as it is, and any other client (no url capability, an
-// older version) as the -32004 fallback naming the URL.
+// older version) as the -32005 fallback naming the URL.
 func TestURLElicitationFallback(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Options{})
@@ -30,8 +30,8 @@ func TestURLElicitationFallback(t *testing.T) {
 			want          int
 		}{
 			{"2025-11-25", `{"elicitation":{"url":{}}}`, mcp.CodeURLElicitationRequired},
-			{"2025-11-25", `{"elicitation":{}}`, jsonrpc.RequestRefused},
-			{"2025-06-18", `{"elicitation":{"url":{}}}`, jsonrpc.RequestRefused},
+			{"2025-11-25", `{"elicitation":{}}`, mcp.CodeOpenURL},
+			{"2025-06-18", `{"elicitation":{"url":{}}}`, mcp.CodeOpenURL},
 		} {
 			m, _, err := h.u.Join(h.ctx, &fakeDown{}, initMsg(`0`, tc.version, tc.caps))
 			if err != nil {
@@ -43,7 +43,7 @@ func TestURLElicitationFallback(t *testing.T) {
 			if code := errCode(t, got); code != tc.want {
 				t.Errorf("%s %s: code %d, want %d", tc.version, tc.caps, code, tc.want)
 			}
-			if e := got.ErrorOf(); tc.want == jsonrpc.RequestRefused && (e == nil || !strings.Contains(e.Message, "https://as.example.com/authorize")) {
+			if e := got.ErrorOf(); tc.want == mcp.CodeOpenURL && (e == nil || !strings.Contains(e.Message, "https://as.example.com/authorize")) {
 				t.Errorf("%s %s: the fallback does not name the URL: %v", tc.version, tc.caps, e)
 			}
 			if string(got.ID) != `7` {
