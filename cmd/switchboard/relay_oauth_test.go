@@ -217,6 +217,7 @@ func oauthConformanceGateway(authLogin bool) int {
 		fmt.Fprintln(os.Stderr, "the gateway did not start")
 		return 1
 	}
+	completed := make(chan string, 16) // notifications/elicitation/complete
 	// The client takes URL elicitations: a login the gateway starts in
 	// mid-session comes as error -32042 with the authorization URL, which
 	// it follows (its person's browser: the scenario's authorization
@@ -227,11 +228,14 @@ func oauthConformanceGateway(authLogin bool) int {
 		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return &mcp.ElicitResult{Action: "decline"}, nil
 		},
+		ElicitationCompleteHandler: func(_ context.Context, r *mcp.ElicitationCompleteNotificationRequest) {
+			completed <- r.Params.ElicitationID
+		},
 	})
 	// URL elicitation (-32042) is protocol 2025-11-25's: the client
 	// speaks it (the gateway translates to a 2026-07-28 server).
 	var cs *mcp.ClientSession
-	err = withElicitedLogin(func() (err error) {
+	err = withElicitedLogin(ctx, nil, func() (err error) {
 		cs, err = c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/remote/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 		return err
 	})
@@ -241,7 +245,7 @@ func oauthConformanceGateway(authLogin bool) int {
 	}
 	defer cs.Close()
 	var tools *mcp.ListToolsResult
-	err = withElicitedLogin(func() (err error) {
+	err = withElicitedLogin(ctx, completed, func() (err error) {
 		tools, err = cs.ListTools(ctx, nil)
 		return err
 	})
@@ -251,7 +255,7 @@ func oauthConformanceGateway(authLogin bool) int {
 	}
 	for _, tool := range tools.Tools {
 		var res *mcp.CallToolResult
-		err := withElicitedLogin(func() (err error) {
+		err := withElicitedLogin(ctx, completed, func() (err error) {
 			res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: tool.Name, Arguments: map[string]any{}})
 			return err
 		})
@@ -266,9 +270,10 @@ func oauthConformanceGateway(authLogin bool) int {
 
 // withElicitedLogin runs call; when it fails with MCP's
 // URLElicitationRequired error (-32042), it follows each URL of the
-// error's data with a GET, as the person's browser would, and runs call
-// once more.
-func withElicitedLogin(call func() error) error {
+// error's data with a GET, as the person's browser would, waits for the
+// elicitation's notifications/elicitation/complete on completed (in a
+// session; nil: none to wait for), and runs call once more.
+func withElicitedLogin(ctx context.Context, completed <-chan string, call func() error) error {
 	err := call()
 	var we *jsonrpc.Error
 	if !errors.As(err, &we) || we.Code != mcp.CodeURLElicitationRequired {
@@ -293,6 +298,17 @@ func withElicitedLogin(call func() error) error {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
 			return fmt.Errorf("the gateway's login callback answered %s", resp.Status)
+		}
+		for completed != nil {
+			select {
+			case id := <-completed:
+				if id != el.ElicitationID {
+					continue // an older one's
+				}
+			case <-ctx.Done():
+				return fmt.Errorf("no notifications/elicitation/complete for %s", el.ElicitationID)
+			}
+			break
 		}
 	}
 	return call()

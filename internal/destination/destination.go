@@ -234,6 +234,14 @@ func New(opts Options) *Destination {
 		}
 		d.aws = newAWSClient(h, dlog)
 		d.oauth = newOAuthTarget(opts.Name, h, dlog)
+		if d.oauth != nil && d.oauth.oc != nil {
+			// The clients given a login's URL hear that it is done.
+			d.oauth.oc.OnLogin(func(id string) {
+				for _, up := range d.upstreams() {
+					up.ElicitationComplete(id)
+				}
+			})
+		}
 		d.dialer = func(forward http.Header) upstream.Dialer {
 			hdr := upstreamHeader(h, forward)
 			if id := h.IdentityHeader; id != "" && forward.Get(id) != "" {

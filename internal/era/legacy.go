@@ -55,7 +55,7 @@ func (t *LegacyOverModern) Join(ctx context.Context, down upstream.Downstream, i
 	ctx, cancel := context.WithTimeout(ctx, t.opts.Timeout)
 	defer cancel()
 	if s.elicitURL {
-		ctx = upstream.WithURLElicitation(ctx)
+		ctx = upstream.WithURLElicitation(ctx, down)
 	}
 	req := jsonrpc.NewRequest(json.RawMessage(`"switchboard-discover"`), "server/discover", s.params(nil))
 	c, err := t.srv.Stateless(ctx, req)
@@ -191,7 +191,7 @@ func (s *legacySession) Call(ctx context.Context, req *jsonrpc.Message) (session
 	}
 	fwd := &jsonrpc.Message{ID: req.ID, Method: req.Method, Params: s.params(req.Params)}
 	if s.elicitURL {
-		ctx = upstream.WithURLElicitation(ctx)
+		ctx = upstream.WithURLElicitation(ctx, s.down)
 	}
 	inner, err := s.t.srv.Stateless(ctx, fwd)
 	if err != nil {

@@ -81,6 +81,14 @@ func (u *Upstream) response(msg *jsonrpc.Message) {
 	}
 	if msg.Error != nil && !c.elicitURL && !c.internal { // the handshake's: see loginError
 		msg = urlElicitationFallback(msg)
+	} else if msg.Error != nil && c.elicitURL && bytes.Contains(msg.Error, []byte("-32042")) {
+		if e := msg.ErrorOf(); e != nil && e.Code == mcp.CodeURLElicitationRequired {
+			who := elicitee{m: c.member, d: c.elicitDown}
+			if c.member != nil {
+				who.d = c.member.d
+			}
+			u.noteElicited(who, e)
+		}
 	}
 	// The client's answer, in its wire form: written as it is. A large
 	// one is put in a pooled buffer, which the front gives back once the

@@ -52,3 +52,61 @@ func TestURLElicitationFallback(t *testing.T) {
 		}
 	})
 }
+
+// TestElicitationComplete: the members given a URL elicitation, and the
+// client of a stateless call made for one that takes it, hear
+// notifications/elicitation/complete once it is done; a member that
+// left, or that got the fallback, does not; a second completion of the
+// same id sends nothing.
+func TestElicitationComplete(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Options{})
+		h.srv.auto["initialize"] = false
+		h.srv.onWrite = func(c *fakeConn, m *jsonrpc.Message) {
+			switch m.Method {
+			case "initialize":
+				c.send(jsonrpc.NewResult(m.ID, []byte(`{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"fake","version":"1"}}`)))
+			case "tools/call":
+				c.send(jsonrpc.NewError(m.ID, mcp.URLElicitationRequired("e-1", "https://as.example.com/authorize", "Authorize")))
+			}
+		}
+		var downs []*fakeDown
+		var members []*Member
+		for _, caps := range []string{`{"elicitation":{"url":{}}}`, `{"elicitation":{"url":{}}}`, `{}`} {
+			d := &fakeDown{}
+			m, _, err := h.u.Join(h.ctx, d, initMsg(`0`, "2025-11-25", caps))
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.call(m, `1`, "tools/call", `{"name":"x"}`)
+			downs, members = append(downs, d), append(members, m)
+		}
+		// A stateless call made for a legacy client (package era).
+		sd := &fakeDown{}
+		sc, err := h.u.CallStateless(WithURLElicitation(h.ctx, sd), req(`2`, "tools/call", `{"name":"x"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		downs = append(downs, sd)
+		synctest.Wait()
+		if code := errCode(t, next(t, sc)); code != mcp.CodeURLElicitationRequired {
+			t.Errorf("the stateless call for a client that takes it got %d", code)
+		}
+		members[1].Leave()
+		h.u.ElicitationComplete("e-1")
+		h.u.ElicitationComplete("e-1")
+		for i, want := range []int{1, 0, 0, 1} {
+			var got []*jsonrpc.Message
+			for _, m := range downs[i].take() {
+				if m.Method == "notifications/elicitation/complete" {
+					got = append(got, m)
+				}
+			}
+			if len(got) != want {
+				t.Errorf("member %d: %d completions, want %d", i, len(got), want)
+			} else if want == 1 && str(got[0].Params, "elicitationId") != "e-1" {
+				t.Errorf("member %d: %s", i, got[0].Params)
+			}
+		}
+	})
+}

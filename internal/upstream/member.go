@@ -104,6 +104,13 @@ func (m *Member) Leave() {
 	}
 	m.left = true
 	delete(u.members, m)
+	for id, ms := range u.elicited {
+		if ms = slices.DeleteFunc(ms, func(x elicitee) bool { return x.m == m }); len(ms) == 0 {
+			delete(u.elicited, id)
+		} else {
+			u.elicited[id] = ms
+		}
+	}
 	var calls []*Call
 	for _, id := range m.calls {
 		if c := u.pending[id]; c != nil {
@@ -205,20 +212,31 @@ type elicitURLKey struct{}
 
 // WithURLElicitation marks ctx as that of a stateless request made for a
 // legacy client that takes MCP's URLElicitationRequired error (package
-// era, for a 2025-11-25 client over a 2026-07-28 server): its -32042
-// answer reaches the client as it is. Any other stateless request gets
-// the error's fallback (mcp.URLElicitationFallback).
-func WithURLElicitation(ctx context.Context) context.Context {
-	return context.WithValue(ctx, elicitURLKey{}, true)
+// era, for a 2025-11-25 client over a 2026-07-28 server), reached by
+// down: its -32042 answer reaches the client as it is, and
+// ElicitationComplete tells down. Any other stateless request gets the
+// error's fallback (mcp.URLElicitationFallback).
+func WithURLElicitation(ctx context.Context, down Downstream) context.Context {
+	return context.WithValue(ctx, elicitURLKey{}, down)
+}
+
+// elicitingDown returns the Downstream WithURLElicitation put in ctx, or
+// nil.
+func elicitingDown(ctx context.Context) Downstream {
+	d, _ := ctx.Value(elicitURLKey{}).(Downstream)
+	return d
 }
 
 func (u *Upstream) call(ctx context.Context, m *Member, req *jsonrpc.Message) (*Call, error) {
 	if err := u.ensure(ctx, nil); err != nil {
-		return nil, forClient(err, m != nil && m.caps.elicitURL || m == nil && ctx.Value(elicitURLKey{}) != nil)
+		return nil, forClient(err, m != nil && m.caps.elicitURL || m == nil && elicitingDown(ctx) != nil)
 	}
 	c := u.newCall(m, req.ID, req.Method)
 	c.subscription = req.Method == "subscriptions/listen"
-	c.elicitURL = m != nil && m.caps.elicitURL || m == nil && ctx.Value(elicitURLKey{}) != nil
+	c.elicitURL = m != nil && m.caps.elicitURL || m == nil && elicitingDown(ctx) != nil
+	if m == nil {
+		c.elicitDown = elicitingDown(ctx)
+	}
 	params := req.Params
 	if tok, s, e, ok := req.LookupMeta("progressToken"); ok {
 		c.token = tok

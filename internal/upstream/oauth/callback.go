@@ -80,6 +80,16 @@ type pendingLogin struct {
 // that fetchCode waits for the callback instead of prompting.
 type pendingKey struct{}
 
+// OnLogin sets f to be called with the elicitation id (LoginRequiredError.ID)
+// of each login the Client started that succeeded, once the tokens are
+// stored and before its redirect is answered (the gateway sends
+// notifications/elicitation/complete). f must not block long.
+func (c *Client) OnLogin(f func(id string)) {
+	c.pmu.Lock()
+	defer c.pmu.Unlock()
+	c.onLogin = f
+}
+
 // StartsLogins reports whether the Client starts logins itself
 // (CallbackURL), whose redirects Callback serves.
 func (c *Client) StartsLogins() bool {
@@ -193,6 +203,14 @@ func (c *Client) runLogin(p *pendingLogin, h *auth.AuthorizationCodeHandler, req
 	case <-p.ready:
 	default:
 		close(p.ready) // the flow failed before it had a URL
+	}
+	if err == nil {
+		c.pmu.Lock()
+		done := c.onLogin
+		c.pmu.Unlock()
+		if done != nil {
+			done(p.id) // before the browser's page answers: the client may retry then
+		}
 	}
 	close(p.done)
 	if err != nil {

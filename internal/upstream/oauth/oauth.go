@@ -199,6 +199,7 @@ type Client struct {
 	pending  *pendingLogin      // guarded by pmu: the login waiting for its redirect; nil: none
 	union    []string           // guarded by pmu: scopes a step-up login asks for besides the challenge's
 	closed   bool               // guarded by pmu: Close was called; no login starts
+	onLogin  func(id string)    // guarded by pmu: see OnLogin
 	bg       sync.WaitGroup     // the logins' goroutines (runLogin); Close waits for them
 	bgCtx    context.Context    // the logins' context, cancelled by Close
 	bgCancel context.CancelFunc // cancels bgCtx
