@@ -31,7 +31,8 @@ login sends the destination an unauthenticated request, discovers its authorizat
 registers (or uses the configured client), prints the authorization URL and waits for the browser's redirect
 on a loopback port (oauth.redirect_url). The tokens go to oauth.token_dir/DEST.json (mode 0600), or with
 oauth.token_store keyring to the OS keyring, which a running gateway reads again at once: no restart. On a headless server, log in on a machine with a browser and
-copy DEST.json to the server's token_dir.
+copy DEST.json to the server's token_dir. With oauth.callback_url the gateway starts logins itself (a
+session without a login, a step-up, a new authorization server) and gives the URL to the MCP client.
 `
 
 // runAuth is `switchboard auth`.

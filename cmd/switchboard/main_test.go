@@ -55,7 +55,9 @@ func TestMain(m *testing.M) {
 	case "oauth-conformance-client":
 		os.Exit(oauthConformanceClient())
 	case "oauth-conformance-gateway":
-		os.Exit(oauthConformanceGateway())
+		os.Exit(oauthConformanceGateway(true))
+	case "oauth-conformance-gateway-logins":
+		os.Exit(oauthConformanceGateway(false))
 	case "browser":
 		os.Exit(oauthBrowser())
 	case "sleep":

@@ -10,15 +10,22 @@ package main
 // authorization URL (the scenario's server approves at once) to the
 // relay's loopback redirect. In the "oauth-conformance-gateway" mode the
 // command instead writes a config with the scenario's server as a
-// streamable_http destination with oauth, runs `switchboard auth login`
-// (same browser) and `switchboard serve`, and is an MCP client of the
-// gateway.
+// streamable_http destination with oauth (and callback_url), runs
+// `switchboard auth login` (same browser; not in the
+// "oauth-conformance-gateway-logins" mode) and `switchboard serve`, and is
+// an MCP client of the gateway that takes URL elicitations: a login the
+// gateway starts (when the session opens without a token, a step-up, a
+// new authorization server) reaches it as error -32042 with the URL,
+// which it follows (the scenario's server approves at once and redirects
+// to the gateway's /oauth/callback/remote) before it retries.
 
 import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -31,6 +38,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/switchboard-mcp/switchboard/internal/peertest"
@@ -105,10 +113,12 @@ func oauthConformanceClient() int {
 
 // oauthConformanceGateway is the client command of the conformance
 // scenarios run against a gateway: it writes a config with the scenario
-// server as a streamable_http destination with an oauth block, logs in
-// with `switchboard auth login` (authorization code grants), starts
-// `switchboard serve`, and calls through it as an MCP client.
-func oauthConformanceGateway() int {
+// server as a streamable_http destination with an oauth block (and
+// callback_url), logs in with `switchboard auth login` (authorization
+// code grants; unless authLogin is false: then every login is one the
+// gateway starts, from the first), starts `switchboard serve`, and calls
+// through it as an MCP client that takes URL elicitations.
+func oauthConformanceGateway(authLogin bool) int {
 	url := os.Args[len(os.Args)-1]
 	scenario := os.Getenv("MCP_CONFORMANCE_SCENARIO")
 	var cctx map[string]any
@@ -138,15 +148,32 @@ func oauthConformanceGateway() int {
 		}
 		block += "      client_key_file: " + q(dir+"/client.pem") + "\n"
 	}
+	// The gateway's port is chosen here, so that the callback URL of the
+	// logins it starts by itself (a step-up, a new authorization server)
+	// is known: the scenario runs in a network namespace of its own.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	listen := ln.Addr().String()
+	ln.Close()
+	if !cc {
+		block += "      callback_url: http://" + listen + "/oauth/callback/remote\n"
+	}
+	protocol := "legacy" // the scenario's version: the suite's own servers speak one era
+	if os.Getenv("MCP_CONFORMANCE_PROTOCOL_VERSION") == "2026-07-28" {
+		protocol = "modern"
+	}
 	cfg := dir + "/switchboard.yaml"
-	if err := os.WriteFile(cfg, []byte("listen: 127.0.0.1:0\ndestinations:\n  remote:\n    type: streamable_http\n    url: "+q(url)+
-		"\n    protocol: legacy\n"+block), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte("listen: "+listen+"\ndestinations:\n  remote:\n    type: streamable_http\n    url: "+q(url)+
+		"\n    protocol: "+protocol+"\n"+block), 0o600); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	bin := os.Getenv(envSwitchboardBin)
 	self, _ := os.Executable()
-	if !cc {
+	if !cc && authLogin {
 		login := exec.Command(bin, "auth", "login", "remote", "--config", cfg)
 		login.Env = append(os.Environ(), envMainServer+"=browser", "BROWSER="+self)
 		login.Stdout, login.Stderr = os.Stderr, os.Stderr
@@ -190,20 +217,48 @@ func oauthConformanceGateway() int {
 		fmt.Fprintln(os.Stderr, "the gateway did not start")
 		return 1
 	}
-	c := mcp.NewClient(&mcp.Implementation{Name: "conformance-via-gateway", Version: "1"}, nil)
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/remote/mcp"}, nil)
+	completed := make(chan string, 16) // notifications/elicitation/complete
+	// The client takes URL elicitations: a login the gateway starts in
+	// mid-session comes as error -32042 with the authorization URL, which
+	// it follows (its person's browser: the scenario's authorization
+	// server approves at once and redirects to the gateway's callback,
+	// which answers once the tokens are stored), then it retries, once.
+	c := mcp.NewClient(&mcp.Implementation{Name: "conformance-via-gateway", Version: "1"}, &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}},
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "decline"}, nil
+		},
+		ElicitationCompleteHandler: func(_ context.Context, r *mcp.ElicitationCompleteNotificationRequest) {
+			completed <- r.Params.ElicitationID
+		},
+	})
+	// URL elicitation (-32042) is protocol 2025-11-25's: the client
+	// speaks it (the gateway translates to a 2026-07-28 server).
+	var cs *mcp.ClientSession
+	err = withElicitedLogin(ctx, nil, func() (err error) {
+		cs, err = c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/remote/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		return err
+	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "connect: %v\n", err)
 		return 1
 	}
 	defer cs.Close()
-	tools, err := cs.ListTools(ctx, nil)
+	var tools *mcp.ListToolsResult
+	err = withElicitedLogin(ctx, completed, func() (err error) {
+		tools, err = cs.ListTools(ctx, nil)
+		return err
+	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "tools/list: %v\n", err)
 		return 1
 	}
 	for _, tool := range tools.Tools {
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool.Name, Arguments: map[string]any{}})
+		var res *mcp.CallToolResult
+		err := withElicitedLogin(ctx, completed, func() (err error) {
+			res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: tool.Name, Arguments: map[string]any{}})
+			return err
+		})
 		if err != nil || res.IsError {
 			fmt.Fprintf(os.Stderr, "tools/call %s: %v\n", tool.Name, err)
 			return 1
@@ -211,6 +266,52 @@ func oauthConformanceGateway() int {
 		break
 	}
 	return 0
+}
+
+// withElicitedLogin runs call; when it fails with MCP's
+// URLElicitationRequired error (-32042), it follows each URL of the
+// error's data with a GET, as the person's browser would, waits for the
+// elicitation's notifications/elicitation/complete on completed (in a
+// session; nil: none to wait for), and runs call once more.
+func withElicitedLogin(ctx context.Context, completed <-chan string, call func() error) error {
+	err := call()
+	var we *jsonrpc.Error
+	if !errors.As(err, &we) || we.Code != mcp.CodeURLElicitationRequired {
+		return err
+	}
+	var data struct {
+		Elicitations []struct {
+			Mode, URL, ElicitationID string
+		} `json:"elicitations"`
+	}
+	if err := json.Unmarshal(we.Data, &data); err != nil || len(data.Elicitations) == 0 {
+		return fmt.Errorf("a -32042 error without elicitations (%v): %s", err, we.Data)
+	}
+	for _, el := range data.Elicitations {
+		if el.Mode != "url" || el.ElicitationID == "" {
+			return fmt.Errorf("not a URL elicitation: %+v", el)
+		}
+		resp, err := http.Get(el.URL)
+		if err != nil {
+			return fmt.Errorf("following the login URL: %v", err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("the gateway's login callback answered %s", resp.Status)
+		}
+		for completed != nil {
+			select {
+			case id := <-completed:
+				if id != el.ElicitationID {
+					continue // an older one's
+				}
+			case <-ctx.Done():
+				return fmt.Errorf("no notifications/elicitation/complete for %s", el.ElicitationID)
+			}
+			break
+		}
+	}
+	return call()
 }
 
 // oauthBrowser is $BROWSER in the conformance runs: it follows the
@@ -254,22 +355,14 @@ var oauthScenarios = []string{
 
 var conformanceLineRE = regexp.MustCompile(`(?m)^\S+ (auth/\S+): (\d+) passed, (\d+) failed`)
 
-// oauthGatewayNotApplicable are the scenarios that also do not apply to
-// a gateway destination: they authorize again in the middle of a session
-// (a step-up to more scope, a move to another authorization server),
-// which needs a person; the gateway never starts a login by itself, it
-// turns needs_login and says to run `switchboard auth login`.
-var oauthGatewayNotApplicable = map[string]string{
-	"auth/scope-step-up":                  "a step-up login in the middle of a session: the gateway turns needs_login instead",
-	"auth/authorization-server-migration": "a login to a new authorization server in the middle of a session: the gateway turns needs_login instead",
-}
-
 // TestOAuthConformance runs every client auth/* scenario of conformance
 // 0.2.0-alpha.12 (the suites auth, draft for the 2026-07-28 ones,
 // backcompat and extensions; the draft suite's other scenarios are not
 // about auth and are ignored) with the relay as the OAuth client
 // (relay --login), and with a gateway's streamable_http destination with
-// an oauth block (auth login, then serve).
+// an oauth block: auth login, then serve, the logins in mid-session the
+// gateway's own, completed through URL elicitation ("gateway"); and serve
+// alone, every login the gateway's own ("gateway-logins").
 func TestOAuthConformance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the real conformance suite; skipped with -short")
@@ -286,6 +379,7 @@ func TestOAuthConformance(t *testing.T) {
 	for _, client := range []struct{ name, mode string }{
 		{"relay", "oauth-conformance-client"},
 		{"gateway", "oauth-conformance-gateway"},
+		{"gateway-logins", "oauth-conformance-gateway-logins"},
 	} {
 		t.Run(client.name, func(t *testing.T) {
 			t.Parallel()
@@ -307,11 +401,8 @@ func TestOAuthConformance(t *testing.T) {
 				}
 			}
 			notApplicable := func(n string) (string, bool) {
-				if why, ok := oauthNotApplicable[n]; ok {
-					return why, true
-				}
-				why, ok := oauthGatewayNotApplicable[n]
-				return why, ok && client.name == "gateway"
+				why, ok := oauthNotApplicable[n]
+				return why, ok
 			}
 			for _, n := range oauthScenarios {
 				r, ok := results[n]

@@ -98,6 +98,8 @@ var expectedErrors = []struct {
 	{"upstream_oauth_secret_no_id.bad.yaml", `:6: destinations.remote: oauth.client_secret needs oauth.client_id`},
 	{"upstream_oauth_metadata_url.bad.yaml", `:6: destinations.remote: oauth.client_metadata_url: want an https URL with a path`},
 	{"upstream_oauth_redirect_url.bad.yaml", `:6: destinations.remote: oauth.redirect_url: want http on a loopback address`},
+	{"upstream_oauth_callback_url.bad.yaml", `:6: destinations.remote: oauth.callback_url: want this gateway's URL of /oauth/callback/remote`},
+	{"upstream_oauth_callback_grant.bad.yaml", `:9: destinations.remote: oauth.callback_url is for grant authorization_code`},
 	{"upstream_oauth_with_aws.bad.yaml", `destinations.remote: oauth and aws both authorize with the Authorization header: give one`},
 	{"upstream_oauth_authorization_header.bad.yaml", `destinations.remote: oauth sets the Authorization header: remove it from headers`},
 	{"upstream_oauth_forward_authorization.bad.yaml", `destinations.remote: oauth sets the Authorization header: the client's is never passed on`},

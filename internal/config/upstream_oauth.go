@@ -60,6 +60,20 @@ type UpstreamOAuth struct {
 	// http://127.0.0.1:<a free port>/callback.
 	RedirectURL string `yaml:"redirect_url"`
 
+	// CallbackURL lets the gateway start a login by itself
+	// (`callback_url`, grant authorization_code only): the URL at which a
+	// browser reaches this gateway's /oauth/callback/NAME (NAME the
+	// destination's), such as https://gw.example.com/oauth/callback/linear
+	// or http://127.0.0.1:8080/oauth/callback/linear; it is the redirect
+	// URI of those logins (register it with a pre-registered client). When
+	// a call finds no usable token, or the server asks for more scope or
+	// names a new authorization server, the gateway starts a login and
+	// hands its URL to the client (MCP URL elicitation, -32042, or an
+	// error naming the URL); the client's person opens it and retries.
+	// Default "": the gateway never starts a login; the destination turns
+	// needs_login until `switchboard auth login NAME`.
+	CallbackURL string `yaml:"callback_url"`
+
 	// TokenDir is the directory of the token files (`token_dir`), one
 	// NAME.json of mode 0600 per destination. Default "":
 	// $SWITCHBOARD_STATE_DIR/oauth, else $XDG_STATE_HOME/switchboard/oauth,
@@ -75,6 +89,10 @@ type UpstreamOAuth struct {
 	// destination is needs_login; it never falls back to a file.
 	TokenStore string `yaml:"token_store"`
 }
+
+// CallbackPath is the path at which the gateway serves the login
+// redirects of destination name (UpstreamOAuth.CallbackURL).
+func CallbackPath(name string) string { return "/oauth/callback/" + name }
 
 // validateUpstreamOAuth checks the oauth block of an HTTP destination.
 // Messages never quote a value: any may hold a substituted secret.
@@ -112,6 +130,16 @@ func (d *decoder) validateUpstreamOAuth(dst *Destination, p string) {
 		u, err := url.Parse(o.RedirectURL)
 		if err != nil || u.Scheme != "http" || !loopbackHost(u.Hostname()) {
 			d.errorAt(op+".redirect_url", p, "oauth.redirect_url: want http on a loopback address, such as http://127.0.0.1:8976/callback")
+		}
+	}
+	if o.CallbackURL != "" {
+		u, err := url.Parse(o.CallbackURL)
+		switch {
+		case o.Grant == GrantClientCredentials:
+			d.errorAt(op+".callback_url", p, "oauth.callback_url is for grant authorization_code (client_credentials needs no login)")
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" ||
+			!strings.HasSuffix(u.Path, CallbackPath(dst.Name)):
+			d.errorAt(op+".callback_url", p, "oauth.callback_url: want this gateway's URL of %s, such as https://gw.example.com%s", CallbackPath(dst.Name), CallbackPath(dst.Name))
 		}
 	}
 	if dst.AWS != nil {

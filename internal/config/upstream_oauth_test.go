@@ -24,6 +24,8 @@ func TestUpstreamOAuthBlock(t *testing.T) {
 		{"\n    oauth:\n      client_id: gh-app\n      client_secret: ${GH_SECRET}\n      redirect_url: http://127.0.0.1:8976/callback\n      token_dir: tokens",
 			&UpstreamOAuth{ClientID: "gh-app", ClientSecret: "gh-client-secret-1234", RedirectURL: "http://127.0.0.1:8976/callback",
 				TokenDir: filepath.Join("/etc/switchboard", "tokens")}},
+		{"\n    oauth:\n      callback_url: https://gw.example.com/switchboard/oauth/callback/x",
+			&UpstreamOAuth{CallbackURL: "https://gw.example.com/switchboard/oauth/callback/x"}},
 		{"\n    oauth:\n      grant: client_credentials\n      client_id: m2m\n      client_secret: ${GH_SECRET}\n      client_metadata_url: https://example.com/sb.json",
 			&UpstreamOAuth{Grant: GrantClientCredentials, ClientID: "m2m", ClientSecret: "gh-client-secret-1234", ClientMetadataURL: "https://example.com/sb.json"}},
 	} {

@@ -234,6 +234,14 @@ func New(opts Options) *Destination {
 		}
 		d.aws = newAWSClient(h, dlog)
 		d.oauth = newOAuthTarget(opts.Name, h, dlog)
+		if d.oauth != nil && d.oauth.oc != nil {
+			// The clients given a login's URL hear that it is done.
+			d.oauth.oc.OnLogin(func(id string) {
+				for _, up := range d.upstreams() {
+					up.ElicitationComplete(id)
+				}
+			})
+		}
 		d.dialer = func(forward http.Header) upstream.Dialer {
 			hdr := upstreamHeader(h, forward)
 			if id := h.IdentityHeader; id != "" && forward.Get(id) != "" {
@@ -299,6 +307,11 @@ func (d *Destination) legacySSE() bool { return d.opts.HTTP != nil && d.opts.HTT
 
 // Name returns the destination's name (router.Server).
 func (d *Destination) Name() string { return d.name }
+
+// OAuthCallback is the handler of the redirects of the logins the gateway
+// starts for the destination (oauth.callback_url), served at
+// /oauth/callback/{name}; nil when it starts none.
+func (d *Destination) OAuthCallback() http.Handler { return d.oauth.callback() }
 
 // upstreamHeader builds the headers of an HTTP upstream: the configured
 // ones (secrets already substituted) plus the client headers named in

@@ -13,10 +13,11 @@ import (
 // oauthTarget is the OAuth side of a streamable_http or sse destination
 // with an oauth block: one oauth.Client, and the HTTP client that sets
 // its tokens, shared by every session of the destination (so a token is
-// refreshed once for all of them). The tokens live in the token file; the
-// gateway never starts a login: a destination without a usable token is
-// needs_login until `switchboard auth login NAME` writes the file, which
-// the Client reads again when it changes.
+// refreshed once for all of them). The tokens live in the token file; a
+// destination without a usable token is needs_login until `switchboard
+// auth login NAME` writes the file, which the Client reads again when it
+// changes, or (oauth.callback_url) until a client's person completes the
+// login the gateway started, whose redirect callback serves.
 type oauthTarget struct {
 	name   string        // the destination's
 	oc     *oauth.Client // nil when err is set
@@ -68,6 +69,15 @@ func (t *oauthTarget) state(context.Context) (string, string) {
 		return oauth.StateNeedsLogin, st.Reason + "; run: switchboard auth login " + t.name
 	}
 	return "", ""
+}
+
+// callback is the handler of the login redirects, or nil when the
+// gateway starts no logins for the destination.
+func (t *oauthTarget) callback() http.Handler {
+	if t == nil || t.oc == nil || !t.oc.StartsLogins() {
+		return nil
+	}
+	return http.HandlerFunc(t.oc.Callback)
 }
 
 func (t *oauthTarget) close() {

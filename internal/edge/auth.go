@@ -23,14 +23,16 @@ import (
 
 // authenticate answers 401 (or 503 when the issuer's keys cannot be had)
 // to a request whose credentials are missing or wrong, and serves the
-// others with their identity in the context. /health, /readyz and the
-// RFC 9728 metadata need no credentials.
+// others with their identity in the context. /health, /readyz, the
+// RFC 9728 metadata and the OAuth login redirects (whose state is their
+// credential) need no credentials.
 func (e *Edge) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		st := e.table()
 		a := st.Auth
 		p := r.URL.Path
-		if a == nil || p == "/health" || p == "/readyz" || p == auth.MetadataPath || strings.HasPrefix(p, auth.MetadataPath+"/") {
+		if a == nil || p == "/health" || p == "/readyz" || p == auth.MetadataPath || strings.HasPrefix(p, auth.MetadataPath+"/") ||
+			strings.HasPrefix(p, callbackPrefix) {
 			next.ServeHTTP(w, r)
 			return
 		}

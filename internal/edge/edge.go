@@ -79,6 +79,11 @@ type Table struct {
 	Metrics, UI bool
 	// HealthStatus is /health's status word; "" means "ok".
 	HealthStatus string
+	// OAuthCallbacks serve GET /oauth/callback/{name}: the redirects of
+	// the logins the gateway starts for the OAuth destinations that
+	// allow it, by destination name. They need no credentials (a
+	// browser brings none): the login's state is checked instead.
+	OAuthCallbacks map[string]http.Handler
 }
 
 // Edge serves the HTTP routes of the current Table. Its methods are safe
@@ -113,6 +118,17 @@ func (e *Edge) Handler() http.Handler {
 	}
 	mux.HandleFunc("GET "+auth.MetadataPath, e.serveMetadata) // RFC 9728 (auth.go); 404 without oauth
 	mux.HandleFunc("GET "+auth.MetadataPath+"/", e.serveMetadata)
+	mux.HandleFunc("GET "+callbackPrefix+"{dest}", func(w http.ResponseWriter, r *http.Request) {
+		h := e.table().OAuthCallbacks[r.PathValue("dest")]
+		if h == nil {
+			http.Error(w, "no login callback for this destination", http.StatusNotFound)
+			return
+		}
+		if rec := audit.FromContext(r.Context()); rec != nil {
+			rec.Destination = r.PathValue("dest")
+		}
+		h.ServeHTTP(w, r)
+	})
 	atView := e.viewRoutes() // /{ns}/mcp, /{ns}/sse, /{ns}/message (views.go)
 	mux.HandleFunc("/{dest}/{endpoint}", func(w http.ResponseWriter, r *http.Request) {
 		h := e.table().Fronts[r.PathValue("dest")+"/"+r.PathValue("endpoint")]
@@ -133,6 +149,10 @@ func (e *Edge) Handler() http.Handler {
 	e.routeViews(mux)
 	return e.audited(e.guard(e.authenticate(e.clientBound(e.directFront(mux))))) // refused requests are audited too
 }
+
+// callbackPrefix is the path of the OAuth login redirects
+// (config.CallbackPath).
+const callbackPrefix = "/oauth/callback/"
 
 // directFront serves /{dest}/mcp, the path of nearly every request, by one
 // map lookup, and everything else through mux (whose pattern matching

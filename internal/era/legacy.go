@@ -45,10 +45,18 @@ func (t *LegacyOverModern) Join(ctx context.Context, down upstream.Downstream, i
 	caps := orEmpty(jsonrpc.Member(init.Params, "capabilities"))
 	info := jsonrpc.Member(init.Params, "clientInfo")
 	s := &legacySession{t: t, down: down, caps: caps, version: mcp.ModernVersion, pending: map[string]chan *jsonrpc.Message{}, calls: map[string]*legacyCall{}}
+	legacy := mcp.LatestLegacyVersion // as initFromDiscover answers
+	if mcp.IsLegacy(requested) {
+		legacy = requested
+	}
+	s.elicitURL = mcp.ElicitsURL(legacy, caps)
 	s.setMeta(info, "")
 
 	ctx, cancel := context.WithTimeout(ctx, t.opts.Timeout)
 	defer cancel()
+	if s.elicitURL {
+		ctx = upstream.WithURLElicitation(ctx, down)
+	}
 	req := jsonrpc.NewRequest(json.RawMessage(`"switchboard-discover"`), "server/discover", s.params(nil))
 	c, err := t.srv.Stateless(ctx, req)
 	if err != nil {
@@ -59,6 +67,11 @@ func (t *LegacyOverModern) Join(ctx context.Context, down upstream.Downstream, i
 		return nil, nil, fmt.Errorf("%w: %s: server/discover: %v", upstream.ErrUnavailable, t.opts.Name, err)
 	}
 	if e := resp.ErrorOf(); e != nil {
+		if e.Code == mcp.CodeURLElicitationRequired || e.Code == mcp.CodeOpenURL {
+			// A login for the client's person (or its fallback): the
+			// client is answered with it.
+			return nil, nil, fmt.Errorf("%w: %s: server/discover: %w", upstream.ErrUnavailable, t.opts.Name, e)
+		}
 		return nil, nil, fmt.Errorf("%w: %s: server/discover: %s", upstream.ErrUnavailable, t.opts.Name, e.Message)
 	}
 	s.serverCaps = orEmpty(jsonrpc.Member(resp.Result, "capabilities"))
@@ -102,6 +115,7 @@ type legacySession struct {
 	caps       json.RawMessage // the client's capabilities
 	serverCaps json.RawMessage
 	version    string
+	elicitURL  bool // the client takes MCP's -32042 (upstream.WithURLElicitation)
 
 	meta atomic.Pointer[[]byte] // the _meta members every request carries
 	next atomic.Int64           // ids of Switchboard's requests to the client
@@ -176,6 +190,9 @@ func (s *legacySession) Call(ctx context.Context, req *jsonrpc.Message) (session
 		return result(req, json.RawMessage(`{}`)), nil
 	}
 	fwd := &jsonrpc.Message{ID: req.ID, Method: req.Method, Params: s.params(req.Params)}
+	if s.elicitURL {
+		ctx = upstream.WithURLElicitation(ctx, s.down)
+	}
 	inner, err := s.t.srv.Stateless(ctx, fwd)
 	if err != nil {
 		return nil, err

@@ -131,7 +131,7 @@ func NewOAuthClient(cfg *config.Destination, log *slog.Logger) (*oauth.Client, e
 		}
 	}
 	return oauth.New(oauth.Options{URL: cfg.URL, Grant: o.Grant, ClientID: o.ClientID, ClientSecret: o.ClientSecret, ClientKey: key,
-		ClientMetadataURL: o.ClientMetadataURL, RedirectURL: o.RedirectURL,
+		ClientMetadataURL: o.ClientMetadataURL, RedirectURL: o.RedirectURL, CallbackURL: o.CallbackURL,
 		Store: store, Key: cfg.Name, SSE: cfg.Type == config.TypeSSE,
 		LoginHint: "switchboard auth login " + cfg.Name, Logger: log})
 }

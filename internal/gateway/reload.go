@@ -92,6 +92,12 @@ func (g *Gateway) build(cfg *config.Config, prev *state) (*state, []*destination
 			KeepAlive: keepAlive(cfg), GetStreams: cfg.Connections.GetStreams, Done: g.done, Logger: g.log, ParamHeaders: d.ParamHeaders,
 		})
 		t.Fronts[name+"/sse"], t.Fronts[name+"/message"] = g.legacyFront(cfg, name, front, dc)
+		if cb := d.OAuthCallback(); cb != nil {
+			if t.OAuthCallbacks == nil {
+				t.OAuthCallbacks = map[string]http.Handler{}
+			}
+			t.OAuthCallbacks[name] = cb
+		}
 	}
 	st.routers = g.buildViews(cfg, servers, t)
 	return st, stale

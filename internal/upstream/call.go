@@ -26,9 +26,11 @@ type Call struct {
 	out   jsonrpc.Message
 	idBuf [20]byte
 
-	internal     bool // Switchboard's own request (handshake, setLevel)
-	local        bool // answered by Switchboard without the server
-	subscription bool // subscriptions/listen: long-lived, never times out
+	internal     bool       // Switchboard's own request (handshake, setLevel)
+	elicitURL    bool       // the client takes a -32042 answer (see urlElicitationFallback)
+	elicitDown   Downstream // a stateless call's client that takes it (WithURLElicitation); else nil
+	local        bool       // answered by Switchboard without the server
+	subscription bool       // subscriptions/listen: long-lived, never times out
 
 	// parked is set while the call waits for a client that was handed
 	// the server's request as a 2026-07-28 input_required result (package

@@ -79,6 +79,17 @@ func (u *Upstream) response(msg *jsonrpc.Message) {
 	if !c.internal {
 		msg.ID = c.clientID
 	}
+	if msg.Error != nil && !c.elicitURL && !c.internal { // the handshake's: see loginError
+		msg = urlElicitationFallback(msg)
+	} else if msg.Error != nil && c.elicitURL && bytes.Contains(msg.Error, []byte("-32042")) {
+		if e := msg.ErrorOf(); e != nil && e.Code == mcp.CodeURLElicitationRequired {
+			who := elicitee{m: c.member, d: c.elicitDown}
+			if c.member != nil {
+				who.d = c.member.d
+			}
+			u.noteElicited(who, e)
+		}
+	}
 	// The client's answer, in its wire form: written as it is. A large
 	// one is put in a pooled buffer, which the front gives back once the
 	// answer is written (jsonrpc.Message.Release).
@@ -89,6 +100,22 @@ func (u *Upstream) response(msg *jsonrpc.Message) {
 	}
 	c.answered.Store(time.Now().UnixNano())
 	c.q.PushLast(msg)
+}
+
+// urlElicitationFallback rewrites an error response that asks for a URL
+// elicitation (-32042: an OAuth destination's login, or the server's own)
+// for a client that did not declare it can take one (or a 2026-07-28
+// request): mcp.URLElicitationFallback. Other messages are returned as
+// they are.
+func urlElicitationFallback(msg *jsonrpc.Message) *jsonrpc.Message {
+	if !bytes.Contains(msg.Error, []byte("-32042")) {
+		return msg
+	}
+	var e jsonrpc.Error
+	if json.Unmarshal(msg.Error, &e) != nil || e.Code != mcp.CodeURLElicitationRequired {
+		return msg
+	}
+	return jsonrpc.NewError(msg.ID, mcp.URLElicitationFallback(&e))
 }
 
 // oversize fails the call whose response was too large, when its id can be

@@ -28,7 +28,12 @@ type Member struct {
 	left  bool
 }
 
-type clientCaps struct{ sampling, elicitation, roots bool }
+type clientCaps struct {
+	sampling, elicitation, roots bool
+	// elicitURL: the client takes MCP's URLElicitationRequired error
+	// (mcp.ElicitsURL); the others get its fallback (see response).
+	elicitURL bool
+}
 
 var logLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
 
@@ -58,10 +63,10 @@ func (u *Upstream) Join(ctx context.Context, d Downstream, init *jsonrpc.Message
 	if u.opts.Era != Legacy {
 		return nil, nil, fmt.Errorf("%w: %s speaks protocol 2026-07-28 only", ErrUnavailable, u.opts.Name)
 	}
-	if err := u.ensure(ctx, init.Params); err != nil {
-		return nil, nil, err
-	}
 	requested, _ := jsonrpc.StringMember(init.Params, "protocolVersion")
+	if err := u.ensure(ctx, init.Params); err != nil {
+		return nil, nil, forClient(err, mcp.ElicitsURL(requested, jsonrpc.Member(init.Params, "capabilities")))
+	}
 	m := &Member{u: u, d: d, calls: map[string]int64{}, level: -1, subs: map[string]bool{}}
 	caps := jsonrpc.Member(init.Params, "capabilities")
 	m.caps = clientCaps{
@@ -78,6 +83,7 @@ func (u *Upstream) Join(ctx context.Context, d Downstream, init *jsonrpc.Message
 	u.members[m] = struct{}{}
 	u.mu.Unlock()
 	m.version = negotiate(requested, server)
+	m.caps.elicitURL = mcp.ElicitsURL(m.version, caps)
 	if m.version != server {
 		_, s, e, ok := jsonrpc.Lookup(res, "protocolVersion")
 		if ok {
@@ -98,6 +104,13 @@ func (m *Member) Leave() {
 	}
 	m.left = true
 	delete(u.members, m)
+	for id, ms := range u.elicited {
+		if ms = slices.DeleteFunc(ms, func(x elicitee) bool { return x.m == m }); len(ms) == 0 {
+			delete(u.elicited, id)
+		} else {
+			u.elicited[id] = ms
+		}
+	}
 	var calls []*Call
 	for _, id := range m.calls {
 		if c := u.pending[id]; c != nil {
@@ -195,12 +208,35 @@ func (u *Upstream) CallStateless(ctx context.Context, req *jsonrpc.Message) (*Ca
 	return u.call(ctx, nil, req)
 }
 
+type elicitURLKey struct{}
+
+// WithURLElicitation marks ctx as that of a stateless request made for a
+// legacy client that takes MCP's URLElicitationRequired error (package
+// era, for a 2025-11-25 client over a 2026-07-28 server), reached by
+// down: its -32042 answer reaches the client as it is, and
+// ElicitationComplete tells down. Any other stateless request gets the
+// error's fallback (mcp.URLElicitationFallback).
+func WithURLElicitation(ctx context.Context, down Downstream) context.Context {
+	return context.WithValue(ctx, elicitURLKey{}, down)
+}
+
+// elicitingDown returns the Downstream WithURLElicitation put in ctx, or
+// nil.
+func elicitingDown(ctx context.Context) Downstream {
+	d, _ := ctx.Value(elicitURLKey{}).(Downstream)
+	return d
+}
+
 func (u *Upstream) call(ctx context.Context, m *Member, req *jsonrpc.Message) (*Call, error) {
 	if err := u.ensure(ctx, nil); err != nil {
-		return nil, err
+		return nil, forClient(err, m != nil && m.caps.elicitURL || m == nil && elicitingDown(ctx) != nil)
 	}
 	c := u.newCall(m, req.ID, req.Method)
 	c.subscription = req.Method == "subscriptions/listen"
+	c.elicitURL = m != nil && m.caps.elicitURL || m == nil && elicitingDown(ctx) != nil
+	if m == nil {
+		c.elicitDown = elicitingDown(ctx)
+	}
 	params := req.Params
 	if tok, s, e, ok := req.LookupMeta("progressToken"); ok {
 		c.token = tok

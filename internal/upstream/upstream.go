@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -253,8 +254,12 @@ type Upstream struct {
 	reverse map[int64]*serverRequest // by downstream id
 	nextRev int64
 	members map[*Member]struct{}
-	subs    map[string]int // resource URI → number of members subscribed
-	level   string         // logging level set on the server; "" none
+	// elicited are the members given a URL elicitation (-32042) that no
+	// notifications/elicitation/complete has answered yet, by
+	// elicitationId (see ElicitationComplete).
+	elicited map[string][]elicitee
+	subs     map[string]int // resource URI → number of members subscribed
+	level    string         // logging level set on the server; "" none
 	// hsErr is why the handshake of connection hsGen failed: the reason
 	// watch reports, rather than the end of the connection it caused.
 	hsErr error
@@ -379,6 +384,14 @@ func (u *Upstream) ensure(ctx context.Context, params json.RawMessage) error {
 				continue
 			}
 			err := u.lastErr
+			if e := loginError(err); e != nil {
+				// The handshake waits for a person's login (an OAuth
+				// destination's, its URL in e): the next request tries
+				// again at once, and this one tells its client.
+				u.retryAt = time.Time{}
+				u.mu.Unlock()
+				return fmt.Errorf("%w: %s: %w", ErrUnavailable, u.opts.Name, e)
+			}
 			u.mu.Unlock()
 			return fmt.Errorf("%w: %s failed: %v", ErrUnavailable, u.opts.Name, err)
 		case Closed:
@@ -540,6 +553,90 @@ func (u *Upstream) restore(ctx context.Context) {
 			u.log.Warn("restoring resource subscription failed", "uri", uri, "err", err)
 		}
 	}
+}
+
+// elicitee is a client given a URL elicitation: a member, or the
+// client of a stateless call (m nil) reached by d. Comparable: every
+// Downstream is a pointer.
+type elicitee struct {
+	m *Member
+	d Downstream
+}
+
+// maxElicited bounds Upstream.elicited: the logins whose completion has
+// not come yet (a login that never completes leaves its entry).
+const maxElicited = 64
+
+// ElicitationComplete tells the clients given the URL elicitation id
+// (an OAuth destination's login, now done) that it is complete:
+// notifications/elicitation/complete, on their listen streams. Members
+// that left are skipped; an id nobody was given is ignored.
+func (u *Upstream) ElicitationComplete(id string) {
+	u.mu.Lock()
+	who := u.elicited[id]
+	delete(u.elicited, id)
+	u.mu.Unlock()
+	n := jsonrpc.NewNotification("notifications/elicitation/complete", jsonrpc.Marshal(map[string]string{"elicitationId": id}))
+	for _, w := range who {
+		if w.m != nil {
+			u.mu.Lock()
+			left := w.m.left
+			u.mu.Unlock()
+			if left {
+				continue
+			}
+		}
+		w.d.Deliver(n)
+	}
+}
+
+// noteElicited records that the client w was given the URL
+// elicitations of e (a -32042 error), for ElicitationComplete. u.mu is
+// not held.
+func (u *Upstream) noteElicited(w elicitee, e *jsonrpc.Error) {
+	var d struct {
+		Elicitations []mcp.URLElicitation `json:"elicitations"`
+	}
+	if w.d == nil || json.Unmarshal(e.Data, &d) != nil {
+		return
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.elicited == nil {
+		u.elicited = map[string][]elicitee{}
+	}
+	for _, el := range d.Elicitations {
+		if el.ElicitationID == "" || slices.Contains(u.elicited[el.ElicitationID], w) {
+			continue
+		}
+		if _, ok := u.elicited[el.ElicitationID]; !ok && len(u.elicited) >= maxElicited {
+			for old := range u.elicited { // forget one that never completed
+				delete(u.elicited, old)
+				break
+			}
+		}
+		u.elicited[el.ElicitationID] = append(u.elicited[el.ElicitationID], w)
+	}
+}
+
+// loginError returns the URLElicitationRequired error (-32042) in err's
+// chain, the handshake's answer when an OAuth destination waits for a
+// person's login, or nil.
+func loginError(err error) *jsonrpc.Error {
+	var e *jsonrpc.Error
+	if errors.As(err, &e) && e.Code == mcp.CodeURLElicitationRequired {
+		return e
+	}
+	return nil
+}
+
+// forClient rewrites a login error of err (loginError) for a client that
+// cannot take -32042 (elicitURL false): mcp.URLElicitationFallback.
+func forClient(err error, elicitURL bool) error {
+	if e := loginError(err); e != nil && !elicitURL {
+		return fmt.Errorf("%w: %w", ErrUnavailable, mcp.URLElicitationFallback(e))
+	}
+	return err
 }
 
 // gatewayCapabilities are the client capabilities a shared Upstream

@@ -19,9 +19,10 @@ import (
 // Login runs the authorization code flow now (`switchboard auth login`):
 // it sends the server an unauthenticated request to learn, from its
 // refusal, where to authorize; prompt shows the authorization URL; the
-// tokens are stored. A server that lets the request through is asked
-// for its metadata at the well-known URLs (RFC 9728); one that publishes
-// none is an error.
+// tokens are stored. A server that lets the request (an initialize)
+// through is asked for its tools in that session, and learned from if
+// it refuses them; else it is asked for its metadata at the well-known
+// URLs (RFC 9728); one that publishes none is an error.
 func (c *Client) Login(ctx context.Context, prompt Prompt) error {
 	if c.opts.Grant != GrantAuthorizationCode {
 		return errors.New("oauth: a client_credentials destination needs no login")
@@ -50,17 +51,73 @@ func (c *Client) Login(ctx context.Context, prompt Prompt) error {
 	}
 	if !refused(resp) {
 		discard(resp)
-		if resp.StatusCode/100 != 2 {
+		// Some servers let the handshake through and protect the rest:
+		// ask for the tools (in that session; or, from a 2026-07-28
+		// server that has no handshake, statelessly), whose refusal
+		// names the scope the calls need; else discover from the
+		// well-known metadata URLs, without a challenge.
+		opened := resp.StatusCode/100 == 2
+		if r2, resp2 := c.probeTools(ctx, opened, resp.Header.Get("Mcp-Session-Id")); resp2 != nil {
+			req, resp = r2, resp2
+		} else if opened {
+			resp = &http.Response{StatusCode: http.StatusUnauthorized, Header: http.Header{}, Body: http.NoBody, Request: req}
+		} else {
 			return fmt.Errorf("oauth: %s answered %s, not 401: cannot discover its authorization server", c.opts.URL, resp.Status)
 		}
-		// Some servers let the handshake through and protect the rest:
-		// discover from the well-known metadata URLs instead of a
-		// challenge.
-		resp = &http.Response{StatusCode: http.StatusUnauthorized, Header: http.Header{}, Body: http.NoBody, Request: req}
 	}
 	c.authMu.Lock()
 	defer c.authMu.Unlock()
 	return c.loginLocked(ctx, req, resp, prompt)
+}
+
+// probeTools sends a tools/list without a token, and returns it and its
+// answer when the server refused it (401, 403 insufficient_scope); else
+// nil. In a session a server opened (opened; sid its id, "" for none) it
+// sends notifications/initialized first; else (the server refused the
+// initialize, as a 2026-07-28 one does) it sends the stateless 2026-07-28
+// form.
+func (c *Client) probeTools(ctx context.Context, opened bool, sid string) (*http.Request, *http.Response) {
+	if c.opts.SSE {
+		return nil, nil
+	}
+	post := func(body, version, method string) (*http.Request, *http.Response) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.opts.URL, strings.NewReader(body))
+		if err != nil {
+			return nil, nil
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", version)
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+		}
+		if method != "" {
+			req.Header.Set("Mcp-Method", method)
+		}
+		resp, err := c.http.Do(req)
+		if err != nil {
+			return nil, nil
+		}
+		return req, resp
+	}
+	var req *http.Request
+	var resp *http.Response
+	if opened {
+		if _, r := post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, "2025-11-25", ""); r != nil {
+			discard(r)
+		}
+		req, resp = post(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, "2025-11-25", "")
+	} else {
+		req, resp = post(`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, "2026-07-28", "tools/list")
+	}
+	if resp == nil {
+		return nil, nil
+	}
+	if !refused(resp) {
+		discard(resp)
+		return nil, nil
+	}
+	return req, resp
 }
 
 // loginLocked runs the authorization code flow for the refused request
@@ -68,10 +125,12 @@ func (c *Client) Login(ctx context.Context, prompt Prompt) error {
 // authorization URL with prompt. authMu is held.
 func (c *Client) loginLocked(ctx context.Context, req *http.Request, resp *http.Response, prompt Prompt) error {
 	if c.code == nil {
-		if err := c.newCodeHandler(); err != nil {
+		h, lb, err := c.newCodeHandler(false)
+		if err != nil {
 			discard(resp)
 			return err
 		}
+		c.code, c.redir = h, lb
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.opts.LoginTimeout)
 	defer cancel()
@@ -87,19 +146,27 @@ func (c *Client) loginLocked(ctx context.Context, req *http.Request, resp *http.
 	return nil
 }
 
-// newCodeHandler makes the go-sdk's authorization code handler, its
-// redirect listener bound first so that its port is known. authMu is held.
-func (c *Client) newCodeHandler() error {
-	lb, err := listenLoopback(c.opts.RedirectURL)
-	if err != nil {
-		return err
+// newCodeHandler makes a go-sdk authorization code handler: for the
+// logins the Client starts itself (gateway, callback.go), redirected to
+// CallbackURL; else to a loopback listener, bound first so that its port
+// is known, and returned. authMu is held.
+func (c *Client) newCodeHandler(gateway bool) (*auth.AuthorizationCodeHandler, *loopback, error) {
+	var lb *loopback
+	redirect := c.opts.CallbackURL
+	if !gateway {
+		var err error
+		if lb, err = listenLoopback(c.opts.RedirectURL); err != nil {
+			return nil, nil, err
+		}
+		redirect = lb.url
 	}
 	cfg := &auth.AuthorizationCodeHandlerConfig{
-		RedirectURL:              lb.url,
+		RedirectURL:              redirect,
 		AuthorizationCodeFetcher: c.fetchCode,
+		ScopeFilter:              c.scopeFilter,
 		DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{
 			Metadata: &oauthex.ClientRegistrationMetadata{
-				RedirectURIs:  []string{lb.url},
+				RedirectURIs:  []string{redirect},
 				ClientName:    "Switchboard",
 				GrantTypes:    []string{"authorization_code", "refresh_token"},
 				ResponseTypes: []string{"code"},
@@ -121,11 +188,12 @@ func (c *Client) newCodeHandler() error {
 	}
 	h, err := auth.NewAuthorizationCodeHandler(cfg)
 	if err != nil {
-		lb.close()
-		return fmt.Errorf("oauth: %v", err)
+		if lb != nil {
+			lb.close()
+		}
+		return nil, nil, fmt.Errorf("oauth: %v", err)
 	}
-	c.code, c.redir = h, lb
-	return nil
+	return h, lb, nil
 }
 
 // adopt is the handler's NewTokenSource hook: called with the client and
@@ -154,6 +222,9 @@ func (c *Client) adopt(_ context.Context, cfg *oauth2.Config, tok *oauth2.Token)
 func (c *Client) fetchCode(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
 	if err := checkAuthURL(args.URL); err != nil {
 		return nil, err
+	}
+	if p, ok := ctx.Value(pendingKey{}).(*pendingLogin); ok {
+		return c.awaitCallback(ctx, p, args.URL)
 	}
 	prompt := c.prompt
 	if prompt == nil {
@@ -286,8 +357,14 @@ func (l *loopback) close() {
 	}
 }
 
-// Close releases the Client's redirect listener, if a login left one.
+// Close releases the Client's redirect listener, if a login left one,
+// and ends a login it started itself (CallbackURL), waiting for it.
 func (c *Client) Close() {
+	c.pmu.Lock()
+	c.closed = true
+	c.pmu.Unlock()
+	c.bgCancel()
+	c.bg.Wait()
 	c.authMu.Lock()
 	defer c.authMu.Unlock()
 	if c.redir != nil {

@@ -17,7 +17,8 @@
 //
 // This package adds what a gateway needs around them (see Client): tokens
 // that persist in a Store, one refresh however many requests find a token
-// expired, and StateNeedsLogin when the server refuses the refresh token.
+// expired, StateNeedsLogin when the server refuses the refresh token, and
+// logins the gateway starts itself (Options.CallbackURL, callback.go).
 //
 // Token values never reach a log, an error or a status: only their expiry
 // and whether a refresh token is held.
@@ -121,12 +122,25 @@ type Options struct {
 	// request fails with ErrNeedsLogin and the state is StateNeedsLogin.
 	Prompt Prompt
 
+	// CallbackURL, when set (and Prompt is nil), lets the Client start an
+	// authorization code login by itself, for a gateway destination whose
+	// clients have a person behind them: a request that finds no usable
+	// token, is refused for want of scope (403 insufficient_scope), or
+	// meets a new authorization server fails with a *LoginRequiredError
+	// that carries the authorization URL, and the browser's redirect
+	// comes back to CallbackURL, which the gateway serves with Callback.
+	// One login waits at a time; the requests that meet it meanwhile get
+	// the same URL. An absolute http or https URL. Default "": the Client
+	// never starts a login (ErrNeedsLogin).
+	CallbackURL string
+
 	// RefreshMargin is how long before its expiry a token is refreshed.
 	// Default 0: 30 s.
 	RefreshMargin time.Duration
 
 	// LoginTimeout bounds how long a login waits for the browser's
-	// redirect. Default 0: 5 minutes.
+	// redirect (with CallbackURL: how long its URL may be used). Default
+	// 0: 5 minutes.
 	LoginTimeout time.Duration
 
 	// LoginHint completes the ErrNeedsLogin message with what to run,
@@ -150,8 +164,8 @@ type Options struct {
 // many requests find it expired (oauth2.ReuseTokenSource holds the others
 // until the refresh is done), and a 401 is answered by one refresh; a
 // refresh token the server refuses puts the Client in StateNeedsLogin,
-// which /healthz and `check` report. Without a Prompt (a gateway) a Client
-// never starts an interactive login by itself.
+// which /healthz and `check` report. Without a Prompt or a CallbackURL a
+// Client never starts an interactive login by itself.
 type Client struct {
 	opts  Options
 	store Store
@@ -171,13 +185,24 @@ type Client struct {
 	// login, a client-credentials grant), so concurrent requests that
 	// were refused recover once.
 	authMu sync.Mutex
-	code   *auth.AuthorizationCodeHandler    // guarded by authMu; made by the first login
+	code   *auth.AuthorizationCodeHandler    // guarded by authMu; made by the first login with a Prompt
+	gwCode *auth.AuthorizationCodeHandler    // guarded by authMu; made by the first login the Client starts (CallbackURL)
 	cc     *extauth.ClientCredentialsHandler // guarded by authMu; nil unless GrantClientCredentials with a secret
 	signer jose.Signer                       // the private_key_jwt assertions' (ClientKey); nil without
 	redir  *loopback                         // guarded by authMu; the login's redirect listener
 	prompt Prompt                            // guarded by authMu: the running login's
 
 	refreshes atomic.Int64 // refresh-token grants sent
+
+	// The logins started by the Client itself (CallbackURL; callback.go).
+	pmu      sync.Mutex
+	pending  *pendingLogin      // guarded by pmu: the login waiting for its redirect; nil: none
+	union    []string           // guarded by pmu: scopes a step-up login asks for besides the challenge's
+	closed   bool               // guarded by pmu: Close was called; no login starts
+	onLogin  func(id string)    // guarded by pmu: see OnLogin
+	bg       sync.WaitGroup     // the logins' goroutines (runLogin); Close waits for them
+	bgCtx    context.Context    // the logins' context, cancelled by Close
+	bgCancel context.CancelFunc // cancels bgCtx
 }
 
 // New returns a Client; it reads nothing yet.
@@ -201,6 +226,12 @@ func New(opts Options) (*Client, error) {
 			return nil, errors.New("oauth: the redirect URL must be http on a loopback address, such as http://127.0.0.1:8976/callback")
 		}
 	}
+	if opts.CallbackURL != "" {
+		u, err := url.Parse(opts.CallbackURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, errors.New("oauth: the callback URL must be an absolute http or https URL, such as https://gateway.example.com/oauth/callback/NAME")
+		}
+	}
 	if opts.Key == "" {
 		opts.Key = "default"
 	}
@@ -211,6 +242,7 @@ func New(opts Options) (*Client, error) {
 		opts.LoginTimeout = 5 * time.Minute
 	}
 	c := &Client{opts: opts, store: opts.Store, log: opts.Logger, http: opts.HTTPClient}
+	c.bgCtx, c.bgCancel = context.WithCancel(context.Background())
 	if c.store == nil {
 		c.store = &MemoryStore{}
 	}
@@ -484,16 +516,23 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	c := t.c
 	for attempt := 0; ; attempt++ {
 		src, gen, state, reason := c.current()
-		if src == nil && state == StateNeedsLogin && c.opts.Prompt == nil && c.opts.Grant == GrantAuthorizationCode {
-			// Nothing to send but a request the server will refuse.
-			closeBody(req)
-			return nil, c.needsLogin(reason)
+		if src == nil && state == StateNeedsLogin && c.opts.Grant == GrantAuthorizationCode {
+			if err := c.waitingLogin(); err != nil {
+				// A login started here waits for its person: same URL.
+				closeBody(req)
+				return nil, err
+			}
+			if !c.canLogin() {
+				// Nothing to send but a request the server will refuse.
+				closeBody(req)
+				return nil, c.needsLogin(reason)
+			}
 		}
 		var tok *oauth2.Token
 		if src != nil {
 			var err error
 			tok, err = src.Token()
-			if err != nil && (c.opts.Prompt == nil || !errors.Is(err, ErrNeedsLogin)) {
+			if err != nil && (!c.canLogin() || !errors.Is(err, ErrNeedsLogin)) {
 				closeBody(req)
 				return nil, err
 			}
@@ -588,19 +627,22 @@ func (c *Client) recover(ctx context.Context, req *http.Request, resp *http.Resp
 		c.mu.Unlock()
 		return nil
 	}
-	if resp.StatusCode == http.StatusUnauthorized && hadToken {
+	if resp.StatusCode == http.StatusUnauthorized && hadToken && c.waitingLogin() == nil {
 		err := c.forceRefresh(gen)
 		if err == nil {
 			discard(resp)
 			return nil
 		}
-		if errors.Is(err, ErrNeedsLogin) && c.opts.Prompt == nil {
+		if errors.Is(err, ErrNeedsLogin) && !c.canLogin() {
 			discard(resp)
 			return err
 		}
 	}
 	if c.opts.Prompt != nil {
 		return c.loginLocked(ctx, req, resp, c.opts.Prompt)
+	}
+	if c.opts.CallbackURL != "" {
+		return c.startLogin(ctx, req, resp)
 	}
 	reason := "the server refused the request without a valid token"
 	if resp.StatusCode == http.StatusForbidden {

@@ -355,6 +355,22 @@ func (c *ClientConn) exchange(p *post, retried bool) {
 		c.exchange(p, retried)
 		return
 	}
+	var login urlElicitation
+	if err != nil && p.id != nil && p.ctx.Err() == nil && errors.As(err, &login) {
+		// The HTTP client (an OAuth destination) started a login for a
+		// person to complete: the client is told the URL (the router
+		// rewrites this for a client that cannot take -32042).
+		id, u, msg := login.Elicitation()
+		c.log.Info("upstream needs a login; the client is given its URL", "method", p.msg.Method)
+		if p.init {
+			// A new connection would meet the same login (see Refused).
+			c.mu.Lock()
+			c.refused = true
+			c.mu.Unlock()
+		}
+		c.deliver(jsonrpc.NewError(p.id, mcp.URLElicitationRequired(id, u, msg)).Encode())
+		return
+	}
 	if err != nil {
 		if p.ctx.Err() != nil {
 			c.failEnded(p)
@@ -417,6 +433,13 @@ func (c *ClientConn) exchange(p *post, retried bool) {
 	default:
 		c.failPost(p, fmt.Sprintf("upstream response is not MCP (Content-Type %s)", ct))
 	}
+}
+
+// urlElicitation is an error of the HTTP client that a person can cure
+// by visiting a URL (oauth.LoginRequiredError): what an MCP URL-mode
+// elicitation carries.
+type urlElicitation interface {
+	Elicitation() (id, url, message string)
 }
 
 // newPost builds the POST for p. sid is the session id it carries.
@@ -1054,7 +1077,8 @@ func (c *ClientConn) end(err error) {
 }
 
 // Refused reports whether the server refused the credentials (401 or 403)
-// in answer to initialize: connecting again cannot help (upstream.Refuser).
+// in answer to initialize, or the initialize waits for a person's login:
+// connecting again cannot help (upstream.Refuser).
 func (c *ClientConn) Refused() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
