@@ -34,7 +34,8 @@ import (
 const envMainServer = "SWITCHBOARD_MAIN_TEST_SERVER"
 
 func TestMain(m *testing.M) {
-	sandbox.WorkerMain() // code mode's workers are this binary
+	sandbox.WorkerMain()       // code mode's workers are this binary
+	peertest.StdioServerMain() // TestLargeCallsMemory's child
 	switch mode := os.Getenv(envMainServer); mode {
 	case "":
 		// The binaries these tests run write their audit log to the

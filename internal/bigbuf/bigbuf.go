@@ -5,8 +5,8 @@
 // behind for the collector to find (which lets the heap grow to twice what
 // is live). Memory goes back to the system once large messages stop.
 //
-// Buffers come in size classes of at least Min bytes, eight to each
-// doubling (a buffer is at most 12.5% larger than asked for). What the
+// Buffers come in size classes of at least Min bytes, sixteen to each
+// doubling (a buffer is at most 6.25% larger than asked for). What the
 // pool holds is capped at MaxPooled bytes; a buffer given back beyond that
 // is left to the garbage collector. When no buffer has been taken or given
 // back for IdleRelease, everything pooled is dropped and the process's
@@ -45,13 +45,13 @@ var pool struct {
 }
 
 // ClassSize returns the size of the class that holds n bytes: n rounded up
-// to three significant bits below the top one. Sizes below Min and above
+// to four significant bits below the top one. Sizes below Min and above
 // the largest class are not pooled: ClassSize returns n for them.
 func ClassSize(n int) int {
 	if n < Min || n > maxClass {
 		return n
 	}
-	shift := bits.Len(uint(n-1)) - 4
+	shift := bits.Len(uint(n-1)) - 5
 	return ((n-1)>>shift + 1) << shift
 }
 

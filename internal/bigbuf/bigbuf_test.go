@@ -8,8 +8,8 @@ import (
 func TestClassSize(t *testing.T) {
 	for n := Min; n <= maxClass; n += n/37 + 1 {
 		c := ClassSize(n)
-		if c < n || float64(c) > float64(n)*1.125 {
-			t.Fatalf("ClassSize(%d) = %d: not within [n, 1.125 n]", n, c)
+		if c < n || float64(c) > float64(n)*1.0625 {
+			t.Fatalf("ClassSize(%d) = %d: not within [n, 1.0625 n]", n, c)
 		}
 		if ClassSize(c) != c {
 			t.Fatalf("ClassSize(%d) = %d, but ClassSize(%d) = %d", n, c, c, ClassSize(c))

@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"net/http"
@@ -10,14 +9,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-
-	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 )
 
 // BenchmarkEchoLarge measures large tools/call messages (a base64
 // screenshot, a whole file) through the whole path: HTTP in, the JSON-RPC
 // scan and id rewrite, the stdio child's pipe both ways, and the answer
-// out. The child is the "bulk" test server, which echoes the text without
+// out. The child is the "bulk" test server (peertest), which echoes the text without
 // decoding it (its cost is small and the same for every change), so the
 // numbers are the gateway's; request and answer are both about size
 // bytes, as in the shared harness's LARGE settings.
@@ -135,46 +132,4 @@ destinations:
     env: {SWITCHBOARD_TEST_SERVER: bulk, GORACE: atexit_sleep_ms=0}
 `, exe)
 	return serveBench(b, yaml) + "/d/mcp"
-}
-
-// runBulkServer is the test server's "bulk" mode: a stdio MCP server whose
-// one tool, echo, answers with its text as it came (raw JSON, not decoded
-// and encoded again), so that large messages cost the child one scan and
-// two copies. It answers initialize and ping, and ignores notifications.
-func runBulkServer() int {
-	in := bufio.NewReaderSize(os.Stdin, 64<<10)
-	out := bufio.NewWriterSize(os.Stdout, 64<<10)
-	var line, resp []byte
-	for {
-		frag, err := in.ReadSlice('\n')
-		line = append(line, frag...)
-		if err == bufio.ErrBufferFull {
-			continue
-		}
-		if m, derr := jsonrpc.Decode(bytes.TrimSpace(line)); derr == nil && m.IsRequest() {
-			resp = append(resp[:0], `{"jsonrpc":"2.0","id":`...)
-			resp = append(resp, m.ID...)
-			switch m.Method {
-			case "initialize":
-				resp = append(resp, `,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"bulk","version":"1"}}}`...)
-			case "tools/call":
-				text, _, _, ok := jsonrpc.Lookup(m.Params, "arguments", "text")
-				if !ok {
-					text = []byte(`""`)
-				}
-				resp = append(resp, `,"result":{"content":[{"type":"text","text":`...)
-				resp = append(resp, text...)
-				resp = append(resp, `}]}}`...)
-			default:
-				resp = append(resp, `,"result":{}}`...)
-			}
-			resp = append(resp, '\n')
-			_, _ = out.Write(resp)
-			_ = out.Flush()
-		}
-		line = line[:0]
-		if err != nil {
-			return 0
-		}
-	}
 }

@@ -25,9 +25,6 @@ type (
 
 func TestMain(m *testing.M) {
 	sandbox.WorkerMain() // code mode's workers are this binary
-	if os.Getenv(envServerMode) == "bulk" {
-		os.Exit(runBulkServer()) // BenchmarkEchoLarge's child
-	}
 	peertest.StdioServerMain()
 	// A gateway built without an AuditWriter writes its audit log to the
 	// default file in the state directory: a temporary one, not the home

@@ -16,6 +16,8 @@ package peertest
 //	         message, and lots of stderr
 //	flood    a goroutine floods stdout with garbage lines the whole time
 //	dual     answers server/discover too (either era's requests)
+//	bulk     echo only, its text passed through undecoded (bulkserver.go),
+//	         for large messages
 //
 // Tools: echo {text}; pid; slow {ms}; wait {key}, answered "released:KEY"
 // once release {key} is called; progress {n}; log {level, text, after};
@@ -94,6 +96,9 @@ type stdioServer struct {
 }
 
 func runStdioServer(mode string) int {
+	if mode == "bulk" {
+		return runBulkServer()
+	}
 	if f := os.Getenv(StdioServerDieEnv); f != "" {
 		if _, err := os.Stat(f); err == nil {
 			fmt.Fprintln(os.Stderr, "testserver: die file present; exiting")
