@@ -52,9 +52,24 @@ type Options struct {
 	// Done is closed when shutdown begins: /readyz answers 503 from then.
 	// Nil never.
 	Done <-chan struct{}
+	// Cluster forwards a request whose session another live replica owns
+	// to it, and tells the requests other replicas forwarded here
+	// (*replica.Replica). Nil (a single replica): neither.
+	Cluster Cluster
 	// Routes registers the gateway's own status routes (/healthz,
 	// /metrics, /ui…) on the edge's mux; nil registers none.
 	Routes func(mux *http.ServeMux)
+}
+
+// Cluster is what the edge needs of a cluster.
+type Cluster interface {
+	// Hop reports whether r was forwarded by another replica; an error
+	// when its signature does not verify (403).
+	Hop(r *http.Request) (bool, error)
+	// Forward serves r at the replica owning its session when that is
+	// another live one, and reports whether it did; r still carries the
+	// caller's credentials and id is the caller (nil without auth).
+	Forward(w http.ResponseWriter, r *http.Request, id *auth.Identity) bool
 }
 
 // Table is what the edge serves for one configuration generation. It is

@@ -1,0 +1,169 @@
+package gateway
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/switchboard-mcp/switchboard/internal/cluster"
+	"github.com/switchboard-mcp/switchboard/internal/cluster/replica"
+	"github.com/switchboard-mcp/switchboard/internal/cluster/sessionstore"
+	"github.com/switchboard-mcp/switchboard/internal/config"
+	"github.com/switchboard-mcp/switchboard/internal/edge"
+	"github.com/switchboard-mcp/switchboard/internal/front/streamable"
+)
+
+// clusterParts are what a cluster block makes (docs/cluster.md); the
+// zero value is a single replica.
+type clusterParts struct {
+	replica   *replica.Replica      // nil without a cluster block
+	rdb       redis.UniversalClient // nil without cluster.redis
+	heartbeat *cluster.Heartbeat    // nil without cluster.redis
+}
+
+// newCluster builds the parts of cfg's cluster block; the zero parts
+// without one. Its errors never show a secret.
+func newCluster(cfg *config.Config, log *slog.Logger) (clusterParts, error) {
+	cc := cfg.Cluster
+	if cc == nil {
+		return clusterParts{}, nil
+	}
+	secrets, err := clusterSecrets(cc)
+	if err != nil {
+		return clusterParts{}, err
+	}
+	self := cluster.Replica{ID: cc.ReplicaID, Addr: cc.Advertise}
+	if self.ID == "" {
+		if self.ID, err = os.Hostname(); err != nil {
+			return clusterParts{}, fmt.Errorf("cluster.replica_id: empty, and no host name: %w", err)
+		}
+	}
+	if self.Addr == "" {
+		listen := cc.Listen
+		if listen == "" {
+			listen = cfg.Listen
+		}
+		_, port, _ := net.SplitHostPort(listen)
+		host, err := os.Hostname()
+		if err != nil {
+			return clusterParts{}, fmt.Errorf("cluster.advertise: empty, and no host name: %w", err)
+		}
+		self.Addr = net.JoinHostPort(host, port)
+	}
+	var p clusterParts
+	opts := replica.Options{Self: self, Secrets: secrets, MaxAge: cc.SessionMaxAge, MaxBody: cfg.MaxBodyBytes, Logger: log}
+	if rc := cc.Redis; rc != nil {
+		p.rdb, err = cluster.NewRedis(cluster.RedisOptions{URL: rc.URL, PasswordEnv: rc.PasswordEnv, PasswordFile: rc.PasswordFile,
+			TLS: cluster.TLSFiles{CAFile: rc.TLS.CAFile, CertFile: rc.TLS.CertFile, KeyFile: rc.TLS.KeyFile, ServerName: rc.TLS.ServerName}})
+		if err != nil {
+			return clusterParts{}, fmt.Errorf("cluster.redis: %w", err)
+		}
+		p.heartbeat, err = cluster.NewHeartbeat(p.rdb, cluster.HeartbeatOptions{Prefix: rc.KeyPrefix, Self: self, TTL: cc.HeartbeatTTL})
+		if err != nil {
+			_ = p.rdb.Close()
+			return clusterParts{}, err
+		}
+		opts.Members = p.heartbeat
+		idle := cfg.SessionIdleTimeout
+		if idle == 0 {
+			idle = cc.SessionMaxAge
+		}
+		opts.Store = sessionstore.New(p.rdb, rc.KeyPrefix, idle)
+	} else {
+		members := cluster.Static{self}
+		for _, id := range slices.Sorted(maps.Keys(cc.Peers)) {
+			if id != self.ID {
+				members = append(members, cluster.Replica{ID: id, Addr: cc.Peers[id]})
+			}
+		}
+		opts.Members = members
+	}
+	if p.replica, err = replica.New(opts); err != nil {
+		if p.rdb != nil {
+			_ = p.rdb.Close()
+		}
+		return clusterParts{}, err
+	}
+	return p, nil
+}
+
+// clusterSecrets are the sealing secrets of cc: its keys, or the lines of
+// its keys_file.
+func clusterSecrets(cc *config.Cluster) ([][]byte, error) {
+	var out [][]byte
+	for _, k := range cc.Keys {
+		out = append(out, []byte(k))
+	}
+	if cc.KeysFile == "" {
+		return out, nil
+	}
+	b, err := os.ReadFile(cc.KeysFile)
+	if err != nil {
+		return nil, fmt.Errorf("cluster.keys_file: %w", err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if line := bytes.TrimSpace(sc.Bytes()); len(line) > 0 {
+			if len(line) < config.MinClusterKey {
+				return nil, fmt.Errorf("cluster.keys_file: line %d is %d bytes; a sealing secret must be at least %d", len(out)+1, len(line), config.MinClusterKey)
+			}
+			out = append(out, bytes.Clone(line))
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("cluster.keys_file: %s holds no secret", cc.KeysFile)
+	}
+	return out, nil
+}
+
+// edgeCluster is the cluster the edge forwards through; nil (an untyped
+// nil interface) for a single replica.
+func (p clusterParts) edgeCluster() edge.Cluster {
+	if p.replica == nil {
+		return nil
+	}
+	return p.replica
+}
+
+// frontCluster is the cluster the Streamable HTTP fronts mint and adopt
+// sessions with; nil for a single replica.
+func (p clusterParts) frontCluster() streamable.Cluster {
+	if p.replica == nil {
+		return nil
+	}
+	return p.replica
+}
+
+// runHeartbeat beats this replica into the membership until ctx ends, then
+// leaves it; nothing without Redis. The caller's goroutine owns it.
+func (g *Gateway) runHeartbeat(ctx context.Context) {
+	hb := g.cluster.heartbeat
+	if hb == nil {
+		return
+	}
+	var last time.Time
+	hb.Run(ctx, func(err error) {
+		if time.Since(last) > time.Minute { // one warning a minute while Redis is down
+			last = time.Now()
+			g.log.Warn("cluster: heartbeat failed; the other replicas take this one for dead after heartbeat_ttl", "err", err)
+		}
+	})
+}
+
+// close closes the hop connections and the Redis client.
+func (p clusterParts) close() {
+	if p.replica != nil {
+		p.replica.Close()
+	}
+	if p.rdb != nil {
+		_ = p.rdb.Close()
+	}
+}
