@@ -442,10 +442,12 @@ func unreachable(err error) bool {
 		(errors.As(err, &op) && op.Op == "dial")
 }
 
-// copyFlushing copies src to w, flushing after each read so that events
-// reach the client as the owner sends them.
+// copyFlushing copies src to w, flushing the headers at once and then
+// after each read, so that events reach the client as the owner sends
+// them.
 func copyFlushing(w http.ResponseWriter, src io.Reader) {
 	rc := http.NewResponseController(w)
+	_ = rc.Flush() // the headers: a quiet stream (a GET) must start at once
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
