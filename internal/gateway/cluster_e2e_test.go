@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -87,6 +88,8 @@ type rigOptions struct {
 // startCluster runs three replicas, Redis and HAProxy.
 func startCluster(t *testing.T, o rigOptions) *clusterRig {
 	t.Helper()
+	t0 := time.Now()
+	defer func() { t.Logf("cluster started in %v", time.Since(t0)) }()
 	c := &clusterRig{t: t, bin: clusterBinary(t), redis: clustertest.StartRedis(t), tag: newTag(t)}
 	dir := t.TempDir()
 	for i := range 3 {
@@ -126,19 +129,26 @@ session_idle_timeout: 5m
 		fmt.Fprintf(&servers, "    server %s 127.0.0.1:%d id %d\n", r.id, r.port, i+1)
 	}
 	cfg := fmt.Sprintf(`global
-    log stderr format short local0 notice
+    log stderr format short local0 info
 defaults
     mode http
+    log global
+    option httplog
     option http-keep-alive
     timeout connect 1s
     timeout client 1m
     timeout server 1m
     retries 2
     option redispatch
+    # A replica that dies under a request: a JSON-RPC error, and the
+    # client's connection closed with it (HAProxy closes it; without
+    # Connection: close the client would send its next request into it).
+    http-error status 502 content-type application/json hdr Connection close string '{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"the replica serving this session failed during the request"}}'
 frontend mcp
     bind 127.0.0.1:%d
     default_backend switchboard
 backend switchboard
+    http-reuse never
 %s    option httpchk
     http-check send meth GET uri /readyz ver HTTP/1.1 hdr Host localhost
     http-check expect status 200
@@ -148,7 +158,9 @@ backend switchboard
 	c.base = "http://127.0.0.1:" + strconv.Itoa(front)
 	t.Cleanup(func() {
 		for _, r := range c.replicas {
+			t0 := time.Now()
 			r.p.Stop()
+			t.Logf("%s stopped in %v", r.id, time.Since(t0))
 		}
 		waitGone(t, 10*time.Second, procsWithEnv(envServerTag+"="+c.tag)...)
 	})
@@ -200,20 +212,43 @@ func (c *clusterRig) owners(dest string) []*replicaProc {
 // gets.
 type clusterClient struct {
 	*mcp.Client
-	mu   sync.Mutex
-	logs []string // the data of each notifications/message
+	mu     sync.Mutex
+	logs   []string      // guarded by mu: the data of each notifications/message
+	signal chan struct{} // guarded by mu: closed and replaced at each message
 }
 
 func newClusterClient() *clusterClient {
-	c := &clusterClient{}
+	c := &clusterClient{signal: make(chan struct{})}
 	c.Client = mcp.NewClient(&mcp.Implementation{Name: "cluster-e2e", Version: "1.0.0"}, &mcp.ClientOptions{
 		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
 			c.mu.Lock()
 			c.logs = append(c.logs, fmt.Sprint(req.Params.Data))
+			close(c.signal)
+			c.signal = make(chan struct{})
 			c.mu.Unlock()
 		},
 	})
 	return c
+}
+
+// waitLog waits until a log message with data want has come (false after
+// waitFor).
+func (c *clusterClient) waitLog(want string) bool {
+	deadline := time.NewTimer(waitFor)
+	defer deadline.Stop()
+	for {
+		c.mu.Lock()
+		got, sig := slices.Contains(c.logs, want), c.signal
+		c.mu.Unlock()
+		if got {
+			return true
+		}
+		select {
+		case <-sig:
+		case <-deadline.C:
+			return false
+		}
+	}
 }
 
 func (c *clusterClient) logged() []string {
@@ -222,10 +257,12 @@ func (c *clusterClient) logged() []string {
 	return append([]string(nil), c.logs...)
 }
 
-// connect opens a legacy-era session (2025-11-25) on path through base.
+// connect opens a legacy-era session (2025-11-25) on path through base;
+// its listen stream reconnects (the go-sdk's default retries) when a
+// replica dies.
 func (c *clusterClient) connect(ctx context.Context, t *testing.T, base, path string) *mcp.ClientSession {
 	t.Helper()
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + path, MaxRetries: -1},
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + path},
 		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatalf("connect %s: %v", path, err)
@@ -308,4 +345,223 @@ func (c *clusterRig) forwarded(path string) int {
 		}
 	}
 	return n
+}
+
+// TestClusterKillOwner: HAProxy sticks each session to the replica that
+// minted it; that replica is killed (SIGKILL) while the clients are
+// between calls. Each client's next call succeeds, with the same
+// Mcp-Session-Id, on the replica that adopts the session: the handshake
+// replayed, the log level and the subscriptions restored (a session's own
+// process is a new one that got them; a shared one filters by the
+// restored level).
+func TestClusterKillOwner(t *testing.T) {
+	up, _ := featureUpstream(t, "streamable_http", "remote")
+	c := startCluster(t, rigOptions{sticky: true, remote: up.URL})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	type client struct {
+		dest string
+		cl   *clusterClient
+		cs   *mcp.ClientSession
+		id   string
+		pid  string
+	}
+	// checkLevel: a debug message is filtered out, a warning delivered.
+	checkLevel := func(cl *client, when string) {
+		t.Helper()
+		for _, lv := range []string{"debug", "warning"} {
+			if _, err := callText(ctx, cl.cs, "log", map[string]any{"level": lv, "text": when + "-" + lv}); err != nil {
+				t.Fatalf("%s %s: log: %v", cl.dest, when, err)
+			}
+		}
+		// Messages come in order: once the warning is here, so would be
+		// the debug message had it passed.
+		arrived := cl.cl.waitLog(when + "-warning")
+		got := strings.Join(cl.cl.logged(), ",")
+		if !arrived || strings.Contains(got, when+"-debug") {
+			t.Errorf("%s %s: the client got log messages %q; want the warning only (level warning)", cl.dest, when, got)
+		}
+	}
+	var clients []*client
+	for _, dest := range []string{"shared", "perses", "remote"} {
+		cl := &client{dest: dest, cl: newClusterClient()}
+		cs, err := cl.cl.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: c.base + "/" + dest + "/mcp"},
+			&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			t.Fatalf("connect %s: %v", dest, err)
+		}
+		t.Cleanup(func() { _ = cs.Close() })
+		cl.cs, cl.id = cs, cs.ID()
+		if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "warning"}); err != nil {
+			t.Fatalf("%s: setLevel: %v", dest, err)
+		}
+		if dest != "remote" {
+			if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "test://watched"}); err != nil {
+				t.Fatalf("%s: subscribe: %v", dest, err)
+			}
+			checkLevel(cl, "before")
+			if cl.pid, err = callText(ctx, cs, "pid", map[string]any{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		clients = append(clients, cl)
+	}
+	owners := c.owners("perses")
+	if len(owners) != 1 {
+		t.Fatalf("%d replicas hold the perses session, want 1", len(owners))
+	}
+	victim := owners[0]
+	t0 := time.Now()
+	victim.p.Kill()
+	defer func() { t.Logf("after the kill: %v", time.Since(t0)) }()
+
+	for _, cl := range clients {
+		text := "after the kill: " + cl.dest
+		want := text
+		if cl.dest == "remote" {
+			want = "remote echo: " + text
+		}
+		got, err := callText(ctx, cl.cs, "echo", map[string]any{"text": text})
+		if err != nil || got != want {
+			t.Fatalf("%s: the first call after the owner's kill: %q, %v; want %q", cl.dest, got, err, want)
+		}
+		if cl.cs.ID() != cl.id {
+			t.Errorf("%s: the session id changed", cl.dest)
+		}
+		t.Logf("%s: first call after the kill answered at %v", cl.dest, time.Since(t0))
+		if cl.dest == "remote" {
+			continue
+		}
+		checkLevel(cl, "after")
+		if cl.dest != "perses" {
+			continue
+		}
+		out, err := callText(ctx, cl.cs, "state", map[string]any{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st serverState
+		if err := json.Unmarshal([]byte(out), &st); err != nil {
+			t.Fatalf("state %q: %v", out, err)
+		}
+		pid, _ := callText(ctx, cl.cs, "pid", map[string]any{})
+		if pid == cl.pid || !slices.Equal(st.Levels, []string{"warning"}) || !slices.Equal(st.Subs, []string{"subscribe:test://watched"}) {
+			t.Errorf("perses after adoption: pid %s (was %s), levels %v, subscriptions %v; want a new process with [warning] and [test://watched]",
+				pid, cl.pid, st.Levels, st.Subs)
+		}
+	}
+	if o := c.owners("perses"); len(o) != 1 || o[0] == victim {
+		t.Errorf("after the kill the perses session is held by %v", o)
+	}
+}
+
+// TestClusterKillDuringBurst: clients call without pause through a
+// sticky HAProxy while the replica owning some of their sessions is
+// killed: only calls in flight on it fail, each with an error (no
+// hang), at most one per session; every answer that comes is the one
+// asked for (0 misrouted); the next calls succeed on the adopters.
+func TestClusterKillDuringBurst(t *testing.T) {
+	c := startCluster(t, rigOptions{sticky: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const sessions, after = 6, 5
+	type result struct {
+		failed, misrouted, okAfter int
+		errs                       []string
+	}
+	results := make([]result, sessions)
+	css := make([]*mcp.ClientSession, sessions)
+	for i := range sessions {
+		dest := []string{"perses", "shared"}[i%2]
+		css[i] = newClusterClient().connect(ctx, t, c.base, "/"+dest+"/mcp")
+	}
+	// Each session's owner: the parent of its server process. The
+	// victim: the replica holding the most.
+	onReplica := make([]int, sessions) // pid of the owner
+	count := map[int]int{}
+	for i, cs := range css {
+		out, err := callText(ctx, cs, "pid", map[string]any{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pid, _ := strconv.Atoi(out)
+		ppid, _, ok := procState(pid)
+		if !ok {
+			t.Fatalf("session %d: no process %d", i, pid)
+		}
+		onReplica[i] = ppid
+		count[ppid]++
+	}
+	var victim *replicaProc
+	most := -1
+	for _, r := range c.replicas {
+		if n := count[r.p.PID()]; n > most {
+			victim, most = r, n
+		}
+	}
+	killed := make(chan struct{})
+	started := make(chan struct{}, sessions)
+	var wg sync.WaitGroup
+	for i, cs := range css {
+		wg.Go(func() {
+			res := &results[i]
+			n, sinceKill := 0, -1
+			for sinceKill < after {
+				text := fmt.Sprintf("session %d call %d", i, n)
+				n++
+				got, err := callText(ctx, cs, "echo", map[string]any{"text": text})
+				if n == 3 {
+					started <- struct{}{}
+				}
+				select {
+				case <-killed:
+					sinceKill++
+				default:
+				}
+				switch {
+				case err != nil:
+					res.failed++
+					res.errs = append(res.errs, err.Error())
+				case got != text:
+					res.misrouted++
+				case sinceKill > 0:
+					res.okAfter++
+				}
+				if ctx.Err() != nil {
+					return
+				}
+			}
+		})
+	}
+	for range sessions {
+		<-started
+	}
+	victim.p.Kill()
+	close(killed)
+	wg.Wait()
+	failed := 0
+	for i, r := range results {
+		failed += r.failed
+		for _, e := range r.errs {
+			// HAProxy's 502, or the connection closed when the answer
+			// had begun: an error at once, never a hang.
+			if !strings.Contains(e, "Bad Gateway") && !strings.HasSuffix(e, "EOF") {
+				t.Errorf("session %d: a failed call's error is %q, want HAProxy's 502 or the connection closed", i, e)
+			}
+		}
+		if onReplica[i] != victim.p.PID() {
+			if r.failed > 0 || r.misrouted > 0 {
+				t.Errorf("session %d (on another replica): %d failed (%v), %d misrouted; want 0", i, r.failed, r.errs, r.misrouted)
+			}
+			continue
+		}
+		// At most 2: the call in flight, and one sent on the client's
+		// kept-alive connection that HAProxy closes as the replica's
+		// streams break (seen as EOF before HAProxy logs a request).
+		if r.misrouted > 0 || r.failed > 2 || r.okAfter < after-2 {
+			t.Errorf("session %d: %d misrouted, %d failed (%v), %d succeeded after the kill; want 0, at most 2, at least %d",
+				i, r.misrouted, r.failed, r.errs, r.okAfter, after-2)
+		}
+	}
+	t.Logf("%d sessions, %d on the replica killed (%s): %d calls failed, all of sessions on it", sessions, most, victim.id, failed)
 }

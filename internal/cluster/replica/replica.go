@@ -334,17 +334,20 @@ func (r *Replica) readBody(req *http.Request) ([]byte, error) {
 	return body, nil
 }
 
-// owner returns the live replica that owns the session of token at path
-// for id's caller, other than this one; ok is false when the session is
-// this replica's to serve (its owner, or the owner is gone: adopt) or the
-// token does not open (the front answers 404).
-func (r *Replica) owner(ctx context.Context, path, token string, id *auth.Identity) (cluster.Replica, bool) {
+// route decides who serves the session of token at path for id's
+// caller: ok is false when this replica does (it owns the session, or
+// its owner is gone and this replica claimed it: the front adopts it),
+// or when the token does not open (the front answers 404); else to is
+// the live replica to forward to. tried is a replica found unreachable
+// (taken for dead).
+func (r *Replica) route(ctx context.Context, path, token string, id *auth.Identity, tried string) (to cluster.Replica, ok bool) {
 	sess, err := r.sealer.OpenSession(binding(path, id), token)
 	if err != nil {
 		return cluster.Replica{}, false
 	}
 	owner := sess.Owner
-	if st := r.opts.Store; st != nil {
+	st := r.opts.Store
+	if st != nil {
 		if rec, found, err := st.Get(ctx, sess.ID); err == nil && found && rec.Owner != "" {
 			owner = rec.Owner
 		}
@@ -357,11 +360,31 @@ func (r *Replica) owner(ctx context.Context, path, token string, id *auth.Identi
 		r.log.Warn("cluster: membership unreadable; serving the session here", "session", sess.ID, "err", err)
 		return cluster.Replica{}, false
 	}
-	i := slices.IndexFunc(members, func(m cluster.Replica) bool { return m.ID == owner })
-	if i < 0 {
+	live := func(id string) (cluster.Replica, bool) {
+		i := slices.IndexFunc(members, func(m cluster.Replica) bool { return m.ID == id && id != tried })
+		if i < 0 {
+			return cluster.Replica{}, false
+		}
+		return members[i], true
+	}
+	if m, ok := live(owner); ok {
+		return m, true
+	}
+	if st == nil {
 		return cluster.Replica{}, false
 	}
-	return members[i], true
+	// The owner is gone: of the replicas that see it so at once, one
+	// claims the session; the others forward to it.
+	err = st.Claim(ctx, sess.ID, owner, r.opts.Self.ID)
+	if !errors.Is(err, sessionstore.ErrOwned) {
+		return cluster.Replica{}, false // claimed (or Redis failed: adopt anyway)
+	}
+	if rec, found, gerr := st.Get(ctx, sess.ID); gerr == nil && found {
+		if m, ok := live(rec.Owner); ok {
+			return m, true
+		}
+	}
+	return cluster.Replica{}, false
 }
 
 // hopHeaders are not passed on a hop (RFC 9110 §7.6.1), nor the hop
@@ -386,7 +409,7 @@ func (r *Replica) Forward(w http.ResponseWriter, req *http.Request, id *auth.Ide
 	if token == "" {
 		return false
 	}
-	to, ok := r.owner(req.Context(), req.URL.Path, token, id)
+	to, ok := r.route(req.Context(), req.URL.Path, token, id, "")
 	if !ok {
 		return false
 	}
@@ -395,10 +418,31 @@ func (r *Replica) Forward(w http.ResponseWriter, req *http.Request, id *auth.Ide
 		writeError(w, http.StatusRequestEntityTooLarge, err.Error())
 		return true
 	}
+	for attempt := 0; ; attempt++ {
+		done, unreachable := r.forwardTo(w, req, to, body)
+		if done {
+			return true
+		}
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		if !unreachable || attempt > 0 {
+			return false
+		}
+		// The owner died: claim the session, or forward to the
+		// replica that claimed it first.
+		if to, ok = r.route(req.Context(), req.URL.Path, token, id, to.ID); !ok {
+			return false
+		}
+	}
+}
+
+// forwardTo sends req (with body) to replica to and streams its answer
+// back: done. Not done when to could not be reached (unreachable) or
+// answered that it drains: req is then this replica's to serve.
+func (r *Replica) forwardTo(w http.ResponseWriter, req *http.Request, to cluster.Replica, body []byte) (done, unreachable bool) {
 	out, err := http.NewRequestWithContext(req.Context(), req.Method, "http://"+to.Addr+req.URL.RequestURI(), bytes.NewReader(body))
 	if err != nil {
 		writeError(w, http.StatusBadGateway, "cluster: bad owner address")
-		return true
+		return true, false
 	}
 	if body == nil {
 		out.Body = http.NoBody
@@ -411,18 +455,16 @@ func (r *Replica) Forward(w http.ResponseWriter, req *http.Request, id *auth.Ide
 	r.hop.Sign(out, body)
 	resp, err := r.client.Do(out)
 	if err != nil {
-		if unreachable(err) && req.Context().Err() == nil {
-			r.log.Info("cluster: the session's owner is unreachable; serving the session here", "owner", to.ID, "err", err)
-			req.Body = io.NopCloser(bytes.NewReader(body))
-			return false
+		if isUnreachable(err) && req.Context().Err() == nil {
+			r.log.Info("cluster: the session's owner is unreachable", "owner", to.ID, "err", err)
+			return false, true
 		}
 		writeError(w, http.StatusBadGateway, "cluster: the replica serving this session failed during the request; retry")
-		return true
+		return true, false
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get(DrainingHeader) != "" {
-		req.Body = io.NopCloser(bytes.NewReader(body))
-		return false
+		return false, false
 	}
 	for k, vs := range resp.Header {
 		if !slices.Contains(hopHeaders, k) {
@@ -431,12 +473,12 @@ func (r *Replica) Forward(w http.ResponseWriter, req *http.Request, id *auth.Ide
 	}
 	w.WriteHeader(resp.StatusCode)
 	copyFlushing(w, resp.Body)
-	return true
+	return true, false
 }
 
-// unreachable reports an error of a hop that never reached its owner:
+// isUnreachable reports an error of a hop that never reached its owner:
 // the connection was refused or could not be made.
-func unreachable(err error) bool {
+func isUnreachable(err error) bool {
 	var op *net.OpError
 	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) ||
 		(errors.As(err, &op) && op.Op == "dial")

@@ -20,16 +20,18 @@ import (
 // session: a key rotated out, an altered byte, another caller) or the
 // adoption fails.
 func (h *Handler) clusterSession(w http.ResponseWriter, r *http.Request, token string) *session.Session {
+	if s := h.opts.Sessions.Get(token); s != nil && s.Dest == h.opts.Name && s.Backend() != nil {
+		return s
+	}
+	// Not here, or being set up: an adoption in progress (wait for it)
+	// or an initialize not answered yet.
+	h.adoptMu.Lock()
+	defer h.adoptMu.Unlock()
 	if s := h.opts.Sessions.Get(token); s != nil {
 		if s.Dest != h.opts.Name || s.Backend() == nil {
 			writeError(w, http.StatusNotFound, nil, jsonrpc.Errorf(jsonrpc.InvalidRequest, "session not found (it ended or expired); initialize a new one"))
 			return nil
 		}
-		return s
-	}
-	h.adoptMu.Lock()
-	defer h.adoptMu.Unlock()
-	if s := h.opts.Sessions.Get(token); s != nil && s.Dest == h.opts.Name && s.Backend() != nil {
 		return s // adopted by a request that came first
 	}
 	a, err := h.opts.Cluster.Adopt(r.Context(), r.URL.Path, token)
