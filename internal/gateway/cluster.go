@@ -10,21 +10,25 @@ import (
 	"net"
 	"os"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/switchboard-mcp/switchboard/internal/cluster"
+	"github.com/switchboard-mcp/switchboard/internal/cluster/ratelimit"
 	"github.com/switchboard-mcp/switchboard/internal/cluster/replica"
 	"github.com/switchboard-mcp/switchboard/internal/cluster/sessionstore"
 	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/edge"
 	"github.com/switchboard-mcp/switchboard/internal/front/streamable"
+	"github.com/switchboard-mcp/switchboard/internal/policy"
 )
 
 // clusterParts are what a cluster block makes (docs/cluster.md); the
 // zero value is a single replica.
 type clusterParts struct {
 	replica   *replica.Replica      // nil without a cluster block
+	limits    *sharedLimit          // nil without cluster.redis
 	rdb       redis.UniversalClient // nil without cluster.redis
 	heartbeat *cluster.Heartbeat    // nil without cluster.redis
 }
@@ -77,6 +81,7 @@ func newCluster(cfg *config.Config, log *slog.Logger) (clusterParts, error) {
 			idle = cc.SessionMaxAge
 		}
 		opts.Store = sessionstore.New(p.rdb, rc.KeyPrefix, idle)
+		p.limits = &sharedLimit{rl: ratelimit.New(p.rdb, rc.KeyPrefix), log: log}
 	} else {
 		members := cluster.Static{self}
 		for _, id := range slices.Sorted(maps.Keys(cc.Peers)) {
@@ -166,4 +171,31 @@ func (p clusterParts) close() {
 	if p.rdb != nil {
 		_ = p.rdb.Close()
 	}
+}
+
+// sharedLimit is the clients' rate limits in the cluster's Redis
+// (policy.SharedLimiter): one budget for all replicas.
+type sharedLimit struct {
+	rl  *ratelimit.Limiter
+	log *slog.Logger
+	// down is set while Redis fails, so that the fallback to each
+	// replica's own buckets is logged once per outage.
+	down atomic.Bool
+}
+
+// Allow asks Redis, within a second.
+func (s *sharedLimit) Allow(key string, r policy.Rate) (bool, time.Duration, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	d, err := s.rl.Allow(ctx, "client:"+key, ratelimit.Limit{Rate: r.Rate, Burst: r.Burst})
+	if err != nil {
+		if !s.down.Swap(true) {
+			s.log.Warn("cluster: the shared rate limits are unavailable; each replica applies the limits alone until Redis answers", "err", err)
+		}
+		return false, 0, err
+	}
+	if s.down.Swap(false) {
+		s.log.Info("cluster: the shared rate limits are back")
+	}
+	return d.Allowed, d.RetryAfter, nil
 }

@@ -565,3 +565,66 @@ func TestClusterKillDuringBurst(t *testing.T) {
 	}
 	t.Logf("%d sessions, %d on the replica killed (%s): %d calls failed, all of sessions on it", sessions, most, victim.id, failed)
 }
+
+// TestClusterRateLimit: a client's rate limit of N requests a second holds
+// across the three replicas (the budget is in Redis): through HAProxy's
+// round robin, the requests admitted in a few seconds are within 10% of
+// burst + N × elapsed, not three times that.
+func TestClusterRateLimit(t *testing.T) {
+	// A burst of a second's worth: a stall of the loaded machine shorter
+	// than that loses no budget (GCRA keeps at most the burst).
+	const rate, burst = 10, 10
+	c := startCluster(t, rigOptions{top: `clients:
+  alice:
+    tokens: ["sha256:` + sha256Hex("alice-cluster-token") + `"]
+    destinations: ["*"]
+    rate_limit: {rate: ` + strconv.Itoa(rate) + `, burst: ` + strconv.Itoa(burst) + `}
+`})
+	hc := &http.Client{Timeout: waitFor}
+	target := c.base
+	// Each request is charged, then answered 404 (its session id does
+	// not open): cheap, and never a session.
+	send := func() (int, error) {
+		req, _ := http.NewRequest("POST", target+"/shared/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		req.Header.Set("Authorization", "Bearer alice-cluster-token")
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", "not-a-session")
+		resp, err := hc.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	const workers, span = 4, 4 * time.Second
+	var mu sync.Mutex
+	counts := map[int]int{}
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range workers {
+		wg.Go(func() {
+			for time.Since(start) < span {
+				code, err := send()
+				mu.Lock()
+				if err != nil {
+					counts[-1]++
+				} else {
+					counts[code]++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	admitted := counts[http.StatusNotFound]
+	want := float64(burst) + rate*elapsed.Seconds()
+	t.Logf("in %v: %v (status: count); admitted %d, want %.0f ± 10%%", elapsed.Round(time.Millisecond), counts, admitted, want)
+	if counts[-1] > 0 || len(counts) != 2 || counts[http.StatusTooManyRequests] == 0 {
+		t.Errorf("answers %v: want 404 (admitted) and 429 only", counts)
+	}
+	if d := float64(admitted) - want; d > 0.1*want || d < -0.1*want {
+		t.Errorf("%d requests admitted in %v, want %.0f ± 10%% (rate %d/s, burst %d, over 3 replicas)", admitted, elapsed, want, rate, burst)
+	}
+}

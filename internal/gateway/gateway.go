@@ -222,6 +222,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if g.cluster, err = newCluster(cfg, g.log); err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
+	if g.cluster.limits != nil {
+		g.clientLimits.Shared = g.cluster.limits // before build: no request yet
+	}
 	g.edge = edge.New(nil, edge.Options{Cluster: g.cluster.edgeCluster(), Audit: g.audit, Metrics: g.metrics, StatusPage: g.statusPage, Tracer: g.tracer,
 		Sessions: g.sessions, Owners: &g.owners, PerClient: g.perClientBound(), Done: g.done, Routes: g.statusRoutes})
 	st, _ := g.build(cfg, nil)
