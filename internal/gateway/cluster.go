@@ -34,8 +34,8 @@ type clusterParts struct {
 }
 
 // newCluster builds the parts of cfg's cluster block; the zero parts
-// without one. Its errors never show a secret.
-func newCluster(cfg *config.Config, log *slog.Logger) (clusterParts, error) {
+// without one. drain is closed when the replica begins to drain. Its errors never show a secret.
+func newCluster(cfg *config.Config, log *slog.Logger, drain <-chan struct{}) (clusterParts, error) {
 	cc := cfg.Cluster
 	if cc == nil {
 		return clusterParts{}, nil
@@ -63,7 +63,7 @@ func newCluster(cfg *config.Config, log *slog.Logger) (clusterParts, error) {
 		self.Addr = net.JoinHostPort(host, port)
 	}
 	var p clusterParts
-	opts := replica.Options{Self: self, Secrets: secrets, MaxAge: cc.SessionMaxAge, MaxBody: cfg.MaxBodyBytes, Logger: log}
+	opts := replica.Options{Self: self, Secrets: secrets, MaxAge: cc.SessionMaxAge, MaxBody: cfg.MaxBodyBytes, Logger: log, Drain: drain}
 	if rc := cc.Redis; rc != nil {
 		p.rdb, err = cluster.NewRedis(cluster.RedisOptions{URL: rc.URL, PasswordEnv: rc.PasswordEnv, PasswordFile: rc.PasswordFile,
 			TLS: cluster.TLSFiles{CAFile: rc.TLS.CAFile, CertFile: rc.TLS.CertFile, KeyFile: rc.TLS.KeyFile, ServerName: rc.TLS.ServerName}})
@@ -198,4 +198,34 @@ func (s *sharedLimit) Allow(key string, r policy.Rate) (bool, time.Duration, err
 		s.log.Info("cluster: the shared rate limits are back")
 	}
 	return d.Allowed, d.RetryAfter, nil
+}
+
+// Drain bounds of a cluster replica (drain).
+const (
+	// drainQuiet is how long no request may have begun before a draining
+	// replica stops: the load balancer has seen /readyz answer 503 and
+	// sends elsewhere.
+	drainQuiet = time.Second
+	// drainMax bounds the whole drain.
+	drainMax = 20 * time.Second
+)
+
+// drain, for a cluster replica (nothing without one), answers /readyz
+// 503 and ends the listen streams (their clients reconnect through the
+// load balancer, to another replica, which adopts the sessions), then
+// serves until no request is in progress and none began for drainQuiet,
+// at most drainMax: calls in flight finish here and none is refused.
+// The replica has already left the membership.
+func (g *Gateway) drain() {
+	if g.draining == nil {
+		return
+	}
+	close(g.draining)
+	g.log.Info("cluster: draining: /readyz answers 503; serving the requests still coming")
+	deadline := time.Now().Add(drainMax)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for !g.edge.Idle(drainQuiet) && time.Now().Before(deadline) {
+		<-tick.C
+	}
 }

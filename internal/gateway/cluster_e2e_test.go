@@ -9,6 +9,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -75,7 +77,32 @@ type clusterRig struct {
 	replicas []*replicaProc
 	lb       *clustertest.HAProxy
 	base     string // HAProxy's frontend, http://127.0.0.1:port
+	sock     string // HAProxy's stats socket
 	tag      string
+}
+
+// waitUp waits until HAProxy has r up (its health check passed), from
+// its stats socket; a bounded poll of another process's state.
+func (c *clusterRig) waitUp(r *replicaProc) {
+	c.t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for {
+		if conn, err := net.Dial("unix", c.sock); err == nil {
+			_, _ = conn.Write([]byte("show servers state switchboard\n"))
+			out, _ := io.ReadAll(conn)
+			conn.Close()
+			for _, l := range strings.Split(string(out), "\n") {
+				// be_id be_name srv_id srv_name srv_addr srv_op_state …; 2 is up
+				if f := strings.Fields(l); len(f) > 5 && f[3] == r.id && f[5] == "2" {
+					return
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("HAProxy does not have %s up within %v", r.id, waitFor)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // rigOptions shape a cluster.
@@ -128,8 +155,10 @@ session_idle_timeout: 5m
 	for i, r := range c.replicas {
 		fmt.Fprintf(&servers, "    server %s 127.0.0.1:%d id %d\n", r.id, r.port, i+1)
 	}
+	sock := filepath.Join(dir, "haproxy.sock")
 	cfg := fmt.Sprintf(`global
     log stderr format short local0 info
+    stats socket %s level admin
 defaults
     mode http
     log global
@@ -152,9 +181,12 @@ backend switchboard
 %s    option httpchk
     http-check send meth GET uri /readyz ver HTTP/1.1 hdr Host localhost
     http-check expect status 200
-    default-server check inter 200ms fall 1 rise 1
-%s`, front, balance, servers.String())
+    # A loaded machine may answer a check late: 2 s to answer, 2 misses.
+    timeout check 2s
+    default-server check inter 200ms fall 2 rise 1
+%s`, sock, front, balance, servers.String())
 	c.lb = clustertest.StartHAProxy(t, cfg, "127.0.0.1:"+strconv.Itoa(front))
+	c.sock = sock
 	c.base = "http://127.0.0.1:" + strconv.Itoa(front)
 	t.Cleanup(func() {
 		for _, r := range c.replicas {
@@ -626,5 +658,64 @@ func TestClusterRateLimit(t *testing.T) {
 	}
 	if d := float64(admitted) - want; d > 0.1*want || d < -0.1*want {
 		t.Errorf("%d requests admitted in %v, want %.0f ± 10%% (rate %d/s, burst %d, over 3 replicas)", admitted, elapsed, want, rate, burst)
+	}
+}
+
+// TestClusterRollingRestart: every replica in turn is stopped (SIGTERM,
+// waited for) and started again, while clients call without pause
+// through a sticky HAProxy: a replica drains (readyz 503, its calls in
+// flight finish, the load balancer sends elsewhere, the sessions are
+// adopted there) and no call fails.
+func TestClusterRollingRestart(t *testing.T) {
+	c := startCluster(t, rigOptions{sticky: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	const sessions = 4
+	type result struct {
+		ok, misrouted int
+		errs          []string
+	}
+	results := make([]result, sessions)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range sessions {
+		dest := []string{"perses", "shared"}[i%2]
+		cs := newClusterClient().connect(ctx, t, c.base, "/"+dest+"/mcp")
+		wg.Go(func() {
+			res := &results[i]
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				text := fmt.Sprintf("session %d call %d", i, n)
+				got, err := callText(ctx, cs, "echo", map[string]any{"text": text})
+				switch {
+				case err != nil:
+					res.errs = append(res.errs, err.Error())
+				case got != text:
+					res.misrouted++
+				default:
+					res.ok++
+				}
+				if ctx.Err() != nil {
+					return
+				}
+			}
+		})
+	}
+	for _, r := range c.replicas {
+		r.p.Stop()
+		c.startReplica(r)
+		c.waitUp(r) // before the next one goes: two replicas always serve
+	}
+	close(stop)
+	wg.Wait()
+	for i, r := range results {
+		t.Logf("session %d: %d calls answered", i, r.ok)
+		if len(r.errs) > 0 || r.misrouted > 0 || r.ok == 0 {
+			t.Errorf("session %d: %d failed (%v), %d misrouted, %d answered; want 0, 0, some", i, len(r.errs), r.errs, r.misrouted, r.ok)
+		}
 	}
 }

@@ -54,6 +54,10 @@ type Gateway struct {
 	redactor *audit.Redactor
 	sessions *session.Table
 	done     chan struct{} // closed when shutdown begins: streams end
+	// draining is closed when a cluster replica begins to drain (before
+	// done): /readyz answers 503, listen streams end, calls go on. Nil
+	// without a cluster block.
+	draining chan struct{}
 	closers  []io.Closer
 	// auditDest is where the audit log goes ("off", "stderr", a file, or
 	// "(writer)" for Options.AuditWriter), for the start-up log.
@@ -219,14 +223,17 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 					"destination", s.Dest, "session", s.ID[:8]+"…")
 			}
 		}}
-	if g.cluster, err = newCluster(cfg, g.log); err != nil {
+	if cfg.Cluster != nil {
+		g.draining = make(chan struct{})
+	}
+	if g.cluster, err = newCluster(cfg, g.log, g.draining); err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	if g.cluster.limits != nil {
 		g.clientLimits.Shared = g.cluster.limits // before build: no request yet
 	}
 	g.edge = edge.New(nil, edge.Options{Cluster: g.cluster.edgeCluster(), Audit: g.audit, Metrics: g.metrics, StatusPage: g.statusPage, Tracer: g.tracer,
-		Sessions: g.sessions, Owners: &g.owners, PerClient: g.perClientBound(), Done: g.done, Routes: g.statusRoutes})
+		Sessions: g.sessions, Owners: &g.owners, PerClient: g.perClientBound(), Done: g.done, Draining: g.draining, Routes: g.statusRoutes})
 	st, _ := g.build(cfg, nil)
 	g.cur.Store(st)
 	g.edge.Store(st.table)
@@ -546,6 +553,7 @@ func (g *Gateway) serveAll(ctx context.Context, lns []listener) error {
 	}
 	g.log.Info("switchboard shutting down")
 	leave()
+	g.drain()
 	close(g.done) // end streams so Shutdown does not wait on them
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -55,6 +55,10 @@ type Options struct {
 	// MaxBody bounds a forwarded body (the front's own bound applies at
 	// the owner); zero means 16 MiB.
 	MaxBody int64
+	// Drain, when closed, ends the listen (GET) streams this replica
+	// forwards (it is draining; their clients reconnect elsewhere). Nil:
+	// never.
+	Drain <-chan struct{}
 	// Logger receives the cluster's warnings; nil discards. Tokens and
 	// their fields are never logged, only the 16-character session id.
 	Logger *slog.Logger
@@ -391,17 +395,14 @@ func (r *Replica) route(ctx context.Context, path, token string, id *auth.Identi
 // signature a client might send.
 var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade", hopauth.Header}
 
-// DrainingHeader marks a replica's 503 to a hop while it drains: the
-// forwarder then serves the session itself (it adopts it).
-const DrainingHeader = "Switchboard-Draining"
-
 // Forward serves req at the replica that owns its session (Mcp-Session-Id)
 // when that is another live replica, and reports whether it did; it must
 // be called after authentication, with the caller's credentials still on
 // req (the owner authenticates the caller again). The response streams
 // back as the owner writes it (SSE included). When the owner cannot be
-// reached (connection refused: it died) or answers that it is draining,
-// Forward returns false with req intact: this replica adopts the session.
+// reached (connection refused: it died), the session is claimed (Redis)
+// and Forward returns false with req intact: this replica adopts it; or,
+// when another replica claimed it first, the request goes there.
 // A hop that breaks after it was sent fails the request with 502: only the
 // calls in flight on a dying owner fail.
 func (r *Replica) Forward(w http.ResponseWriter, req *http.Request, id *auth.Identity) bool {
@@ -436,8 +437,7 @@ func (r *Replica) Forward(w http.ResponseWriter, req *http.Request, id *auth.Ide
 }
 
 // forwardTo sends req (with body) to replica to and streams its answer
-// back: done. Not done when to could not be reached (unreachable) or
-// answered that it drains: req is then this replica's to serve.
+// back: done. Not done when to could not be reached (unreachable).
 func (r *Replica) forwardTo(w http.ResponseWriter, req *http.Request, to cluster.Replica, body []byte) (done, unreachable bool) {
 	out, err := http.NewRequestWithContext(req.Context(), req.Method, "http://"+to.Addr+req.URL.RequestURI(), bytes.NewReader(body))
 	if err != nil {
@@ -463,15 +463,23 @@ func (r *Replica) forwardTo(w http.ResponseWriter, req *http.Request, to cluster
 		return true, false
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get(DrainingHeader) != "" {
-		return false, false
-	}
 	for k, vs := range resp.Header {
 		if !slices.Contains(hopHeaders, k) {
 			w.Header()[k] = vs
 		}
 	}
 	w.WriteHeader(resp.StatusCode)
+	if req.Method == http.MethodGet && r.opts.Drain != nil {
+		copied := make(chan struct{})
+		defer close(copied)
+		go func() { // ends with the copy, or ends it on drain
+			select {
+			case <-r.opts.Drain:
+				resp.Body.Close()
+			case <-copied:
+			}
+		}()
+	}
 	copyFlushing(w, resp.Body)
 	return true, false
 }

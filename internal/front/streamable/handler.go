@@ -75,7 +75,11 @@ type Options struct {
 	// has no GET stream at all). Zero means 8.
 	GetStreams int
 	// Done, when closed, ends every open stream (graceful shutdown).
-	Done   <-chan struct{}
+	Done <-chan struct{}
+	// Drain, when closed, ends the listen (GET) streams only: a cluster
+	// replica draining, whose clients reconnect to another replica while
+	// its calls finish. Nil: never.
+	Drain  <-chan struct{}
 	Logger *slog.Logger // nil discards
 	// ParamHeaders returns the x-mcp-header bindings of the named tool, for
 	// validating the Mcp-Param-* headers of a 2026-07-28 tools/call
@@ -444,7 +448,21 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, rec *audit.Record)
 	defer release()
 	ev := startSSE(w, http.StatusOK, true) // the stream may stay quiet
 	rec.Status = http.StatusOK
-	if m := ev.Messages(r.Context(), s.Listen(), h.opts.KeepAlive, s.Ended(), h.opts.Done); m != nil {
+	ctx := r.Context()
+	if h.opts.Drain != nil {
+		// A draining replica ends its listen streams (Options.Drain).
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		go func() { // ends with the stream, or ends it
+			select {
+			case <-h.opts.Drain:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
+	if m := ev.Messages(ctx, s.Listen(), h.opts.KeepAlive, s.Ended(), h.opts.Done); m != nil {
 		s.Deliver(m) // the stream broke: keep the message for another
 	}
 }
