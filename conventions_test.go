@@ -249,6 +249,7 @@ var layers = map[string]string{
 	"internal/cluster/hopauth":          support,
 	"internal/cluster/ratelimit":        support,
 	"internal/cluster/sessionstore":     support,
+	"internal/cluster/replica":          support,
 	"internal/sealed":                   support,
 	"internal/guard":                    support, // issue 25: the guards' detectors and pins, wired in by the core
 	"internal/guard/gate":               core,    // issue 25: the guards on a destination's request path

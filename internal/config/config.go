@@ -179,6 +179,10 @@ type Config struct {
 	// files reloaded when they change.
 	TLS *TLS `yaml:"tls" decode:"optional"`
 
+	// Cluster runs the gateway as one replica of several (`cluster`;
+	// cluster.go). Nil (absent, the default): a single replica.
+	Cluster *Cluster `yaml:"cluster" decode:"optional"`
+
 	// Destinations holds the upstream servers by name (`destinations`).
 	Destinations map[string]*Destination `yaml:"destinations"`
 
@@ -650,6 +654,14 @@ func (c *Config) SecretValues() []string {
 	}
 	for _, v := range c.substituted {
 		add(v)
+	}
+	if c.Cluster != nil {
+		for _, v := range c.Cluster.Keys {
+			add(v)
+		}
+		if c.Cluster.Redis != nil {
+			add(urlPassword(c.Cluster.Redis.URL))
+		}
 	}
 	slices.SortFunc(vals, func(a, b string) int {
 		return cmp.Or(cmp.Compare(len(b), len(a)), strings.Compare(a, b))

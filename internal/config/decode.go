@@ -328,6 +328,7 @@ func (d *decoder) finish(c *Config, dir string) {
 	}
 	abs(&c.Log.File)
 	d.finishAuth(c, dir)
+	d.finishCluster(c, dir)
 	for _, dst := range c.Destinations {
 		if dst.Type == TypeStdio {
 			if dst.Isolation == "" {

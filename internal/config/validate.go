@@ -38,6 +38,7 @@ func (d *decoder) validate(c *Config) {
 	}
 	d.validateAuth(c)
 	d.validateGuards(c)
+	d.validateCluster(c)
 }
 
 func (d *decoder) validateGlobal(c *Config) {

@@ -31,8 +31,20 @@ func (e *Edge) authenticate(next http.Handler) http.Handler {
 		st := e.table()
 		a := st.Auth
 		p := r.URL.Path
+		hop := false
+		if c := e.opts.Cluster; c != nil && len(r.Header[mcp.HeaderSessionID]) > 0 {
+			var err error
+			if hop, err = c.Hop(r); err != nil {
+				audit.FromContext(r.Context()).Error = "cluster: forwarded request refused: " + err.Error()
+				http.Error(w, "forwarded request refused", http.StatusForbidden)
+				return
+			}
+		}
 		if a == nil || p == "/health" || p == "/readyz" || p == auth.MetadataPath || strings.HasPrefix(p, auth.MetadataPath+"/") ||
 			strings.HasPrefix(p, callbackPrefix) {
+			if e.opts.Cluster != nil && !hop && e.forward(w, r, nil) {
+				return
+			}
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -42,6 +54,16 @@ func (e *Edge) authenticate(next http.Handler) http.Handler {
 		if f != nil {
 			rec.Error = "auth: " + f.Description
 			a.Challenge(w, f, ep)
+			return
+		}
+		if id != nil && !hop {
+			// A forwarded request was charged at the replica it came to.
+			rec.Client = id.Name()
+			if e.overRate(w, r, st.Authority.Of(id)) {
+				return
+			}
+		}
+		if e.opts.Cluster != nil && !hop && e.forward(w, r, id) {
 			return
 		}
 		// The caller's credential is the gateway's, never an upstream's:
@@ -57,9 +79,6 @@ func (e *Edge) authenticate(next http.Handler) http.Handler {
 		}
 		if id != nil {
 			rec.Client = id.Name()
-			if e.overRate(w, r, st.Authority.Of(id)) {
-				return
-			}
 		}
 		if !e.sessionOwner(w, r, id) {
 			return
@@ -70,6 +89,17 @@ func (e *Edge) authenticate(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r.WithContext(auth.NewContext(r.Context(), id)))
 	})
+}
+
+// forward serves r at the replica owning its session, when that is
+// another live replica (Options.Cluster), and reports whether it did. A
+// session this replica holds is served here.
+func (e *Edge) forward(w http.ResponseWriter, r *http.Request, id *auth.Identity) bool {
+	sid := r.Header.Get(mcp.HeaderSessionID)
+	if sid == "" || e.opts.Sessions.Get(sid) != nil {
+		return false
+	}
+	return e.opts.Cluster.Forward(w, r, id)
 }
 
 // endpointOf is the MCP endpoint a path belongs to, as a resource: the

@@ -52,9 +52,29 @@ type Options struct {
 	// Done is closed when shutdown begins: /readyz answers 503 from then.
 	// Nil never.
 	Done <-chan struct{}
+	// Draining, when not nil, is closed when a cluster replica begins to
+	// drain: /readyz answers 503 (the load balancer sends no more) while
+	// requests are still served; the edge then counts the requests in
+	// progress (Idle). Nil: no drain phase, nothing counted.
+	Draining <-chan struct{}
+	// Cluster forwards a request whose session another live replica owns
+	// to it, and tells the requests other replicas forwarded here
+	// (*replica.Replica). Nil (a single replica): neither.
+	Cluster Cluster
 	// Routes registers the gateway's own status routes (/healthz,
 	// /metrics, /ui…) on the edge's mux; nil registers none.
 	Routes func(mux *http.ServeMux)
+}
+
+// Cluster is what the edge needs of a cluster.
+type Cluster interface {
+	// Hop reports whether r was forwarded by another replica; an error
+	// when its signature does not verify (403).
+	Hop(r *http.Request) (bool, error)
+	// Forward serves r at the replica owning its session when that is
+	// another live one, and reports whether it did; r still carries the
+	// caller's credentials and id is the caller (nil without auth).
+	Forward(w http.ResponseWriter, r *http.Request, id *auth.Identity) bool
 }
 
 // Table is what the edge serves for one configuration generation. It is
@@ -92,6 +112,15 @@ type Edge struct {
 	opts       Options
 	cur        atomic.Pointer[Table]
 	clientReqs clientRequests // requests in progress by client (PerClient)
+	// busy counts the audited requests in progress and last is when the
+	// last one began (unix nanoseconds); kept only with Options.Draining.
+	busy, last atomic.Int64
+}
+
+// Idle reports whether no request is in progress and none began within
+// quiet (Options.Draining set; always true without it).
+func (e *Edge) Idle(quiet time.Duration) bool {
+	return e.busy.Load() == 0 && time.Since(time.Unix(0, e.last.Load())) >= quiet
 }
 
 // New returns an Edge serving t.
@@ -203,6 +232,11 @@ func (e *Edge) audited(next http.Handler) http.Handler {
 			return
 		}
 		start := time.Now()
+		if e.opts.Draining != nil {
+			e.busy.Add(1)
+			e.last.Store(start.UnixNano())
+			defer e.busy.Add(-1)
+		}
 		a := &auditedRequest{Context: r.Context(), header: r.Header}
 		rec := &a.rec
 		*rec = audit.Record{Time: start, SourceIP: audit.SourceIP(r), HTTPMethod: r.Method, Path: r.URL.Path}
@@ -368,9 +402,11 @@ func (e *Edge) readyz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	select {
 	case <-e.opts.Done:
-		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = w.Write([]byte(`{"status":"shutting down"}` + "\n"))
+	case <-e.opts.Draining: // nil: never
 	default:
 		_, _ = w.Write([]byte(`{"status":"ready"}` + "\n"))
+		return
 	}
+	w.WriteHeader(http.StatusServiceUnavailable)
+	_, _ = w.Write([]byte(`{"status":"shutting down"}` + "\n"))
 }

@@ -54,6 +54,10 @@ type Gateway struct {
 	redactor *audit.Redactor
 	sessions *session.Table
 	done     chan struct{} // closed when shutdown begins: streams end
+	// draining is closed when a cluster replica begins to drain (before
+	// done): /readyz answers 503, listen streams end, calls go on. Nil
+	// without a cluster block.
+	draining chan struct{}
 	closers  []io.Closer
 	// auditDest is where the audit log goes ("off", "stderr", a file, or
 	// "(writer)" for Options.AuditWriter), for the start-up log.
@@ -67,6 +71,10 @@ type Gateway struct {
 	// tracer makes the spans of every request (tracing.go); nil when the
 	// config Switchboard started with has no tracing block. Set by New.
 	tracer *tracing.Tracer
+	// cluster is this replica's part in a cluster (cluster.go); zero
+	// without a cluster block. Set by New, never changed (a reload does
+	// not change the cluster block).
+	cluster clusterParts
 	// edge serves every HTTP request (internal/edge): the gateway stores
 	// each configuration generation's edge.Table in it. Set by New.
 	edge *edge.Edge
@@ -201,7 +209,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g.sessions = &session.Table{Max: cfg.MaxSessions, Idle: cfg.SessionIdleTimeout,
 		OnDrop: func(s *session.Session) {
 			g.metrics.QueueDropped(s.Dest)
-			g.log.Warn("listen stream queue full; message dropped", "destination", s.Dest, "session", s.ID)
+			g.log.Warn("listen stream queue full; message dropped", "destination", s.Dest, "session", s.LogName())
 		},
 		// The id in full would let a log reader take over a live session;
 		// its first group tells sessions apart.
@@ -215,8 +223,17 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 					"destination", s.Dest, "session", s.ID[:8]+"…")
 			}
 		}}
-	g.edge = edge.New(nil, edge.Options{Audit: g.audit, Metrics: g.metrics, StatusPage: g.statusPage, Tracer: g.tracer,
-		Sessions: g.sessions, Owners: &g.owners, PerClient: g.perClientBound(), Done: g.done, Routes: g.statusRoutes})
+	if cfg.Cluster != nil {
+		g.draining = make(chan struct{})
+	}
+	if g.cluster, err = newCluster(cfg, g.log, g.draining); err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	if g.cluster.limits != nil {
+		g.clientLimits.Shared = g.cluster.limits // before build: no request yet
+	}
+	g.edge = edge.New(nil, edge.Options{Cluster: g.cluster.edgeCluster(), Audit: g.audit, Metrics: g.metrics, StatusPage: g.statusPage, Tracer: g.tracer,
+		Sessions: g.sessions, Owners: &g.owners, PerClient: g.perClientBound(), Done: g.done, Draining: g.draining, Routes: g.statusRoutes})
 	st, _ := g.build(cfg, nil)
 	g.cur.Store(st)
 	g.edge.Store(st.table)
@@ -446,7 +463,18 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	}
 	defer stopTLS()
-	return g.serveAll(ctx, []listener{{ln: ln, h: g.Handler(), tls: tc}})
+	lns := []listener{{ln: ln, h: g.Handler(), tls: tc}}
+	if cc := g.static.Cluster; cc != nil && cc.Listen != "" {
+		// The hops of the other replicas; plain HTTP on the private
+		// network, each request signed (hopauth).
+		cln, err := net.Listen("tcp", cc.Listen)
+		if err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("gateway: cluster.listen: %w", err)
+		}
+		lns = append(lns, listener{ln: cln, h: g.Handler(), name: "cluster"})
+	}
+	return g.serveAll(ctx, lns)
 }
 
 // listener is one listening socket and the handler serving it; name, when
@@ -473,6 +501,11 @@ func (g *Gateway) serveAll(ctx context.Context, lns []listener) error {
 	jctx, stopJanitor := context.WithCancel(context.Background())
 	wg.Go(func() { g.sessions.Run(jctx) })
 	wg.Go(func() { g.watch(jctx) })
+	// The heartbeat stops (and this replica leaves the membership) as soon
+	// as shutdown begins: the others then stop forwarding here.
+	bctx, leave := context.WithCancel(context.Background())
+	defer leave()
+	wg.Go(func() { g.runHeartbeat(bctx) })
 	g.startShared(g.state())
 	errc := make(chan error, len(lns))
 	srvs := make([]*http.Server, len(lns))
@@ -519,6 +552,8 @@ func (g *Gateway) serveAll(ctx context.Context, lns []listener) error {
 	case serveErr = <-errc:
 	}
 	g.log.Info("switchboard shutting down")
+	leave()
+	g.drain()
 	close(g.done) // end streams so Shutdown does not wait on them
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -535,6 +570,7 @@ func (g *Gateway) serveAll(ctx context.Context, lns []listener) error {
 	stopJanitor()
 	wg.Wait() // the janitor and the reload watcher have stopped: no more reloads
 	g.stopAll(sctx)
+	g.cluster.close()
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
 		return fmt.Errorf("gateway: serve: %w", serveErr)
 	}

@@ -20,8 +20,20 @@ import (
 // generations: Update replaces the buckets whose settings changed and drops
 // those of keys gone.
 type Limiter struct {
+	// Shared, when set before the first Allow, is asked first: a
+	// cluster's limiter, whose budget all replicas share. When it fails
+	// (Redis down), this replica's own bucket decides. Nil: own buckets
+	// only.
+	Shared SharedLimiter
+
 	mu      sync.Mutex
 	buckets map[string]*bucket
+}
+
+// SharedLimiter takes one request of key's budget under r in a store the
+// replicas share; an error means it could not tell.
+type SharedLimiter interface {
+	Allow(key string, r Rate) (ok bool, retryAfter time.Duration, err error)
 }
 
 type bucket struct {
@@ -55,6 +67,11 @@ func (l *Limiter) Allow(key string, now time.Time) (bool, time.Duration) {
 	l.mu.Unlock()
 	if b == nil {
 		return true, 0
+	}
+	if l.Shared != nil {
+		if ok, wait, err := l.Shared.Allow(key, b.cfg); err == nil {
+			return ok, wait
+		}
 	}
 	return take(b.lim, now)
 }

@@ -50,8 +50,12 @@ type Backend interface {
 
 // Session is one client session.
 type Session struct {
-	ID   string // Mcp-Session-Id: a random UUIDv4
+	ID   string // Mcp-Session-Id: a random UUIDv4, or a cluster's sealed token (NewWithID)
 	Dest string // destination (or endpoint) name
+	// Name is what logs and audit records show of the session: "" means
+	// ID. A cluster's session id is a bearer token whose name is the
+	// 16-character id inside it.
+	Name string
 
 	listen *jsonrpc.Queue // messages for the listen stream
 	ended  chan struct{}  // closed by End
@@ -67,6 +71,14 @@ type Session struct {
 	orphan   time.Duration // guarded by mu: OwnChild's orphan timeout; zero means none
 	streamed bool          // guarded by mu: a listen stream was opened (Stream)
 	created  time.Time
+}
+
+// LogName is what logs show of the session: Name, or ID when it has none.
+func (s *Session) LogName() string {
+	if s.Name != "" {
+		return s.Name
+	}
+	return s.ID
 }
 
 // ClientSession returns s. A downstream that stands for a client session
@@ -339,17 +351,29 @@ func (t *Table) SetLimits(max int, idle time.Duration) {
 // flight, no open stream; see OnEvict); it returns ErrTooMany only when
 // every session of dest is busy or still being set up.
 func (t *Table) New(dest string) (*Session, error) {
-	id := newUUID()
+	return t.NewWithID(dest, newUUID(), "")
+}
+
+// ErrExists is NewWithID's error when the id is live already.
+var ErrExists = errors.New("session id is in use")
+
+// NewWithID is New with the session's id (a cluster's sealed token, minted
+// or adopted) and its Name for logs; ErrExists when the id is live.
+func (t *Table) NewWithID(dest, id, name string) (*Session, error) {
 	ql := t.QueueLimit
 	if ql == 0 {
 		ql = 1024
 	}
 	now := time.Now()
-	s := &Session{ID: id, Dest: dest, listen: jsonrpc.NewQueue(ql), ended: make(chan struct{}), table: t, lastSeen: now, created: now}
+	s := &Session{ID: id, Dest: dest, Name: name, listen: jsonrpc.NewQueue(ql), ended: make(chan struct{}), table: t, lastSeen: now, created: now}
 	t.mu.Lock()
 	if t.byID == nil {
 		t.byID = map[string]*Session{}
 		t.byDest = map[string]int{}
+	}
+	if t.byID[id] != nil {
+		t.mu.Unlock()
+		return nil, ErrExists
 	}
 	var victim *Session
 	var victimSeen time.Time

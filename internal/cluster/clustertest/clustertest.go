@@ -297,3 +297,33 @@ func waitAccept(ctx context.Context, p *proc, addr string) error {
 		pause = min(2*pause, 50*time.Millisecond)
 	}
 }
+
+// Process is any other process a test runs (a Switchboard replica).
+type Process struct{ *proc }
+
+// Start runs argv in dir and returns once a line of its output contains
+// ready (at once when ready is ""), failing t if it exits first or
+// takes longer than the start bound. It is stopped (SIGTERM, then
+// SIGKILL) when t ends, and its log shown if t failed.
+func Start(t testing.TB, name string, argv []string, dir, ready string) *Process {
+	t.Helper()
+	var lines chan string
+	if ready != "" {
+		lines = make(chan string, 256)
+	}
+	p := start(t, name, argv, dir, lines)
+	p.cleanup(t)
+	if ready != "" {
+		if ok, err := waitLine(p, lines, ready); !ok {
+			t.Fatalf("clustertest: %s did not become ready: %v\n%s", name, err, p.Log())
+		}
+	}
+	return &Process{p}
+}
+
+// Stop ends the process gracefully (SIGTERM; SIGKILL after 10 s) and
+// waits for it.
+func (p *Process) Stop() { p.stop() }
+
+// Done is closed once the process has exited.
+func (p *Process) Done() <-chan struct{} { return p.done }

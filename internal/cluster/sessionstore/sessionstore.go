@@ -186,3 +186,6 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	}
 	return nil
 }
+
+// TTL is how long a record lives after its last write or Touch.
+func (s *Store) TTL() time.Duration { return s.ttl }

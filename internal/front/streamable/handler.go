@@ -29,9 +29,11 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/audit"
+	"github.com/switchboard-mcp/switchboard/internal/cluster/replica"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/internal/mcp"
 	"github.com/switchboard-mcp/switchboard/internal/mcpheader"
@@ -73,7 +75,11 @@ type Options struct {
 	// has no GET stream at all). Zero means 8.
 	GetStreams int
 	// Done, when closed, ends every open stream (graceful shutdown).
-	Done   <-chan struct{}
+	Done <-chan struct{}
+	// Drain, when closed, ends the listen (GET) streams only: a cluster
+	// replica draining, whose clients reconnect to another replica while
+	// its calls finish. Nil: never.
+	Drain  <-chan struct{}
 	Logger *slog.Logger // nil discards
 	// ParamHeaders returns the x-mcp-header bindings of the named tool, for
 	// validating the Mcp-Param-* headers of a 2026-07-28 tools/call
@@ -81,6 +87,26 @@ type Options struct {
 	// nothing to check. Nil disables the validation; an error is logged and
 	// the call goes through unvalidated.
 	ParamHeaders func(ctx context.Context, req *jsonrpc.Message, tool string) ([]mcpheader.ParamBinding, error)
+	// Cluster makes the session ids sealed tokens that any replica of a
+	// cluster opens, and adopts a session this replica does not hold (its
+	// owner died, or the request was forwarded here). Nil (a single
+	// replica): random ids, sessions are this process's.
+	Cluster Cluster
+}
+
+// Cluster is what the handler needs of a cluster (*replica.Replica).
+type Cluster interface {
+	// Mint seals the id of a new session at path for the request's
+	// caller: the token is the Mcp-Session-Id, name what logs show.
+	Mint(ctx context.Context, path string, init *jsonrpc.Message) (token, name string, err error)
+	// Adopt opens token for the caller at path and makes this replica the
+	// session's owner. A token that does not open is sealed.ErrInvalid.
+	Adopt(ctx context.Context, path, token string) (replica.Adoption, error)
+	// Note records a request of the session (named name) that may change
+	// its state (logging/setLevel, resources/subscribe…).
+	Note(ctx context.Context, name string, req *jsonrpc.Message)
+	// Ended says the session ended (DELETE).
+	Ended(ctx context.Context, name string)
 }
 
 // Handler serves one Streamable HTTP endpoint.
@@ -88,6 +114,9 @@ type Handler struct {
 	dest Destination
 	opts Options
 	log  *slog.Logger
+	// adoptMu serialises adoptions (Options.Cluster), so that two
+	// requests of one session arriving together adopt it once.
+	adoptMu sync.Mutex
 }
 
 // NewHandler returns a Handler for dest.
@@ -192,6 +221,9 @@ func mediaRange(v string) string {
 // lookupSession validates the Mcp-Session-Id header and finds the session.
 // It writes the error answer and returns nil when there is none.
 func (h *Handler) lookupSession(w http.ResponseWriter, r *http.Request, id string) *session.Session {
+	if h.opts.Cluster != nil {
+		return h.clusterSession(w, r, id)
+	}
 	if !session.ValidID(id) {
 		writeError(w, http.StatusBadRequest, nil, jsonrpc.Errorf(jsonrpc.InvalidRequest, "malformed Mcp-Session-Id"))
 		return nil
@@ -266,7 +298,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, rec *audit.Record
 	if s == nil {
 		return
 	}
-	rec.Session = s.ID
+	rec.Session = s.LogName()
 	s.Hold()
 	defer s.Release()
 	b := s.Backend()
@@ -275,6 +307,9 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, rec *audit.Record
 		if msg.Method == "initialize" {
 			writeError(w, http.StatusBadRequest, msg.ID, jsonrpc.Errorf(jsonrpc.InvalidRequest, "session is already initialized"))
 			return
+		}
+		if h.opts.Cluster != nil {
+			h.opts.Cluster.Note(r.Context(), s.Name, msg)
 		}
 		call, err := b.Call(r.Context(), msg)
 		if err != nil {
@@ -298,12 +333,21 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, rec *audit.Record
 }
 
 func (h *Handler) initialize(w http.ResponseWriter, r *http.Request, rec *audit.Record, msg *jsonrpc.Message, jsonOK bool) {
-	s, err := h.opts.Sessions.New(h.opts.Name)
+	var s *session.Session
+	var err error
+	if c := h.opts.Cluster; c != nil {
+		var token, name string
+		if token, name, err = c.Mint(r.Context(), r.URL.Path, msg); err == nil {
+			s, err = h.opts.Sessions.NewWithID(h.opts.Name, token, name)
+		}
+	} else {
+		s, err = h.opts.Sessions.New(h.opts.Name)
+	}
 	if err != nil {
 		h.fail(w, msg, err)
 		return
 	}
-	rec.Session = s.ID
+	rec.Session = s.LogName()
 	backend, res, err := h.dest.Open(r.Context(), s, msg)
 	if err != nil {
 		s.End(err)
@@ -393,7 +437,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, rec *audit.Record)
 	if s == nil {
 		return
 	}
-	rec.Session = s.ID
+	rec.Session = s.LogName()
 	if !s.OpenStream(h.opts.GetStreams) {
 		writeError(w, http.StatusConflict, nil, jsonrpc.Errorf(jsonrpc.InvalidRequest,
 			"this session has %d GET streams open already, its bound; close one first", h.opts.GetStreams))
@@ -404,7 +448,21 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, rec *audit.Record)
 	defer release()
 	ev := startSSE(w, http.StatusOK, true) // the stream may stay quiet
 	rec.Status = http.StatusOK
-	if m := ev.Messages(r.Context(), s.Listen(), h.opts.KeepAlive, s.Ended(), h.opts.Done); m != nil {
+	ctx := r.Context()
+	if h.opts.Drain != nil {
+		// A draining replica ends its listen streams (Options.Drain).
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		go func() { // ends with the stream, or ends it
+			select {
+			case <-h.opts.Drain:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
+	if m := ev.Messages(ctx, s.Listen(), h.opts.KeepAlive, s.Ended(), h.opts.Done); m != nil {
 		s.Deliver(m) // the stream broke: keep the message for another
 	}
 }
@@ -419,7 +477,10 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request, rec *audit.Reco
 	if s == nil {
 		return
 	}
-	rec.Session = s.ID
+	rec.Session = s.LogName()
 	s.End(nil)
+	if h.opts.Cluster != nil {
+		h.opts.Cluster.Ended(r.Context(), s.Name)
+	}
 	w.WriteHeader(http.StatusNoContent)
 }
