@@ -29,9 +29,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
-	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/auth"
@@ -419,48 +417,21 @@ func (t *toolCache) note(name string, ro bool) {
 	t.ro[name] = ro
 }
 
-var fetchSeq atomic.Int64
-
 // fetchTools lists every tool (all pages) to learn their annotations.
 func fetchTools(ctx context.Context, tools *toolCache, send sendFunc, meta json.RawMessage) error {
-	cursor := ""
-	for range 100 {
-		params := map[string]any{}
-		if cursor != "" {
-			params["cursor"] = cursor
-		}
-		if meta != nil {
-			params["_meta"] = meta
-		}
-		id := strconv.Quote("switchboard-policy-" + strconv.FormatInt(fetchSeq.Add(1), 10))
-		c, err := send(ctx, jsonrpc.NewRequest(json.RawMessage(id), "tools/list", jsonrpc.Marshal(params)))
-		if err != nil {
-			return err
-		}
-		res, err := session.Drain(ctx, c, nil)
-		if err != nil {
-			return err
-		}
-		if e := res.ErrorOf(); e != nil {
-			return e
-		}
+	return session.ListPages(ctx, send, "tools/list", "switchboard-policy-", meta, func(_ int, res json.RawMessage) error {
 		var page struct {
-			Tools      []json.RawMessage `json:"tools"`
-			NextCursor string            `json:"nextCursor"`
+			Tools []json.RawMessage `json:"tools"`
 		}
-		if err := json.Unmarshal(res.Result, &page); err != nil {
+		if err := json.Unmarshal(res, &page); err != nil {
 			return jsonrpc.Errorf(jsonrpc.InternalError, "tools/list: %v", err)
 		}
 		for _, t := range page.Tools {
 			name, ro := toolInfo(t)
 			tools.note(name, ro)
 		}
-		if page.NextCursor == "" {
-			return nil
-		}
-		cursor = page.NextCursor
-	}
-	return nil
+		return nil
+	})
 }
 
 func toolInfo(raw json.RawMessage) (name string, readOnly bool) {

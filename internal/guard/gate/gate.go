@@ -28,7 +28,6 @@ import (
 	"log/slog"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -351,40 +350,13 @@ func (g *Gate) approved(ctx context.Context, s *Settings, name string, send send
 	return ok && pinned && p.Digest == d.Digest, nil
 }
 
-var fetchSeq atomic.Int64
-
 // fetch lists the server's tools (all pages) through the gate's list
 // check, to learn their definitions.
 func (g *Gate) fetch(ctx context.Context, s *Settings, send sendFunc, meta json.RawMessage) error {
-	cursor := ""
-	for page := 0; page < 100; page++ {
-		params := map[string]any{}
-		if cursor != "" {
-			params["cursor"] = cursor
-		}
-		if meta != nil {
-			params["_meta"] = meta
-		}
-		id := strconv.Quote("switchboard-guard-" + strconv.FormatInt(fetchSeq.Add(1), 10))
-		c, err := send(ctx, jsonrpc.NewRequest(json.RawMessage(id), "tools/list", jsonrpc.Marshal(params)))
-		if err != nil {
-			return err
-		}
-		res, err := session.Drain(ctx, c, nil)
-		if err != nil {
-			return err
-		}
-		if e := res.ErrorOf(); e != nil {
-			return e
-		}
-		g.list(s, res.Result, page == 0)
-		next, _ := jsonrpc.StringMember(res.Result, "nextCursor")
-		if next == "" {
-			return nil
-		}
-		cursor = next
-	}
-	return nil
+	return session.ListPages(ctx, send, "tools/list", "switchboard-guard-", meta, func(i int, res json.RawMessage) error {
+		g.list(s, res, i == 0)
+		return nil
+	})
 }
 
 // answer is a call whose response's result is rewritten by fix (nil:
