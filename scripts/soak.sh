@@ -8,6 +8,9 @@
 #
 # Needs a release build in SWITCHBOARD_BIN [/tmp/switchboard] and the bench's upstream and mcpload in
 # BENCH_BIN [/tmp/benchpeers/bin] (../shared/bench/run.sh builds them there).
+# LOG_DIR: when set, the gateway's log is kept there as soak-ISOLATION-IN_FLIGHT-TIME.log.
+# DUMP_ON_STALL=1: send SIGUSR1 to the gateway's children when it logs a call held at stage server (for an
+# upstream built with a flight recorder that writes its trace on SIGUSR1; any other child would die of it).
 set -euo pipefail
 iso=${1:?isolation: shared or session} c=${2:?calls in flight} n=${3:?calls}
 SB=${SWITCHBOARD_BIN:-/tmp/switchboard} BIN=${BENCH_BIN:-/tmp/benchpeers/bin} NICE=${NICE:--10}
@@ -19,7 +22,23 @@ printf 'listen: 127.0.0.1:%s\ntimeout: 3s\ndestinations:\n  up:\n    type: stdio
 	"$port" "$BIN" "$iso" >"$work/sb.yaml"
 MAX_STDIO_CONNECTIONS=1000 nice -n "$NICE" "$SB" serve --config "$work/sb.yaml" </dev/null >"$work/sb.log" 2>&1 &
 sb=$!
-trap 'kill "$sb" 2>/dev/null; wait "$sb" 2>/dev/null; rm -rf "$work"' EXIT
+watch=
+if [ "${DUMP_ON_STALL:-0}" = 1 ]; then
+	tail -n0 -F "$work/sb.log" 2>/dev/null | while read -r line; do
+		case $line in *"call stalled"*stage=server*)
+			for k in $(pgrep -P "$sb"); do kill -USR1 "$k"; done
+			echo "dumped the children's traces at $(date +%T.%N): $line" >&2 ;;
+		esac
+	done &
+	watch=$!
+fi
+finish() {
+	[ -n "$watch" ] && { pkill -P "$watch" 2>/dev/null; kill "$watch" 2>/dev/null; }
+	kill "$sb" 2>/dev/null; wait "$sb" 2>/dev/null
+	[ -n "${LOG_DIR:-}" ] && cp "$work/sb.log" "$LOG_DIR/soak-$iso-$c-$(date +%H%M%S).log"
+	rm -rf "$work"
+}
+trap finish EXIT
 for _ in $(seq 100); do curl -fs -o /dev/null "http://127.0.0.1:$port/healthz" && break; sleep 0.1; done
 start=$(date +%s)
 nice -n "$NICE" "$BIN/mcpload" -url "http://127.0.0.1:$port/mcp/bench" -c "$c" -s "$sessions" -n "$n" -timeout 10s
