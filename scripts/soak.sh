@@ -17,6 +17,10 @@ SB=${SWITCHBOARD_BIN:-/tmp/switchboard} BIN=${BENCH_BIN:-/tmp/benchpeers/bin} NI
 port=${PORT:-24600}
 sessions=1
 [ "$iso" = session ] && sessions=$c
+if curl -s -o /dev/null "http://127.0.0.1:$port/healthz"; then
+	echo "soak.sh: something already listens on 127.0.0.1:$port (a gateway of an earlier soak?)" >&2
+	exit 1
+fi
 work=$(mktemp -d)
 printf 'listen: 127.0.0.1:%s\ntimeout: 3s\ndestinations:\n  up:\n    type: stdio\n    command: %s/upstream\n    isolation: %s\nnamespaces:\n  bench:\n    servers: [up]\n    tool_prefix: never\n' \
 	"$port" "$BIN" "$iso" >"$work/sb.yaml"
@@ -32,10 +36,16 @@ if [ "${DUMP_ON_STALL:-0}" = 1 ]; then
 	done &
 	watch=$!
 fi
+# finish stops what the soak started; no step may end it early (set -e does not apply here).
 finish() {
-	[ -n "$watch" ] && { pkill -P "$watch" 2>/dev/null; kill "$watch" 2>/dev/null; }
-	kill "$sb" 2>/dev/null; wait "$sb" 2>/dev/null
-	[ -n "${LOG_DIR:-}" ] && cp "$work/sb.log" "$LOG_DIR/soak-$iso-$c-$(date +%H%M%S).log"
+	set +e
+	if [ -n "$watch" ]; then
+		pkill -P "$watch" 2>/dev/null
+		kill "$watch" 2>/dev/null
+	fi
+	kill "$sb" 2>/dev/null
+	wait "$sb" 2>/dev/null
+	if [ -n "${LOG_DIR:-}" ]; then cp "$work/sb.log" "$LOG_DIR/soak-$iso-$c-$(date +%H%M%S).log"; fi
 	rm -rf "$work"
 }
 trap finish EXIT
