@@ -277,7 +277,8 @@ func TestHop(t *testing.T) {
 // caller's credentials and the body, the answer streamed back without
 // hop headers. A dead owner (connection refused): with Redis the session
 // is claimed and served here; a session another replica claimed first
-// goes there.
+// goes there. A replica that joined after the membership was last read
+// is found (read afresh).
 func TestForward(t *testing.T) {
 	rdb := clustertest.StartRedis(t).Client(t)
 	st := sessionstore.New(rdb, "sb:", time.Minute)
@@ -331,6 +332,22 @@ func TestForward(t *testing.T) {
 	// r3 gets the next request of that session: it goes to r2.
 	if ok, w := forward(r3, post(tok1, "{}")); !ok || w.Header().Get("X-Owner") != "r2" || o2.served.Load() != 2 {
 		t.Errorf("a session claimed by r2, at r3: forwarded %v to %q", ok, w.Header().Get("X-Owner"))
+	}
+
+	// r4 joins after r1 read (and reuses) the membership: a session r4
+	// minted is forwarded to it, not taken for orphaned.
+	r4 := newReplica(t, "r4", &members, st)
+	o4 := newOwner(t, r4)
+	members = append(members, cluster.Replica{ID: "r4", Addr: addr(o4.Server)})
+	tok4, name4, err := r4.Mint(ctx, "/d/mcp", initialize(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, w := forward(r1, post(tok4, "{}")); !ok || w.Header().Get("X-Owner") != "r4" {
+		t.Errorf("a session of a replica that just joined: forwarded %v to %q, want r4", ok, w.Header().Get("X-Owner"))
+	}
+	if rec, _, _ := st.Get(ctx, name4); rec.Owner != "r4" {
+		t.Errorf("the new replica's session is owned by %q", rec.Owner)
 	}
 
 	// The owner's record names a replica that no longer listens although
