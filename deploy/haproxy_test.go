@@ -1,15 +1,19 @@
 package deploy_test
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/switchboard-mcp/switchboard/internal/cluster/clustertest"
@@ -19,7 +23,9 @@ import (
 // addresses replaced by loopback ones) in front of three HTTP servers that
 // mint session ids as a replica does: every request carrying a session id
 // reaches the replica that minted it, sessions spread over the replicas,
-// and when a session's replica is down its requests go to another.
+// a client's kept-alive connection gets a new connection to the replica
+// for each request (so none is sent on a connection of a replica that
+// died), and when a session's replica is down its requests go to another.
 func TestHAProxyConfig(t *testing.T) {
 	cfg, err := os.ReadFile("haproxy/haproxy.cfg")
 	if err != nil {
@@ -77,6 +83,36 @@ func TestHAProxyConfig(t *testing.T) {
 		}
 	}
 
+	// One kept-alive client connection, a new replica connection per
+	// request (option http-server-close).
+	var sid string
+	for id := range owner {
+		sid = id
+		break
+	}
+	client := &http.Client{Transport: &http.Transport{}}
+	var replicaConns []string
+	for i := range 2 {
+		var reused bool
+		trace := &httptrace.ClientTrace{GotConn: func(ci httptrace.GotConnInfo) { reused = ci.Reused }}
+		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(t.Context(), trace), http.MethodPost,
+			"http://"+front+"/github/mcp", strings.NewReader(`{}`))
+		req.Header.Set("Mcp-Session-Id", sid)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if i == 1 && !reused {
+			t.Error("HAProxy did not keep the client's connection alive")
+		}
+		replicaConns = append(replicaConns, resp.Header.Get("X-Replica-Conn"))
+	}
+	if replicaConns[0] == "" || replicaConns[0] == replicaConns[1] {
+		t.Errorf("two requests on one client connection reached the replica on connections %q; want a new one each", replicaConns)
+	}
+
 	// r1 goes down: its sessions' requests reach a live replica.
 	replicas[0].stop()
 	for sid, who := range owner {
@@ -88,6 +124,9 @@ func TestHAProxyConfig(t *testing.T) {
 		}
 	}
 }
+
+// connKey is the context key of a replica connection's number.
+type connKey struct{}
 
 // replica is an HTTP server that mints a session id (about as long as a
 // sealed one) for a request without one and answers with its name.
@@ -104,7 +143,11 @@ func startReplica(t *testing.T, name string) *replica {
 		t.Fatal(err)
 	}
 	r := &replica{name: name, addr: l.Addr().String()}
-	r.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	var conns atomic.Int64
+	r.srv = &http.Server{ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
+		return context.WithValue(ctx, connKey{}, conns.Add(1))
+	}, Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("X-Replica-Conn", strconv.FormatInt(req.Context().Value(connKey{}).(int64), 10))
 		if req.URL.Path == "/readyz" {
 			io.WriteString(w, `{"status":"ready"}`)
 			return

@@ -76,7 +76,25 @@ type Replica struct {
 	// touched (id → time.Time), so that a busy session touches its
 	// record at most every quarter of its TTL.
 	touched sync.Map
+
+	// mu guards members and membersAt: the membership last read and
+	// when (zero: never), reused for memberTTL so that a forwarded
+	// request does not read it from Redis each time.
+	mu        sync.Mutex
+	members   []cluster.Replica
+	membersAt time.Time
 }
+
+// memberTTL is how long a membership read is reused for routing. A
+// replica that died since is found unreachable by the hop (and its
+// session adopted, as without the cache); an owner missing from the
+// reused list is looked up afresh before its session is taken for
+// orphaned, so a replica that just joined is never robbed of a session.
+const memberTTL = time.Second
+
+// bufPool holds the buffers copyFlushing streams a hop's answer through
+// (*[]byte, 32 KiB), so that a forwarded call allocates none.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
 // New returns the Replica of opts.
 func New(opts Options) (*Replica, error) {
@@ -359,7 +377,7 @@ func (r *Replica) route(ctx context.Context, path, token string, id *auth.Identi
 	if owner == r.opts.Self.ID {
 		return cluster.Replica{}, false
 	}
-	members, err := r.opts.Members.Members(ctx)
+	members, err := r.membership(ctx, false)
 	if err != nil {
 		r.log.Warn("cluster: membership unreadable; serving the session here", "session", sess.ID, "err", err)
 		return cluster.Replica{}, false
@@ -370,6 +388,15 @@ func (r *Replica) route(ctx context.Context, path, token string, id *auth.Identi
 			return cluster.Replica{}, false
 		}
 		return members[i], true
+	}
+	if m, ok := live(owner); ok {
+		return m, true
+	}
+	// Not in the membership reused: read it afresh before taking the
+	// owner for gone.
+	if members, err = r.membership(ctx, true); err != nil {
+		r.log.Warn("cluster: membership unreadable; serving the session here", "session", sess.ID, "err", err)
+		return cluster.Replica{}, false
 	}
 	if m, ok := live(owner); ok {
 		return m, true
@@ -389,6 +416,25 @@ func (r *Replica) route(ctx context.Context, path, token string, id *auth.Identi
 		}
 	}
 	return cluster.Replica{}, false
+}
+
+// membership returns the live replicas: the list read less than
+// memberTTL ago, or (fresh, or none read recently) a new read.
+func (r *Replica) membership(ctx context.Context, fresh bool) ([]cluster.Replica, error) {
+	r.mu.Lock()
+	m, at := r.members, r.membersAt
+	r.mu.Unlock()
+	if !fresh && !at.IsZero() && time.Since(at) < memberTTL {
+		return m, nil
+	}
+	m, err := r.opts.Members.Members(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	r.members, r.membersAt = m, time.Now()
+	r.mu.Unlock()
+	return m, nil
 }
 
 // hopHeaders are not passed on a hop (RFC 9110 §7.6.1), nor the hop
@@ -480,7 +526,15 @@ func (r *Replica) forwardTo(w http.ResponseWriter, req *http.Request, to cluster
 			}
 		}()
 	}
-	copyFlushing(w, resp.Body)
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		copyFlushing(w, resp.Body)
+		return true, false
+	}
+	// A whole answer (JSON, an error): headers and body leave in one
+	// write when it is small, as the owner's own would.
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	_, _ = io.CopyBuffer(w, resp.Body, *bp)
 	return true, false
 }
 
@@ -498,7 +552,9 @@ func isUnreachable(err error) bool {
 func copyFlushing(w http.ResponseWriter, src io.Reader) {
 	rc := http.NewResponseController(w)
 	_ = rc.Flush() // the headers: a quiet stream (a GET) must start at once
-	buf := make([]byte, 32<<10)
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	buf := *bp
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
