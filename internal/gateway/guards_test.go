@@ -15,7 +15,7 @@ import (
 // TestGuardsOffNoGate: without guards a destination is served as it is
 // (nothing added on the request path); a destination with guards is
 // served through its gate, and one whose settings turn everything off is
-// not.
+// not; a hook limited to some destinations gates only those.
 func TestGuardsOffNoGate(t *testing.T) {
 	for _, c := range []struct {
 		guards string
@@ -24,6 +24,7 @@ func TestGuardsOffNoGate(t *testing.T) {
 		{"", map[string]bool{"a": false, "b": false}},
 		{"guards: {destinations: {a: {pinning: monitor}}}", map[string]bool{"a": true, "b": false}},
 		{"guards: {defaults: {detectors: [pii]}, destinations: {b: {detectors: []}}}", map[string]bool{"a": true, "b": false}},
+		{"guards: {hook: {url: 'http://127.0.0.1:1/check', fail: open, destinations: [b]}}", map[string]bool{"a": false, "b": true}},
 	} {
 		yml := c.guards + `
 destinations:

@@ -70,6 +70,9 @@ type Settings struct {
 	Action guard.Mode
 	// MaxBytes caps the string bytes scanned per message; zero: 1 MiB.
 	MaxBytes int
+	// Hook is the external classifier asked about calls (hook.go); nil:
+	// none, nothing leaves the gateway.
+	Hook *Hook
 }
 
 // Options are what a Gate reports to.
@@ -206,19 +209,36 @@ func (g *Gate) send(ctx context.Context, req *jsonrpc.Message, send sendFunc) (s
 					"tool %q of %s is not approved: its definition changed or is new (switchboard pin --approve)", name, g.Name()))), nil
 			}
 		}
-		if len(s.Detectors) == 0 {
+		if len(s.Detectors) == 0 && s.Hook == nil {
 			return send(ctx, req)
 		}
 		rec, _ := ctx.Value(audit.RecordKey{}).(*audit.Record)
-		req, refusal := g.checkArguments(s, req, name, rec)
-		if refusal != nil {
-			return refusal, nil
+		var refusal session.Call
+		if len(s.Detectors) > 0 {
+			if req, refusal = g.checkArguments(s, req, name, rec); refusal != nil {
+				return refusal, nil
+			}
+		}
+		hookNote := func(n string) { g.hookNote(rec, name, n) }
+		if s.Hook != nil && s.Hook.Arguments {
+			if req, refusal = g.hookArguments(ctx, s.Hook, req, name, hookNote); refusal != nil {
+				return refusal, nil
+			}
 		}
 		c, err := send(ctx, req)
 		if err != nil {
 			return nil, err
 		}
-		return &answer{Call: c, fix: func(r json.RawMessage) json.RawMessage { return g.checkResult(s, r, name, rec) }}, nil
+		if len(s.Detectors) > 0 {
+			c = &answer{Call: c, fix: func(r json.RawMessage) json.RawMessage { return g.checkResult(s, r, name, rec) }}
+		}
+		if s.Hook != nil && s.Hook.Result {
+			h := s.Hook
+			c = newHooked(c, func(ctx context.Context, r json.RawMessage) (json.RawMessage, string) {
+				return g.hookResult(ctx, h, r, name)
+			}, hookNote)
+		}
+		return c, nil
 	}
 	return send(ctx, req)
 }
@@ -448,6 +468,24 @@ func (g *Gate) note(rec *audit.Record, tool, what string) {
 	}
 	if g.opts.Audit != nil {
 		g.opts.Audit(&audit.Record{Time: time.Now(), Destination: g.Name(), MCPMethod: "tools/call", Tool: tool, Guard: what})
+	}
+}
+
+// hookNote adds the hook's verdict to the request's audit record, or
+// writes a record of the gate's own when there is none.
+func (g *Gate) hookNote(rec *audit.Record, tool, what string) {
+	if what == "" {
+		return
+	}
+	if rec != nil {
+		if rec.Hook != "" {
+			rec.Hook += "; "
+		}
+		rec.Hook += what
+		return
+	}
+	if g.opts.Audit != nil {
+		g.opts.Audit(&audit.Record{Time: time.Now(), Destination: g.Name(), MCPMethod: "tools/call", Tool: tool, Hook: what})
 	}
 }
 
