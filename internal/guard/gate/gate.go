@@ -94,6 +94,7 @@ type Gate struct {
 
 	mu       sync.Mutex
 	listed   map[string]guard.Definition // the server's definitions as last listed; nil: never listed
+	instr    *string                     // the server's instructions as last initialized; nil: none
 	reported map[string]string           // tool -> status and digest last audited (once each)
 	live     map[*backend]struct{}       // the sessions joined through the gate
 }
@@ -254,6 +255,9 @@ func (g *Gate) initialized(res *jsonrpc.Message) *jsonrpc.Message {
 	if has {
 		ip = &instr
 	}
+	g.mu.Lock()
+	g.instr = ip
+	g.mu.Unlock()
 	st := guard.Compare(nil, ip, guard.ServerPins{Instructions: s.Pins.Instructions})
 	if st.Instructions == guard.Approved || st.Instructions == "" || !has {
 		return res
