@@ -6,6 +6,7 @@ package main
 // gateway reloads and the sessions list again.
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -76,13 +77,50 @@ func postApprove(ctx context.Context, t *testing.T, base, tok string, body any, 
 	return resp.StatusCode, string(out)
 }
 
+// openListen opens a 2026-07-28 subscriptions/listen stream on url for
+// tool list changes, as the client of tok, and returns a reader of its
+// events' data.
+func openListen(ctx context.Context, t *testing.T, url, tok string) func() string {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":"listen-1","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "subscriptions/listen")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("subscriptions/listen: %d %s %s", resp.StatusCode, resp.Header.Get("Content-Type"), b)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	return func() string {
+		t.Helper()
+		for sc.Scan() {
+			if d, ok := strings.CutPrefix(sc.Text(), "data:"); ok && strings.TrimSpace(d) != "" {
+				return strings.TrimSpace(d)
+			}
+		}
+		t.Fatalf("the listen stream ended: %v", sc.Err())
+		return ""
+	}
+}
+
 // TestPinUIApprove: in block mode after a rug pull, /ui/status.json
 // shows the changed and new tools with the diff `switchboard pin` prints;
 // a status-only client may read but not approve, a cross-site POST and
 // one naming a digest the page did not show are refused; the admin's
 // same-origin approval writes the pin file, is audited, and the session
 // is told tools/list_changed and lists and calls the approved tool while
-// the others stay hidden.
+// the others stay hidden; a 2026-07-28 client's subscriptions/listen
+// stream is told too.
 func TestPinUIApprove(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -165,6 +203,10 @@ clients:
 	if st := uiStatus(ctx, t, base, adminToken); !st.Admin {
 		t.Error("the admin is not shown as admin")
 	}
+	events := openListen(ctx, t, base+"/pinned/mcp", adminToken)
+	if ack := events(); !strings.Contains(ack, `"notifications/subscriptions/acknowledged"`) || !strings.Contains(ack, `"toolsListChanged":true`) {
+		t.Errorf("the listen stream's acknowledgement: %s", ack)
+	}
 	if code, msg := postApprove(ctx, t, base, adminToken, echo, same); code != http.StatusNoContent {
 		t.Fatalf("the admin's approval: %d %s", code, msg)
 	}
@@ -175,6 +217,9 @@ clients:
 	}
 	if got := pf.Destinations["pinned"].Tools["echo"].Digest; got != tools["echo"].Digest {
 		t.Errorf("the pin file has echo at %s, want %s", got, tools["echo"].Digest)
+	}
+	if ev := events(); !strings.Contains(ev, `"method":"notifications/tools/list_changed"`) || !strings.Contains(ev, `"io.modelcontextprotocol/subscriptionId":"listen-1"`) {
+		t.Errorf("the listen stream after the approval: %s", ev)
 	}
 	s.waitTools(ctx, t, []string{"echo", "stable"}) // list_changed, then the list
 	if ok, text := s.call(ctx, t, "echo"); !ok {

@@ -97,6 +97,7 @@ type Gate struct {
 	instr    *string                     // the server's instructions as last initialized; nil: none
 	reported map[string]string           // tool -> status and digest last audited (once each)
 	live     map[*backend]struct{}       // the sessions joined through the gate
+	streams  map[*listening]struct{}     // the 2026-07-28 listen streams asking for tool changes (listen.go)
 }
 
 // New returns a Gate over srv with settings s.
@@ -104,7 +105,7 @@ func New(srv Server, s *Settings, opts Options) *Gate {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	g := &Gate{srv: srv, opts: opts, reported: map[string]string{}, live: map[*backend]struct{}{}}
+	g := &Gate{srv: srv, opts: opts, reported: map[string]string{}, live: map[*backend]struct{}{}, streams: map[*listening]struct{}{}}
 	g.set.Store(s)
 	return g
 }
@@ -132,9 +133,16 @@ func (g *Gate) Update(s *Settings) {
 	for b := range g.live {
 		downs = append(downs, b.down)
 	}
+	streams := make([]*listening, 0, len(g.streams))
+	for l := range g.streams {
+		streams = append(streams, l)
+	}
 	g.mu.Unlock()
 	for _, d := range downs {
 		d.Deliver(jsonrpc.NewNotification("notifications/tools/list_changed", nil))
+	}
+	for _, l := range streams {
+		l.changed()
 	}
 }
 
@@ -188,6 +196,11 @@ type sendFunc func(context.Context, *jsonrpc.Message) (session.Call, error)
 func (g *Gate) send(ctx context.Context, req *jsonrpc.Message, send sendFunc) (session.Call, error) {
 	s := g.set.Load()
 	switch req.Method {
+	case "subscriptions/listen":
+		if s.Pinning == guard.Off {
+			return send(ctx, req)
+		}
+		return g.listen(ctx, req, send)
 	case "tools/list":
 		if s.Pinning == guard.Off {
 			return send(ctx, req)
