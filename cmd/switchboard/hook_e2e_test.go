@@ -105,8 +105,9 @@ func startEchoServer(t *testing.T) (string, func() int) {
 }
 
 // hookGateway starts a gateway whose destination "hooked" is checked by
-// the hook at hookURL (fail: fail) and "plain" (the same server) is not.
-func hookGateway(t *testing.T, serverURL, hookURL, fail string) (string, *auditSink) {
+// the hook at hookURL (fail: fail, timeout: timeout) and "plain" (the same
+// server) is not.
+func hookGateway(t *testing.T, serverURL, hookURL, fail, timeout string) (string, *auditSink) {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "hook.token"), []byte(hookToken+"\n"), 0o600); err != nil {
@@ -116,11 +117,11 @@ func hookGateway(t *testing.T, serverURL, hookURL, fail string) (string, *auditS
 	yml := fmt.Sprintf(`listen: 127.0.0.1:0
 audit: {path: off}
 guards:
-  hook: {url: %q, fail: %s, timeout: 300ms, token_file: hook.token, destinations: [hooked]}
+  hook: {url: %q, fail: %s, timeout: %s, token_file: hook.token, destinations: [hooked]}
 destinations:
   hooked: {type: streamable_http, url: %q}
   plain: {type: streamable_http, url: %q}
-`, hookURL, fail, serverURL, serverURL)
+`, hookURL, fail, timeout, serverURL, serverURL)
 	if err := os.WriteFile(path, []byte(yml), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -164,9 +165,12 @@ func TestGuardHookE2E(t *testing.T) {
 	downURL := "http://" + ln.Addr().String() + "/check"
 	ln.Close() // nothing listens there: connection refused
 
-	open, openAudit := hookGateway(t, srvURL, hook.url, "open")
-	closed, closedAudit := hookGateway(t, srvURL, hook.url, "closed")
-	down, downAudit := hookGateway(t, srvURL, downURL, "closed")
+	// A generous timeout where the hook answers (a loaded machine must not
+	// turn an answer into a timeout); 300ms where the test waits for it.
+	open, openAudit := hookGateway(t, srvURL, hook.url, "open", "30s")
+	short, shortAudit := hookGateway(t, srvURL, hook.url, "open", "300ms")
+	closed, closedAudit := hookGateway(t, srvURL, hook.url, "closed", "300ms")
+	down, downAudit := hookGateway(t, srvURL, downURL, "closed", "30s")
 
 	say := func(t *testing.T, base, dest, text string) (*mcp.CallToolResult, error) {
 		t.Helper()
@@ -232,11 +236,11 @@ func TestGuardHookE2E(t *testing.T) {
 		waitAudit(ctx, t, openAudit, "Alice", `result: redact 1 span(s)`)
 	})
 	t.Run("timeout-fail-open", func(t *testing.T) {
-		got := text(t)(say(t, open, "hooked", "SLOW"))
+		got := text(t)(say(t, short, "hooked", "SLOW"))
 		if got != "said: SLOW" {
 			t.Errorf("got %q", got)
 		}
-		waitAudit(ctx, t, openAudit, "SLOW", `"hook":"arguments: timeout after 300ms, fail open`)
+		waitAudit(ctx, t, shortAudit, "SLOW", `"hook":"arguments: timeout after 300ms, fail open`)
 	})
 	t.Run("timeout-fail-closed", func(t *testing.T) {
 		before := calls()
@@ -261,7 +265,7 @@ func TestGuardHookE2E(t *testing.T) {
 	})
 	t.Run("not-configured", func(t *testing.T) {
 		n := len(hook.checks())
-		for _, base := range []string{open, closed, down} {
+		for _, base := range []string{open, short, closed, down} {
 			got := text(t)(say(t, base, "plain", "BLOCK-ARGS SLOW Alice"))
 			if got != "said: BLOCK-ARGS SLOW Alice" {
 				t.Errorf("got %q", got)
@@ -270,7 +274,7 @@ func TestGuardHookE2E(t *testing.T) {
 		if len(hook.checks()) != n {
 			t.Errorf("the hook was asked about a destination it is not configured for: %v", hook.checks()[n:])
 		}
-		for _, sink := range []*auditSink{openAudit, closedAudit, downAudit} {
+		for _, sink := range []*auditSink{openAudit, shortAudit, closedAudit, downAudit} {
 			l := waitAudit(ctx, t, sink, "plain", `"destination":"plain"`)
 			if strings.Contains(l, `"hook"`) {
 				t.Errorf("audit of plain: %s", l)
