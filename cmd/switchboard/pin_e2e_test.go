@@ -112,13 +112,28 @@ func runPin(t *testing.T, args ...string) string {
 type auditSink struct {
 	mu    sync.Mutex
 	lines []string
+	next  chan struct{} // closed by the next write; nil: nobody waits
 }
 
 func (s *auditSink) Write(b []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lines = append(s.lines, strings.Split(strings.TrimSpace(string(b)), "\n")...)
+	if s.next != nil {
+		close(s.next)
+		s.next = nil
+	}
 	return len(b), nil
+}
+
+// wrote returns a channel closed by the next write.
+func (s *auditSink) wrote() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.next == nil {
+		s.next = make(chan struct{})
+	}
+	return s.next
 }
 
 func (s *auditSink) all() []string {

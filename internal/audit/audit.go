@@ -89,6 +89,12 @@ type Record struct {
 	// Diff is a pinned tool's definition diff (pinned "-", listed "+")
 	// on a guard record; "" omits "diff".
 	Diff string
+	// Hook is the external guard hook's verdict on a tools/call
+	// (internal/guard/gate): "allow", "block rule", "redact n span(s)" or
+	// the failure and what it did ("timeout, fail open"), each with the
+	// direction checked, items joined by "; "; "" omits "hook". Never the
+	// text checked nor the hook's URL.
+	Hook string
 	// Upstream is how long the upstream server took to answer the call:
 	// from the request written to it to its response read back. Zero when
 	// no upstream answered (an error of Switchboard's own, a notification,
@@ -216,6 +222,7 @@ type line struct {
 	Via          string          `json:"via,omitempty"`
 	Guard        string          `json:"guard,omitempty"`
 	Diff         string          `json:"diff,omitempty"`
+	Hook         string          `json:"hook,omitempty"`
 	RequestBody  string          `json:"request_body,omitempty"`
 	ResponseBody string          `json:"response_body,omitempty"`
 	Truncated    bool            `json:"truncated,omitempty"`
@@ -250,6 +257,7 @@ func (l *Logger) Log(r *Record) {
 		Via:         rd.String(r.Via),
 		Guard:       rd.String(r.Guard),
 		Diff:        rd.String(r.Diff),
+		Hook:        rd.String(r.Hook),
 	}
 	if l.opts.LogBodies {
 		var cutReq, cutResp bool
@@ -315,6 +323,10 @@ func (ln *line) appendTo(b []byte) []byte {
 	if ln.Diff != "" {
 		b = append(b, `,"diff":`...)
 		b = appendJSONString(b, ln.Diff)
+	}
+	if ln.Hook != "" {
+		b = append(b, `,"hook":`...)
+		b = appendJSONString(b, ln.Hook)
 	}
 	if ln.RequestBody != "" {
 		b = append(b, `,"request_body":`...)

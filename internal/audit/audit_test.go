@@ -79,7 +79,7 @@ func TestLogOptionalFields(t *testing.T) {
 	if _, err := time.Parse(time.RFC3339Nano, m["time"].(string)); err != nil {
 		t.Errorf("zero Time not filled: %v", err)
 	}
-	for _, k := range []string{"request_body", "response_body", "truncated", "tool", "via"} {
+	for _, k := range []string{"request_body", "response_body", "truncated", "tool", "via", "hook"} {
 		if _, ok := m[k]; ok {
 			t.Errorf("%s present without LogBodies or a value", k)
 		}
@@ -87,6 +87,10 @@ func TestLogOptionalFields(t *testing.T) {
 	_, m = logOne(t, Options{}, &Record{MCPMethod: "tools/call", Tool: "echo", Via: "execute"})
 	if m["tool"] != "echo" || m["via"] != "execute" {
 		t.Errorf("tool, via = %v, %v", m["tool"], m["via"])
+	}
+	_, m = logOne(t, Options{}, &Record{MCPMethod: "tools/call", Tool: "echo", Hook: "arguments: allow (1ms)"})
+	if m["hook"] != "arguments: allow (1ms)" {
+		t.Errorf("hook = %v", m["hook"])
 	}
 	_, m = logOne(t, Options{}, &Record{RPCID: json.RawMessage(`{not json`)})
 	if m["rpc_id"] != "{not json" {

@@ -94,6 +94,8 @@ type ClientSpec struct {
 	Subjects, Groups, Scopes []string
 	// Status lets the client read /ui, /metrics and /healthz.
 	Status bool
+	// Admin lets the client approve tool pins on /ui; it implies Status.
+	Admin bool
 }
 
 // Client is a configured client, compiled.
@@ -106,7 +108,10 @@ type Client struct {
 
 // MayReadStatus reports whether the client may read /ui, /metrics and
 // /healthz.
-func (c *Client) MayReadStatus() bool { return c != nil && c.Spec.Status }
+func (c *Client) MayReadStatus() bool { return c != nil && (c.Spec.Status || c.Spec.Admin) }
+
+// MayApprove reports whether the client may approve tool pins on /ui.
+func (c *Client) MayApprove() bool { return c != nil && c.Spec.Admin }
 
 // Failure is a request that cannot be served as it came: a 401 (no or bad
 // credentials), 403 (insufficient scope) or 503 (the issuer's keys cannot

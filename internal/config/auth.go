@@ -149,6 +149,10 @@ type Client struct {
 	// Default false.
 	Status bool `yaml:"status"`
 
+	// Admin lets the client approve tool pins on /ui (`admin`; guards
+	// pinning) and read what Status reads. Default false.
+	Admin bool `yaml:"admin"`
+
 	// Tools, Prompts and Resources filter what the client sees and may
 	// call (`tools`, `prompts`, `resources`), by exposed name (resources by
 	// URI), with path.Match globs: allowed when Allow is empty or matches,

@@ -57,6 +57,7 @@ func (l loader) parse(data []byte, filename string) (*Config, error) {
 	d.applyEnv(c)
 	d.finish(c, dir)
 	d.finishGuards(c, filename)
+	d.finishGuardHook(c, dir)
 	d.validate(c)
 	if len(errs) > 0 {
 		return nil, d.result()

@@ -33,6 +33,10 @@ type Guards struct {
 	// Destinations override Defaults per destination name
 	// (`destinations`).
 	Destinations map[string]*GuardSettings `yaml:"destinations"`
+
+	// Hook is an external classifier asked about calls (`hook`;
+	// guardhook.go). Nil: none.
+	Hook *GuardHook `yaml:"hook" decode:"optional"`
 }
 
 // GuardSettings are the guards of one destination (or their defaults).

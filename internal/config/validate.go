@@ -38,6 +38,7 @@ func (d *decoder) validate(c *Config) {
 	}
 	d.validateAuth(c)
 	d.validateGuards(c)
+	d.validateGuardHook(c)
 	d.validateCluster(c)
 }
 

@@ -92,7 +92,10 @@ type Gateway struct {
 	// reloadMu serialises reloads (the only writers of cur) and guards the
 	// fields below it.
 	reloadMu sync.Mutex
-	routers  map[string]*router.Router // by view name; kept across reloads
+	// pinMu serializes the approvals of /ui (pinsui.go): each reads,
+	// changes and writes the pin file.
+	pinMu   sync.Mutex
+	routers map[string]*router.Router // by view name; kept across reloads
 	// gates are the guards of the destinations that have them (guards.go),
 	// kept with their destination across reloads.
 	gates      map[*destination.Destination]*gate.Gate

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,13 +32,20 @@ import (
 // the pin file's approvals. reloadMu is held.
 func (g *Gateway) server(cfg *config.Config, name string, d *destination.Destination, pins *guard.PinFile) gate.Server {
 	s := cfg.Guards.For(name)
-	if !s.Enabled() {
+	hc := cfg.Guards.HookFor(name)
+	if !s.Enabled() && hc == nil {
 		delete(g.gates, d)
 		return d
 	}
 	set, err := guardSettings(cfg, s, pins.Destinations[name])
 	if err != nil {
 		g.log.Error("guards: detectors unavailable; the destination is served without them", "destination", name, "err", err)
+	}
+	if hc != nil {
+		var herr error
+		if set.Hook, herr = gateHook(hc); herr != nil {
+			g.log.Error("guards: the hook's token is unavailable; checks are sent without it", "destination", name, "err", herr)
+		}
 	}
 	if gt := g.gates[d]; gt != nil {
 		gt.Update(set)
@@ -103,6 +112,32 @@ func guardSettings(cfg *config.Config, s config.GuardSettings, pins *guard.Serve
 		out.Detectors = append(out.Detectors, gate.Detector{Name: name, Detector: d})
 	}
 	return out, err
+}
+
+// gateHook translates the hook's configuration, reading its token (an
+// error says why there is none; the hook is still used).
+func gateHook(hc *config.GuardHook) (*gate.Hook, error) {
+	h := &gate.Hook{URL: hc.URL, Timeout: hc.Timeout, FailClosed: hc.Fail == config.HookFailClosed,
+		Arguments: hc.Sends(config.HookArguments), Result: hc.Sends(config.HookResult), MaxBytes: int(hc.MaxBytes)}
+	switch {
+	case hc.TokenEnv != "":
+		tok, ok := os.LookupEnv(hc.TokenEnv)
+		if !ok || tok == "" {
+			return h, fmt.Errorf("environment variable %s is not set", hc.TokenEnv)
+		}
+		h.Token = tok
+	case hc.TokenFile != "":
+		b, err := os.ReadFile(hc.TokenFile)
+		if err != nil {
+			return h, fmt.Errorf("token file: %w", err)
+		}
+		tok, _, _ := strings.Cut(string(b), "\n")
+		if tok = strings.TrimSpace(tok); tok == "" {
+			return h, fmt.Errorf("token file %s is empty", hc.TokenFile)
+		}
+		h.Token = tok
+	}
+	return h, nil
 }
 
 func mode(s string) guard.Mode {

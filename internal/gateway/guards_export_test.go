@@ -8,3 +8,6 @@ func (g *Gateway) ViewServers(view string) []any {
 	}
 	return out
 }
+
+// GateHook is gateHook (the hook's settings and token).
+var GateHook = gateHook

@@ -54,7 +54,7 @@ func authOf(cfg *config.Config) *auth.Authenticator {
 // clientSpec is what package auth knows of client name.
 func clientSpec(name string, c *config.Client) auth.ClientSpec {
 	return auth.ClientSpec{Name: name, Tokens: c.Tokens, CertNames: c.CertNames, Subjects: c.Subjects,
-		Groups: c.Groups, Scopes: c.Scopes, Status: c.Status}
+		Groups: c.Groups, Scopes: c.Scopes, Status: c.Status, Admin: c.Admin}
 }
 
 // PolicySetup is what package policy knows of cfg's clients and

@@ -27,6 +27,8 @@ func (g *Gateway) routeStatusPage(mux *http.ServeMux) {
 	for _, p := range []string{"GET /ui", "GET /ui/style.css", "GET /ui/app.js", "GET /ui/status.json"} {
 		mux.HandleFunc(p, edge.PermitStatus(serve))
 	}
+	// An approval changes state: a same-origin POST only (pinsui.go).
+	mux.Handle("POST /ui/pins/approve", http.NewCrossOriginProtection().Handler(edge.PermitStatus(g.approvePins)))
 }
 
 // uiStatus is the gateway's state for one poll of the page
@@ -43,6 +45,7 @@ func (g *Gateway) uiStatus(r *http.Request) statusui.Status {
 			Error: g.redactor.String(d.err), Restarts: d.Restarts, Sessions: d.Sessions, Members: d.Members, InFlight: d.InFlight})
 	}
 	st.Views = g.uiViews(cur)
+	g.uiStatusPins(r, cur, &st)
 	return st
 }
 

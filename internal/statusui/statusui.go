@@ -76,9 +76,39 @@ type Status struct {
 	LastReload   Reload        `json:"last_reload"`
 	Destinations []Destination `json:"destinations"`
 	Views        []View        `json:"views"`
+	// Pins are the destinations with pinning on, each with what it lists
+	// that is not approved (nil: none).
+	Pins []PinStanding `json:"pins"`
+	// Admin says whether the viewer may approve tools (POST
+	// /ui/pins/approve): an authenticated client with admin: true.
+	Admin bool `json:"admin"`
 	// Filled in by the page.
 	Now    time.Time `json:"now"`
 	Errors []Error   `json:"errors"`
+}
+
+// PinStanding is a destination's tools against its pins (guards
+// pinning), as its gate last saw them listed.
+type PinStanding struct {
+	Destination string `json:"destination"`
+	Mode        string `json:"mode"`   // monitor or block
+	Listed      bool   `json:"listed"` // false: nothing listed through the gate yet
+	// Tools are the tools not approved: changed (with the diff `switchboard
+	// pin` prints), new or removed.
+	Tools []PinTool `json:"tools"`
+	// Instructions is the server's instructions' standing ("" approved or
+	// none), with their digest and diff.
+	Instructions       string `json:"instructions,omitempty"`
+	InstructionsDigest string `json:"instructions_digest,omitempty"`
+	InstructionsDiff   string `json:"instructions_diff,omitempty"`
+}
+
+// PinTool is one tool that is not approved.
+type PinTool struct {
+	Name   string `json:"name"`
+	Status string `json:"status"` // changed, new or removed
+	Digest string `json:"digest"` // what an approval must name (the listed definition's)
+	Diff   string `json:"diff,omitempty"`
 }
 
 // Reload is a reload's outcome.

@@ -70,6 +70,9 @@ type Settings struct {
 	Action guard.Mode
 	// MaxBytes caps the string bytes scanned per message; zero: 1 MiB.
 	MaxBytes int
+	// Hook is the external classifier asked about calls (hook.go); nil:
+	// none, nothing leaves the gateway.
+	Hook *Hook
 }
 
 // Options are what a Gate reports to.
@@ -91,8 +94,10 @@ type Gate struct {
 
 	mu       sync.Mutex
 	listed   map[string]guard.Definition // the server's definitions as last listed; nil: never listed
+	instr    *string                     // the server's instructions as last initialized; nil: none
 	reported map[string]string           // tool -> status and digest last audited (once each)
 	live     map[*backend]struct{}       // the sessions joined through the gate
+	streams  map[*listening]struct{}     // the 2026-07-28 listen streams asking for tool changes (listen.go)
 }
 
 // New returns a Gate over srv with settings s.
@@ -100,7 +105,7 @@ func New(srv Server, s *Settings, opts Options) *Gate {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	g := &Gate{srv: srv, opts: opts, reported: map[string]string{}, live: map[*backend]struct{}{}}
+	g := &Gate{srv: srv, opts: opts, reported: map[string]string{}, live: map[*backend]struct{}{}, streams: map[*listening]struct{}{}}
 	g.set.Store(s)
 	return g
 }
@@ -128,9 +133,16 @@ func (g *Gate) Update(s *Settings) {
 	for b := range g.live {
 		downs = append(downs, b.down)
 	}
+	streams := make([]*listening, 0, len(g.streams))
+	for l := range g.streams {
+		streams = append(streams, l)
+	}
 	g.mu.Unlock()
 	for _, d := range downs {
 		d.Deliver(jsonrpc.NewNotification("notifications/tools/list_changed", nil))
+	}
+	for _, l := range streams {
+		l.changed()
 	}
 }
 
@@ -184,6 +196,11 @@ type sendFunc func(context.Context, *jsonrpc.Message) (session.Call, error)
 func (g *Gate) send(ctx context.Context, req *jsonrpc.Message, send sendFunc) (session.Call, error) {
 	s := g.set.Load()
 	switch req.Method {
+	case "subscriptions/listen":
+		if s.Pinning == guard.Off {
+			return send(ctx, req)
+		}
+		return g.listen(ctx, req, send)
 	case "tools/list":
 		if s.Pinning == guard.Off {
 			return send(ctx, req)
@@ -206,19 +223,36 @@ func (g *Gate) send(ctx context.Context, req *jsonrpc.Message, send sendFunc) (s
 					"tool %q of %s is not approved: its definition changed or is new (switchboard pin --approve)", name, g.Name()))), nil
 			}
 		}
-		if len(s.Detectors) == 0 {
+		if len(s.Detectors) == 0 && s.Hook == nil {
 			return send(ctx, req)
 		}
 		rec, _ := ctx.Value(audit.RecordKey{}).(*audit.Record)
-		req, refusal := g.checkArguments(s, req, name, rec)
-		if refusal != nil {
-			return refusal, nil
+		var refusal session.Call
+		if len(s.Detectors) > 0 {
+			if req, refusal = g.checkArguments(s, req, name, rec); refusal != nil {
+				return refusal, nil
+			}
+		}
+		hookNote := func(n string) { g.hookNote(rec, name, n) }
+		if s.Hook != nil && s.Hook.Arguments {
+			if req, refusal = g.hookArguments(ctx, s.Hook, req, name, hookNote); refusal != nil {
+				return refusal, nil
+			}
 		}
 		c, err := send(ctx, req)
 		if err != nil {
 			return nil, err
 		}
-		return &answer{Call: c, fix: func(r json.RawMessage) json.RawMessage { return g.checkResult(s, r, name, rec) }}, nil
+		if len(s.Detectors) > 0 {
+			c = &answer{Call: c, fix: func(r json.RawMessage) json.RawMessage { return g.checkResult(s, r, name, rec) }}
+		}
+		if s.Hook != nil && s.Hook.Result {
+			h := s.Hook
+			c = newHooked(c, func(ctx context.Context, r json.RawMessage) (json.RawMessage, string) {
+				return g.hookResult(ctx, h, r, name)
+			}, hookNote)
+		}
+		return c, nil
 	}
 	return send(ctx, req)
 }
@@ -234,6 +268,9 @@ func (g *Gate) initialized(res *jsonrpc.Message) *jsonrpc.Message {
 	if has {
 		ip = &instr
 	}
+	g.mu.Lock()
+	g.instr = ip
+	g.mu.Unlock()
 	st := guard.Compare(nil, ip, guard.ServerPins{Instructions: s.Pins.Instructions})
 	if st.Instructions == guard.Approved || st.Instructions == "" || !has {
 		return res
@@ -448,6 +485,24 @@ func (g *Gate) note(rec *audit.Record, tool, what string) {
 	}
 	if g.opts.Audit != nil {
 		g.opts.Audit(&audit.Record{Time: time.Now(), Destination: g.Name(), MCPMethod: "tools/call", Tool: tool, Guard: what})
+	}
+}
+
+// hookNote adds the hook's verdict to the request's audit record, or
+// writes a record of the gate's own when there is none.
+func (g *Gate) hookNote(rec *audit.Record, tool, what string) {
+	if what == "" {
+		return
+	}
+	if rec != nil {
+		if rec.Hook != "" {
+			rec.Hook += "; "
+		}
+		rec.Hook += what
+		return
+	}
+	if g.opts.Audit != nil {
+		g.opts.Audit(&audit.Record{Time: time.Now(), Destination: g.Name(), MCPMethod: "tools/call", Tool: tool, Hook: what})
 	}
 }
 

@@ -120,12 +120,52 @@ function renderViews(st) {
   }));
 }
 
+// approve records one tool's (or the instructions') pin as the page
+// showed it: a same-origin JSON POST, allowed to admins only.
+async function approve(dest, tool, digest, button) {
+  button.disabled = true;
+  const resp = await fetch("/ui/pins/approve", {
+    method: "POST", headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ destination: dest, tool: tool, digest: digest }),
+  });
+  if (!resp.ok) {
+    button.disabled = false;
+    button.title = await resp.text();
+    button.textContent = "approve (failed: " + resp.status + ")";
+  }
+}
+
+function pinItem(st, dest, name, status, digest, diff) {
+  const item = el("div", { class: "pin", "data-pin": dest + "/" + name }, el("strong", {}, name), " ", badge(status, "bad"));
+  if (st.admin && digest && status !== "removed") {
+    const b = el("button", { type: "button", "data-approve": dest + "/" + name }, "approve");
+    b.addEventListener("click", () => approve(dest, name, digest, b));
+    item.append(" ", b);
+  }
+  if (diff) item.append(el("pre", { class: "diff" }, diff));
+  return item;
+}
+
+function renderPins(st) {
+  const pins = st.pins || [];
+  document.getElementById("pinsection").hidden = pins.length === 0;
+  document.getElementById("pins").replaceChildren(...pins.map((p) => {
+    const items = p.tools.map((t) => pinItem(st, p.destination, t.name, t.status, t.digest, t.diff));
+    if (p.instructions) items.push(pinItem(st, p.destination, "instructions", p.instructions, p.instructions_digest, p.instructions_diff));
+    let note = "";
+    if (!p.listed) note = el("div", { class: "muted" }, "no tools/list has passed yet");
+    else if (!items.length) note = el("div", { class: "muted" }, "every tool approved");
+    return el("div", { class: "view", "data-pins": p.destination }, el("h3", {}, p.destination, " ", badge(p.mode, "muted")), note, ...items);
+  }));
+}
+
 function render(st) {
   document.getElementById("version").textContent = st.version;
   renderDestinations(st);
   renderReload(st);
   renderErrors(st);
   renderViews(st);
+  renderPins(st);
 }
 
 function setLive(state, text) {
