@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // NationalID is a configured national identifier: a regular expression
@@ -41,7 +42,10 @@ type piiID struct {
 
 // domainRe is what follows an e-mail address's "@": labels and a
 // top-level domain of letters.
-var domainRe = regexp.MustCompile(`^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}\b`)
+// Compiled on first use (see markupRes).
+var domainRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}\b`)
+})
 
 // NewPII compiles cfg. An unknown rule in Disable, a national id without
 // a name, with a bad pattern or an unknown check is an error.
@@ -96,7 +100,7 @@ func (p *PII) Scan(s string) []Finding {
 			if start == at || start > 0 && isEmailByte(s[start-1]) {
 				continue // no local part, or a longer run than one allows
 			}
-			if m := domainRe.FindStringIndex(s[at+1:]); m != nil {
+			if m := domainRe().FindStringIndex(s[at+1:]); m != nil {
 				add("email", []int{start, at + 1 + m[1]})
 			}
 		}
