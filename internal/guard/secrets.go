@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	ahocorasick "github.com/BobuSumisu/aho-corasick"
 	"github.com/pelletier/go-toml/v2"
 )
 
@@ -50,8 +49,8 @@ type SecretsConfig struct {
 type Secrets struct {
 	rules    []secretRule
 	global   allowlist
-	keywords []string          // every rule keyword, lower case, deduplicated
-	trie     *ahocorasick.Trie // over keywords: one pass finds every keyword present
+	keywords []string    // every rule keyword, lower case, deduplicated
+	kwset    *keywordSet // over keywords: one pass finds every keyword present
 }
 
 type secretRule struct {
@@ -62,6 +61,7 @@ type secretRule struct {
 	keywords    []int // into Secrets.keywords; none: the rule always runs
 	allow       []allowlist
 	maxLen      int // the most bytes a match spans; -1: unbounded (see windows)
+	run         run // what every match holds (see needRun); k 0: nothing known
 }
 
 type allowlist struct {
@@ -139,9 +139,12 @@ func NewSecrets(cfg SecretsConfig) (*Secrets, error) {
 		if err != nil {
 			return nil, fmt.Errorf("secret rule %s: %w", r.ID, err)
 		}
-		sr := secretRule{id: r.ID, re: re, secretGroup: r.SecretGroup, entropy: r.Entropy, maxLen: maxLen(re)}
+		sr := secretRule{id: r.ID, re: re, secretGroup: r.SecretGroup, entropy: r.Entropy, maxLen: maxLen(re), run: needRun(re)}
 		for _, k := range r.Keywords {
 			k = strings.ToLower(k)
+			if k == "" {
+				continue
+			}
 			i, ok := kw[k]
 			if !ok {
 				i = len(s.keywords)
@@ -159,7 +162,7 @@ func NewSecrets(cfg SecretsConfig) (*Secrets, error) {
 		}
 		s.rules = append(s.rules, sr)
 	}
-	s.trie = ahocorasick.NewTrieBuilder().AddStrings(s.keywords).Build()
+	s.kwset = newKeywordSet(s.keywords)
 	return s, nil
 }
 
@@ -201,12 +204,11 @@ func (s *Secrets) Scan(text string) []Finding {
 		return nil
 	}
 	var hits [][]int // start offsets of each keyword; nil: none found
-	s.trie.Walk(lowerASCII(text), func(end, n, k int64) bool {
+	s.kwset.each(text, func(start, k int) {
 		if hits == nil {
 			hits = make([][]int, len(s.keywords))
 		}
-		hits[k] = append(hits[k], int(end-n+1))
-		return true
+		hits[k] = append(hits[k], start)
 	})
 	found := hits != nil
 	var out []Finding
@@ -220,6 +222,9 @@ func (s *Secrets) Scan(text string) []Finding {
 		}
 		spans = windows(spans[:0], r, hits, s.keywords, len(text))
 		for _, w := range spans {
+			if !r.run.in(text[w.start:w.end]) {
+				continue // no match can be there
+			}
 			for _, m := range r.re.FindAllStringSubmatchIndex(text[w.start:w.end], -1) {
 				if w.start > 0 && m[0] == 0 || w.end < len(text) && m[1] == w.end-w.start {
 					continue
@@ -354,17 +359,6 @@ func shannon(s string) float64 {
 		}
 	}
 	return h
-}
-
-// lowerASCII is s with ASCII letters lowered, as bytes.
-func lowerASCII(s string) []byte {
-	b := []byte(s)
-	for i, c := range b {
-		if c >= 'A' && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return b
 }
 
 // toLowerASCII lowers ASCII letters only, so that offsets stay those of s

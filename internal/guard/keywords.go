@@ -1,0 +1,109 @@
+package guard
+
+// keywordSet finds every occurrence of a set of ASCII keywords in a text,
+// ASCII letters in either case, overlapping ones included: Aho-Corasick
+// compiled to a DFA over byte classes, so that a pass costs one table
+// lookup a byte and reads the text in place (no lowered copy). It is the
+// secret rules' prefilter; the general-purpose library it replaced
+// followed failure links at run time and needed the text lowered first
+// (about 8 ns a byte and a copy of each string; see docs/guards.md).
+type keywordSet struct {
+	class  [256]uint8 // byte -> class; 0: in no keyword
+	stride int        // classes
+	next   []uint16   // state*stride + class -> state; state 0 is the root
+	out    [][]int32  // state -> keywords ending there (longest first); nil: none
+	term   []bool     // state -> out is not empty
+	lens   []int      // keyword -> length
+}
+
+// newKeywordSet compiles keywords (lower case ASCII, distinct, not
+// empty). At most 65,535 states (bytes of keywords).
+func newKeywordSet(keywords []string) *keywordSet {
+	ks := &keywordSet{lens: make([]int, len(keywords))}
+	n := 1
+	for _, k := range keywords {
+		for i := 0; i < len(k); i++ {
+			c := lowerByte(k[i])
+			if ks.class[c] == 0 {
+				ks.class[c] = uint8(n)
+				n++
+			}
+		}
+	}
+	for c := 'A'; c <= 'Z'; c++ {
+		ks.class[c] = ks.class[c+'a'-'A']
+	}
+	ks.stride = n
+	// The trie: goto transitions, 0 meaning none (the root is never a
+	// target).
+	ks.next = make([]uint16, n)
+	ks.out = [][]int32{nil}
+	for id, k := range keywords {
+		ks.lens[id] = len(k)
+		s := 0
+		for i := 0; i < len(k); i++ {
+			c := int(ks.class[lowerByte(k[i])])
+			t := int(ks.next[s*n+c])
+			if t == 0 {
+				t = len(ks.out)
+				ks.out = append(ks.out, nil)
+				ks.next = append(ks.next, make([]uint16, n)...)
+				ks.next[s*n+c] = uint16(t)
+			}
+			s = t
+		}
+		ks.out[s] = append(ks.out[s], int32(id))
+	}
+	// Breadth first: a state's failure is the longest proper suffix of its
+	// path that is a trie state; a missing transition is its failure's.
+	fail := make([]int, len(ks.out))
+	queue := []int{}
+	for c := 0; c < n; c++ {
+		if t := int(ks.next[c]); t != 0 {
+			queue = append(queue, t)
+		}
+	}
+	for len(queue) > 0 {
+		s := queue[0]
+		queue = queue[1:]
+		if f := fail[s]; len(ks.out[f]) > 0 {
+			ks.out[s] = append(ks.out[s], ks.out[f]...)
+		}
+		for c := 0; c < n; c++ {
+			t := int(ks.next[s*n+c])
+			f := int(ks.next[fail[s]*n+c])
+			if t == 0 {
+				ks.next[s*n+c] = uint16(f)
+				continue
+			}
+			fail[t] = f
+			queue = append(queue, t)
+		}
+	}
+	ks.term = make([]bool, len(ks.out))
+	for s, o := range ks.out {
+		ks.term[s] = len(o) > 0
+	}
+	return ks
+}
+
+// each calls fn with the start offset of every keyword occurrence in
+// text, in order of their ends.
+func (ks *keywordSet) each(text string, fn func(start, keyword int)) {
+	s, n, next, term := 0, ks.stride, ks.next, ks.term
+	for i := 0; i < len(text); i++ {
+		s = int(next[s*n+int(ks.class[text[i]])])
+		if term[s] {
+			for _, k := range ks.out[s] {
+				fn(i+1-ks.lens[k], int(k))
+			}
+		}
+	}
+}
+
+func lowerByte(c byte) byte {
+	if c >= 'A' && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
