@@ -10,14 +10,13 @@ package guard
 type keywordSet struct {
 	class  [256]uint8 // byte -> class; 0: in no keyword
 	stride int        // classes
-	next   []uint16   // state*stride + class -> state; state 0 is the root
+	next   []int32    // state*stride + class -> the next state's row (state*stride), negated when its out is not empty; state 0 is the root
 	out    [][]int32  // state -> keywords ending there (longest first); nil: none
-	term   []bool     // state -> out is not empty
 	lens   []int      // keyword -> length
 }
 
 // newKeywordSet compiles keywords (lower case ASCII, distinct, not
-// empty). At most 65,535 states (bytes of keywords).
+// empty).
 func newKeywordSet(keywords []string) *keywordSet {
 	ks := &keywordSet{lens: make([]int, len(keywords))}
 	n := 1
@@ -36,7 +35,7 @@ func newKeywordSet(keywords []string) *keywordSet {
 	ks.stride = n
 	// The trie: goto transitions, 0 meaning none (the root is never a
 	// target).
-	ks.next = make([]uint16, n)
+	ks.next = make([]int32, n)
 	ks.out = [][]int32{nil}
 	for id, k := range keywords {
 		ks.lens[id] = len(k)
@@ -47,8 +46,8 @@ func newKeywordSet(keywords []string) *keywordSet {
 			if t == 0 {
 				t = len(ks.out)
 				ks.out = append(ks.out, nil)
-				ks.next = append(ks.next, make([]uint16, n)...)
-				ks.next[s*n+c] = uint16(t)
+				ks.next = append(ks.next, make([]int32, n)...)
+				ks.next[s*n+c] = int32(t)
 			}
 			s = t
 		}
@@ -73,16 +72,18 @@ func newKeywordSet(keywords []string) *keywordSet {
 			t := int(ks.next[s*n+c])
 			f := int(ks.next[fail[s]*n+c])
 			if t == 0 {
-				ks.next[s*n+c] = uint16(f)
+				ks.next[s*n+c] = int32(f)
 				continue
 			}
 			fail[t] = f
 			queue = append(queue, t)
 		}
 	}
-	ks.term = make([]bool, len(ks.out))
-	for s, o := range ks.out {
-		ks.term[s] = len(o) > 0
+	for i, t := range ks.next {
+		ks.next[i] = t * int32(n)
+		if len(ks.out[t]) > 0 {
+			ks.next[i] = -ks.next[i]
+		}
 	}
 	return ks
 }
@@ -90,11 +91,12 @@ func newKeywordSet(keywords []string) *keywordSet {
 // each calls fn with the start offset of every keyword occurrence in
 // text, in order of their ends.
 func (ks *keywordSet) each(text string, fn func(start, keyword int)) {
-	s, n, next, term := 0, ks.stride, ks.next, ks.term
+	s, next := int32(0), ks.next
 	for i := 0; i < len(text); i++ {
-		s = int(next[s*n+int(ks.class[text[i]])])
-		if term[s] {
-			for _, k := range ks.out[s] {
+		s = next[s+int32(ks.class[text[i]])]
+		if s < 0 {
+			s = -s
+			for _, k := range ks.out[int(s)/ks.stride] {
 				fn(i+1-ks.lens[k], int(k))
 			}
 		}
