@@ -13,6 +13,7 @@ type keywordSet struct {
 	next   []int32    // state*stride + class -> the next state's row (state*stride), negated when its out is not empty; state 0 is the root
 	out    [][]int32  // state -> keywords ending there (longest first); nil: none
 	lens   []int      // keyword -> length
+	maxLen int        // the longest keyword's length
 }
 
 // newKeywordSet compiles keywords (lower case ASCII, distinct, not
@@ -39,6 +40,7 @@ func newKeywordSet(keywords []string) *keywordSet {
 	ks.out = [][]int32{nil}
 	for id, k := range keywords {
 		ks.lens[id] = len(k)
+		ks.maxLen = max(ks.maxLen, len(k))
 		s := 0
 		for i := 0; i < len(k); i++ {
 			c := int(ks.class[lowerByte(k[i])])
@@ -89,16 +91,69 @@ func newKeywordSet(keywords []string) *keywordSet {
 }
 
 // each calls fn with the start offset of every keyword occurrence in
-// text, in order of their ends.
+// text, in no particular order. A text of splitAt bytes or more is read as
+// four quarters at once: the automaton's steps depend each on the last,
+// so independent walks overlap in the processor. A quarter's walk reads
+// on past its end as far as a keyword begun in it may reach.
 func (ks *keywordSet) each(text string, fn func(start, keyword int)) {
-	s, next := int32(0), ks.next
-	for i := 0; i < len(text); i++ {
-		s = next[s+int32(ks.class[text[i]])]
+	n := len(text)
+	if n < splitAt {
+		ks.resume(text, 0, 0, n, n, fn)
+		return
+	}
+	q := n / 4
+	lim := [4]int{q, 2 * q, 3 * q, n}
+	next, class := ks.next, &ks.class
+	var st [4]int32
+	s0, s1, s2, s3 := int32(0), int32(0), int32(0), int32(0)
+	i := 0
+	for ; i < q; i++ {
+		s0 = next[s0+int32(class[text[i]])]
+		s1 = next[s1+int32(class[text[q+i]])]
+		s2 = next[s2+int32(class[text[2*q+i]])]
+		s3 = next[s3+int32(class[text[3*q+i]])]
+		if s0|s1|s2|s3 < 0 {
+			st = [4]int32{s0, s1, s2, s3}
+			for k, s := range st {
+				if s < 0 {
+					st[k] = -s
+					ks.report(-s, k*q+i, lim[k], fn)
+				}
+			}
+			s0, s1, s2, s3 = st[0], st[1], st[2], st[3]
+		}
+	}
+	st = [4]int32{s0, s1, s2, s3}
+	for k, s := range st {
+		end := n
+		if k < 3 {
+			end = min(n, lim[k]+ks.maxLen-1)
+		}
+		ks.resume(text, s, k*q+i, end, lim[k], fn)
+	}
+}
+
+const splitAt = 256
+
+// resume runs the automaton from state s (a row offset) over
+// text[from:to], reporting the occurrences that start before limit.
+func (ks *keywordSet) resume(text string, s int32, from, to, limit int, fn func(start, keyword int)) {
+	next, class := ks.next, &ks.class
+	for i := from; i < to; i++ {
+		s = next[s+int32(class[text[i]])]
 		if s < 0 {
 			s = -s
-			for _, k := range ks.out[int(s)/ks.stride] {
-				fn(i+1-ks.lens[k], int(k))
-			}
+			ks.report(s, i, limit, fn)
+		}
+	}
+}
+
+// report calls fn for the keywords of state row s ending at text[end],
+// those that start before limit.
+func (ks *keywordSet) report(s int32, end, limit int, fn func(start, keyword int)) {
+	for _, k := range ks.out[int(s)/ks.stride] {
+		if start := end + 1 - ks.lens[k]; start < limit {
+			fn(start, int(k))
 		}
 	}
 }
