@@ -20,7 +20,7 @@ import (
 type walker struct {
 	doc  []byte
 	path []byte // the JSON Pointer of the value being walked
-	buf  *[]byte
+	buf  []byte // unescaped strings
 	// visit is called with each string's pointer and value and the span
 	// of its token in doc (quotes included).
 	visit    func(path []byte, s string, start, end int)
@@ -36,23 +36,25 @@ var (
 	errDepth  = errors.New("guard: JSON nested deeper than 512")
 )
 
-// scratch holds unescape buffers between walks; one larger than
-// maxScratch is not kept.
-var scratch = sync.Pool{New: func() any { return new([]byte) }}
+// walkers keeps walkers, their buffers with them, between walks; one
+// whose unescape buffer grew past maxScratch is not kept.
+var walkers = sync.Pool{New: func() any { return &walker{} }}
 
 const maxScratch = 4 << 20
 
 func newWalker(doc []byte) *walker {
-	return &walker{doc: doc, buf: scratch.Get().(*[]byte)}
+	w := walkers.Get().(*walker)
+	w.doc = doc
+	return w
 }
 
-// release returns the walker's buffer; the walker is not used after.
+// release returns the walker to the pool; it is not used after.
 func (w *walker) release() {
-	if cap(*w.buf) <= maxScratch {
-		*w.buf = (*w.buf)[:0]
-		scratch.Put(w.buf)
+	if cap(w.buf) > maxScratch {
+		return
 	}
-	w.buf = nil
+	w.doc, w.visit, w.path, w.buf = nil, nil, w.path[:0], w.buf[:0]
+	walkers.Put(w)
 }
 
 func (w *walker) run(visit func(path []byte, s string, start, end int)) error {
@@ -224,11 +226,11 @@ func (w *walker) str(start, end int, esc bool) string {
 	if !esc {
 		return unsafe.String(&raw[0], len(raw))
 	}
-	*w.buf = unescape((*w.buf)[:0], raw)
-	if len(*w.buf) == 0 {
+	w.buf = unescape(w.buf[:0], raw)
+	if len(w.buf) == 0 {
 		return ""
 	}
-	return unsafe.String(&(*w.buf)[0], len(*w.buf))
+	return unsafe.String(&w.buf[0], len(w.buf))
 }
 
 // scanString returns the index past the string token at b[i] == '"' and
