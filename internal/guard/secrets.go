@@ -47,10 +47,12 @@ type SecretsConfig struct {
 // that package costs +5.6 MB of binary (viper, cobra, archive readers, a
 // WebAssembly RE2) against +0.58 MB for this engine (linux/amd64, stripped).
 type Secrets struct {
-	rules    []secretRule
-	global   allowlist
-	keywords []string    // every rule keyword, lower case, deduplicated
-	kwset    *keywordSet // over keywords: one pass finds every keyword present
+	rules     []secretRule
+	global    allowlist
+	keywords  []string    // every rule keyword, lower case, deduplicated
+	kwset     *keywordSet // over keywords: one pass finds every keyword present
+	always    []int       // the rules without keywords (indices into rules)
+	byKeyword [][]int     // keyword -> the rules it lets run
 }
 
 type secretRule struct {
@@ -163,6 +165,15 @@ func NewSecrets(cfg SecretsConfig) (*Secrets, error) {
 		s.rules = append(s.rules, sr)
 	}
 	s.kwset = newKeywordSet(s.keywords)
+	s.byKeyword = make([][]int, len(s.keywords))
+	for i, r := range s.rules {
+		if len(r.keywords) == 0 {
+			s.always = append(s.always, i)
+		}
+		for _, k := range r.keywords {
+			s.byKeyword[k] = append(s.byKeyword[k], i)
+		}
+	}
 	return s, nil
 }
 
@@ -210,16 +221,21 @@ func (s *Secrets) Scan(text string) []Finding {
 		}
 		hits[k] = append(hits[k], start)
 	})
-	found := hits != nil
-	var out []Finding
-	var spans []span
-	for i := range s.rules {
-		r := &s.rules[i]
-		if len(r.keywords) > 0 {
-			if !found || !slices.ContainsFunc(r.keywords, func(k int) bool { return len(hits[k]) > 0 }) {
-				continue
+	todo := s.always // the rules to run, in order: those without keywords and those of the keywords found
+	if hits != nil {
+		todo = slices.Clone(s.always)
+		for k, h := range hits {
+			if len(h) > 0 {
+				todo = append(todo, s.byKeyword[k]...)
 			}
 		}
+		slices.Sort(todo)
+		todo = slices.Compact(todo)
+	}
+	var out []Finding
+	var spans []span
+	for _, i := range todo {
+		r := &s.rules[i]
 		spans = windows(spans[:0], r, hits, s.keywords, len(text))
 		for _, w := range spans {
 			if !r.run.in(text[w.start:w.end]) {
