@@ -226,6 +226,9 @@ func (w *walker) str(start, end int, esc bool) string {
 	if !esc {
 		return unsafe.String(&raw[0], len(raw))
 	}
+	if cap(w.buf) < len(raw) {
+		w.buf = make([]byte, 0, len(raw)) // the value is never longer than its token
+	}
 	w.buf = unescape(w.buf[:0], raw)
 	if len(w.buf) == 0 {
 		return ""
