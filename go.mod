@@ -3,7 +3,6 @@ module github.com/switchboard-mcp/switchboard
 go 1.26.0
 
 require (
-	github.com/BobuSumisu/aho-corasick v1.0.3
 	github.com/aws/aws-sdk-go-v2 v1.48.0
 	github.com/aws/aws-sdk-go-v2/config v1.33.18
 	github.com/aws/aws-sdk-go-v2/credentials v1.21.0

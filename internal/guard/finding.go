@@ -52,7 +52,9 @@ func Apply(s string, fs []Finding, repl func(Finding) string) string {
 	return b.String()
 }
 
-// Detector finds things in one string. Findings' offsets are into s.
+// Detector finds things in one string. Findings' offsets are into s. s
+// is valid only during the call (Walk hands over views of the message and
+// of a reused buffer): a Detector that keeps it must copy it.
 type Detector interface {
 	Scan(s string) []Finding
 }

@@ -39,6 +39,12 @@ func (Hidden) Scan(s string) []Finding {
 	rtl, iso := -1, -1 // lazily: does s hold a right-to-left letter, an ISO-2022 designation
 	prev := rune(-1)
 	for i := 0; i < len(s); {
+		if j := plainASCII(s, i); j > i {
+			i, prev = j, rune(s[j-1])
+			if i == len(s) {
+				break
+			}
+		}
 		r, n := utf8.DecodeRuneInString(s[i:])
 		switch {
 		case r < 0x80 && r != 0x1b && (r >= 0x20 && r != 0x7f || r == '\t' || r == '\n' || r == '\r' || r == '\f' || r == '\v'):
@@ -94,6 +100,22 @@ func (Hidden) Scan(s string) []Finding {
 		i += n
 	}
 	return out
+}
+
+// plainASCII returns the end of the run of printable ASCII (0x20–0x7e)
+// from s[i], eight bytes at a time: it may stop short of the run's end
+// (by fewer than eight bytes), never past it.
+func plainASCII(s string, i int) int {
+	for i+8 <= len(s) {
+		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		del := x ^ (ones * 0x7f)
+		if (x|(x-ones*0x20)&^x|(del-ones)&^del)&highs != 0 {
+			break // a byte from 0x80 on, a control character or DEL
+		}
+		i += 8
+	}
+	return i
 }
 
 func b2i(b bool) int {

@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Markup finds markup that makes a client fetch a URL carrying data out
@@ -23,15 +24,19 @@ type Markup struct {
 	HTML bool
 }
 
-var (
-	mdInline = regexp.MustCompile(`(!?)\[[^\]\n]{0,1000}\]\(\s*<?([a-zA-Z][a-zA-Z0-9+.-]*://[^\s)>]+)`)
-	mdRef    = regexp.MustCompile(`(?m)^[ \t]{0,3}\[[^\]\n]{1,1000}\]:[ \t]*<?([a-zA-Z][a-zA-Z0-9+.-]*://[^\s>]+)`)
-	htmlImg  = regexp.MustCompile(`(?i)<img\b[^>]{0,1000}?\bsrc\s*=\s*["']?([^"'\s>]+)`)
-)
+// markupRes are Markup's expressions, compiled on first use: their
+// {0,1000} repeats compile to about 1.5 MB of program, which a gateway
+// without guards should not carry (TestLazyCompile).
+var markupRes = sync.OnceValue(func() (r struct{ inline, ref, img *regexp.Regexp }) {
+	r.inline = regexp.MustCompile(`(!?)\[[^\]\n]{0,1000}\]\(\s*<?([a-zA-Z][a-zA-Z0-9+.-]*://[^\s)>]+)`)
+	r.ref = regexp.MustCompile(`(?m)^[ \t]{0,3}\[[^\]\n]{1,1000}\]:[ \t]*<?([a-zA-Z][a-zA-Z0-9+.-]*://[^\s>]+)`)
+	r.img = regexp.MustCompile(`(?i)<img\b[^>]{0,1000}?\bsrc\s*=\s*["']?([^"'\s>]+)`)
+	return r
+})
 
 // Scan implements Detector.
 func (m Markup) Scan(s string) []Finding {
-	if !strings.ContainsAny(s, "[<") {
+	if strings.IndexByte(s, '[') < 0 && strings.IndexByte(s, '<') < 0 { // two vector scans; ContainsAny tests a set a byte
 		return nil
 	}
 	var out []Finding
@@ -41,7 +46,7 @@ func (m Markup) Scan(s string) []Finding {
 		}
 	}
 	if strings.Contains(s, "](") {
-		for _, loc := range mdInline.FindAllStringSubmatchIndex(s, -1) {
+		for _, loc := range markupRes().inline.FindAllStringSubmatchIndex(s, -1) {
 			rule := "link"
 			if loc[3] > loc[2] {
 				rule = "image"
@@ -50,12 +55,12 @@ func (m Markup) Scan(s string) []Finding {
 		}
 	}
 	if strings.Contains(s, "]:") {
-		for _, loc := range mdRef.FindAllStringSubmatchIndex(s, -1) {
+		for _, loc := range markupRes().ref.FindAllStringSubmatchIndex(s, -1) {
 			check("link", loc[2], loc[3])
 		}
 	}
 	if m.HTML && (strings.Contains(s, "<img") || strings.Contains(s, "<IMG")) {
-		for _, loc := range htmlImg.FindAllStringSubmatchIndex(s, -1) {
+		for _, loc := range markupRes().img.FindAllStringSubmatchIndex(s, -1) {
 			check("image", loc[2], loc[3])
 		}
 	}

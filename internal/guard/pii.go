@@ -2,9 +2,11 @@ package guard
 
 import (
 	"fmt"
+	"iter"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // NationalID is a configured national identifier: a regular expression
@@ -41,7 +43,10 @@ type piiID struct {
 
 // domainRe is what follows an e-mail address's "@": labels and a
 // top-level domain of letters.
-var domainRe = regexp.MustCompile(`^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}\b`)
+// Compiled on first use (see markupRes).
+var domainRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}\b`)
+})
 
 // NewPII compiles cfg. An unknown rule in Disable, a national id without
 // a name, with a bad pattern or an unknown check is an error.
@@ -96,7 +101,7 @@ func (p *PII) Scan(s string) []Finding {
 			if start == at || start > 0 && isEmailByte(s[start-1]) {
 				continue // no local part, or a longer run than one allows
 			}
-			if m := domainRe.FindStringIndex(s[at+1:]); m != nil {
+			if m := domainRe().FindStringIndex(s[at+1:]); m != nil {
 				add("email", []int{start, at + 1 + m[1]})
 			}
 		}
@@ -129,7 +134,15 @@ func (p *PII) Scan(s string) []Finding {
 // dashes between them, 13 digits or more, not next to a letter or digit.
 func digitRuns(s string) [][]int {
 	var out [][]int
-	for i := 0; i < len(s); i++ {
+	for a, b := range segments(s, 13, &cardBytes) {
+		out = digitRunsIn(out, s, a, b)
+	}
+	return out
+}
+
+// digitRunsIn appends the runs of digitRuns starting in s[a:b].
+func digitRunsIn(out [][]int, s string, a, b int) [][]int {
+	for i := a; i < b; i++ {
 		if !isDigit(s[i]) || i > 0 && isWordByte(s[i-1]) {
 			continue
 		}
@@ -184,7 +197,15 @@ func findCard(s string, loc []int) []int {
 // and digits, in groups of four or not, checked by mod-97.
 func ibanCandidates(s string) [][]int {
 	var out [][]int
-	for i := 0; i+4 <= len(s); i++ {
+	for a, b := range segments(s, 15, &ibanBytes) {
+		out = ibansIn(out, s, a, b)
+	}
+	return out
+}
+
+// ibansIn appends the IBANs of ibanCandidates starting in s[a:b].
+func ibansIn(out [][]int, s string, a, end int) [][]int {
+	for i := a; i+4 <= end; i++ {
 		if !isUpper(s[i]) || !isUpper(s[i+1]) || !isDigit(s[i+2]) || !isDigit(s[i+3]) || i > 0 && isWordByte(s[i-1]) {
 			continue
 		}
@@ -210,6 +231,44 @@ func ibanCandidates(s string) [][]int {
 		}
 	}
 	return out
+}
+
+// cardBytes and ibanBytes are the bytes a card number's and an IBAN's
+// span is made of (the shortest: 13 and 15 bytes).
+var cardBytes, ibanBytes = func() (c, i [256]bool) {
+	for b := '0'; b <= '9'; b++ {
+		c[b], i[b] = true, true
+	}
+	for b := 'A'; b <= 'Z'; b++ {
+		i[b] = true
+	}
+	c[' '], c['-'], i[' '] = true, true, true
+	return
+}()
+
+// segments yields the maximal runs [a, b) of s of at least n bytes in
+// class. Elsewhere it reads about one byte in n: a byte not in class
+// rules out every run of n through it.
+func segments(s string, n int, class *[256]bool) iter.Seq2[int, int] {
+	return func(yield func(int, int) bool) {
+		for i := n - 1; i < len(s); {
+			if !class[s[i]] {
+				i += n
+				continue
+			}
+			a, b := i, i+1
+			for a > 0 && class[s[a-1]] {
+				a--
+			}
+			for b < len(s) && class[s[b]] {
+				b++
+			}
+			if b-a >= n && !yield(a, b) {
+				return
+			}
+			i = b + n
+		}
+	}
 }
 
 func isDigit(c byte) bool    { return c >= '0' && c <= '9' }

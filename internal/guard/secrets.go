@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	ahocorasick "github.com/BobuSumisu/aho-corasick"
 	"github.com/pelletier/go-toml/v2"
 )
 
@@ -48,10 +47,12 @@ type SecretsConfig struct {
 // that package costs +5.6 MB of binary (viper, cobra, archive readers, a
 // WebAssembly RE2) against +0.58 MB for this engine (linux/amd64, stripped).
 type Secrets struct {
-	rules    []secretRule
-	global   allowlist
-	keywords []string          // every rule keyword, lower case, deduplicated
-	trie     *ahocorasick.Trie // over keywords: one pass finds every keyword present
+	rules     []secretRule
+	global    allowlist
+	keywords  []string    // every rule keyword, lower case, deduplicated
+	kwset     *keywordSet // over keywords: one pass finds every keyword present
+	always    []int       // the rules without keywords (indices into rules)
+	byKeyword [][]int     // keyword -> the rules it lets run
 }
 
 type secretRule struct {
@@ -62,6 +63,7 @@ type secretRule struct {
 	keywords    []int // into Secrets.keywords; none: the rule always runs
 	allow       []allowlist
 	maxLen      int // the most bytes a match spans; -1: unbounded (see windows)
+	run         run // what every match holds (see needRun); k 0: nothing known
 }
 
 type allowlist struct {
@@ -139,9 +141,12 @@ func NewSecrets(cfg SecretsConfig) (*Secrets, error) {
 		if err != nil {
 			return nil, fmt.Errorf("secret rule %s: %w", r.ID, err)
 		}
-		sr := secretRule{id: r.ID, re: re, secretGroup: r.SecretGroup, entropy: r.Entropy, maxLen: maxLen(re)}
+		sr := secretRule{id: r.ID, re: re, secretGroup: r.SecretGroup, entropy: r.Entropy, maxLen: maxLen(re), run: needRun(re)}
 		for _, k := range r.Keywords {
 			k = strings.ToLower(k)
+			if k == "" {
+				continue
+			}
 			i, ok := kw[k]
 			if !ok {
 				i = len(s.keywords)
@@ -159,7 +164,16 @@ func NewSecrets(cfg SecretsConfig) (*Secrets, error) {
 		}
 		s.rules = append(s.rules, sr)
 	}
-	s.trie = ahocorasick.NewTrieBuilder().AddStrings(s.keywords).Build()
+	s.kwset = newKeywordSet(s.keywords)
+	s.byKeyword = make([][]int, len(s.keywords))
+	for i, r := range s.rules {
+		if len(r.keywords) == 0 {
+			s.always = append(s.always, i)
+		}
+		for _, k := range r.keywords {
+			s.byKeyword[k] = append(s.byKeyword[k], i)
+		}
+	}
 	return s, nil
 }
 
@@ -201,25 +215,32 @@ func (s *Secrets) Scan(text string) []Finding {
 		return nil
 	}
 	var hits [][]int // start offsets of each keyword; nil: none found
-	s.trie.Walk(lowerASCII(text), func(end, n, k int64) bool {
+	s.kwset.each(text, func(start, k int) {
 		if hits == nil {
 			hits = make([][]int, len(s.keywords))
 		}
-		hits[k] = append(hits[k], int(end-n+1))
-		return true
+		hits[k] = append(hits[k], start)
 	})
-	found := hits != nil
-	var out []Finding
-	var spans []span
-	for i := range s.rules {
-		r := &s.rules[i]
-		if len(r.keywords) > 0 {
-			if !found || !slices.ContainsFunc(r.keywords, func(k int) bool { return len(hits[k]) > 0 }) {
-				continue
+	todo := s.always // the rules to run, in order: those without keywords and those of the keywords found
+	if hits != nil {
+		todo = slices.Clone(s.always)
+		for k, h := range hits {
+			if len(h) > 0 {
+				todo = append(todo, s.byKeyword[k]...)
 			}
 		}
+		slices.Sort(todo)
+		todo = slices.Compact(todo)
+	}
+	var out []Finding
+	var spans []span
+	for _, i := range todo {
+		r := &s.rules[i]
 		spans = windows(spans[:0], r, hits, s.keywords, len(text))
 		for _, w := range spans {
+			if !r.run.in(text[w.start:w.end]) {
+				continue // no match can be there
+			}
 			for _, m := range r.re.FindAllStringSubmatchIndex(text[w.start:w.end], -1) {
 				if w.start > 0 && m[0] == 0 || w.end < len(text) && m[1] == w.end-w.start {
 					continue
@@ -354,17 +375,6 @@ func shannon(s string) float64 {
 		}
 	}
 	return h
-}
-
-// lowerASCII is s with ASCII letters lowered, as bytes.
-func lowerASCII(s string) []byte {
-	b := []byte(s)
-	for i, c := range b {
-		if c >= 'A' && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return b
 }
 
 // toLowerASCII lowers ASCII letters only, so that offsets stay those of s

@@ -178,6 +178,7 @@ func TestSecretsWindows(t *testing.T) {
 	full.rules = slices.Clone(s.rules)
 	for i := range full.rules {
 		full.rules[i].maxLen = -1 // every rule over the whole text
+		full.rules[i].run = run{}
 	}
 	rng := rand.New(rand.NewPCG(25, 25))
 	pad := benchText(2 << 10)

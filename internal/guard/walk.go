@@ -1,11 +1,9 @@
 package guard
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
 	"net/http"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -25,34 +23,45 @@ type Report struct {
 // bytes in all (0: no cap). Base64 payloads are skipped: "blob" members,
 // and "data" of an object with a "mimeType". Member names are not
 // scanned. Malformed JSON is an error.
+//
+// doc is read in place, in one pass (see walker): a string without
+// escapes is handed to the detectors as it lies in doc, one with escapes
+// is unescaped into a reused buffer, nothing is decoded into Go values.
+// Strings are visited in document order, but a "data" member met before
+// its object's "mimeType" is visited at the object's end. doc must not
+// change during the call.
 func Walk(doc json.RawMessage, maxBytes int, ds ...Detector) (Report, error) {
-	v, err := decode(doc)
-	if err != nil {
-		return Report{}, err
-	}
 	var r Report
-	walk(v, "", func(path string, s string) string {
+	w := newWalker(doc)
+	defer w.release()
+	err := w.run(func(path []byte, s string, _, _ int) {
 		n := len(s)
 		if maxBytes > 0 && r.Scanned+n > maxBytes {
 			r.Unscanned += n
-			return s
+			return
 		}
 		r.Scanned += n
+		p, named := "", false
 		for _, d := range ds {
 			for _, f := range d.Scan(s) {
-				f.Path = path
+				if !named {
+					p, named = string(path), true
+				}
+				f.Path = p
 				r.Findings = append(r.Findings, f)
 			}
 		}
-		return s
 	})
+	if err != nil {
+		return Report{}, err
+	}
 	return r, nil
 }
 
 // Rewrite returns doc with each finding's span replaced by repl(f) (see
 // Apply): Placeholder to redact, "" to strip. Without findings doc comes
-// back as it was; otherwise it is encoded again (members sorted, numbers
-// as written).
+// back as it was; otherwise a copy of doc in which only the strings with
+// findings are written anew (members, order and spacing kept).
 func Rewrite(doc json.RawMessage, fs []Finding, repl func(Finding) string) (json.RawMessage, error) {
 	if len(fs) == 0 {
 		return doc, nil
@@ -61,59 +70,29 @@ func Rewrite(doc json.RawMessage, fs []Finding, repl func(Finding) string) (json
 	for _, f := range fs {
 		byPath[f.Path] = append(byPath[f.Path], f)
 	}
-	v, err := decode(doc)
+	type edit struct {
+		start, end int
+		with       []byte
+	}
+	var edits []edit
+	w := newWalker(doc)
+	defer w.release()
+	err := w.run(func(path []byte, s string, start, end int) {
+		if f := byPath[string(path)]; f != nil {
+			edits = append(edits, edit{start, end, appendQuoted(nil, Apply(s, f, repl))})
+		}
+	})
 	if err != nil {
 		return nil, err
 	}
-	v = walk(v, "", func(path, s string) string { return Apply(s, byPath[path], repl) })
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
+	slices.SortFunc(edits, func(a, b edit) int { return a.start - b.start })
+	out := make([]byte, 0, len(doc)+len(fs)*24)
+	at := 0
+	for _, e := range edits {
+		out = append(append(out, doc[at:e.start]...), e.with...)
+		at = e.end
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
-
-func decode(doc json.RawMessage) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("guard: %w", err)
-	}
-	return v, nil
-}
-
-// walk calls fn on every string value under v in document order (object
-// members by name), replacing each with what fn returns.
-func walk(v any, path string, fn func(path, s string) string) any {
-	switch t := v.(type) {
-	case string:
-		return fn(path, t)
-	case []any:
-		for i := range t {
-			t[i] = walk(t[i], path+"/"+strconv.Itoa(i), fn)
-		}
-	case map[string]any:
-		keys := make([]string, 0, len(t))
-		for k := range t {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		_, binary := t["mimeType"]
-		for _, k := range keys {
-			if k == "blob" || k == "data" && binary {
-				continue
-			}
-			t[k] = walk(t[k], path+"/"+escapePointer(k), fn)
-		}
-	}
-	return v
-}
-
-func escapePointer(k string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
+	return append(out, doc[at:]...), nil
 }
 
 // HeaderPrefix is the prefix of the headers that mirror a call's
