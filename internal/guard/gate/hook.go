@@ -100,16 +100,17 @@ type verdict struct {
 	note     string
 }
 
-// collector is a guard.Detector that keeps every string it is given and
-// reports it as one finding spanning it, so that guard.Walk pairs each
-// string with its JSON Pointer.
+// collector is a guard.Detector that keeps a copy of every string it is
+// given (Walk's strings are valid only during Scan) and reports it as one
+// finding spanning it, so that guard.Walk pairs each string with its JSON
+// Pointer.
 type collector struct{ texts []string }
 
 func (c *collector) Scan(s string) []guard.Finding {
 	if s == "" {
 		return nil
 	}
-	c.texts = append(c.texts, s)
+	c.texts = append(c.texts, strings.Clone(s))
 	return []guard.Finding{{Length: len(s)}}
 }
 
