@@ -8,7 +8,9 @@ package main
 // /metrics.
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -22,6 +24,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+
+	"github.com/switchboard-mcp/switchboard/internal/peertest"
 )
 
 // goServer serves a go-sdk server with tools (name -> description; each
@@ -191,5 +195,67 @@ namespaces:
 	}
 	for _, p := range problems {
 		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+	}
+}
+
+// TestGuardsParamHeadersE2E: a 2026-07-28 tools/call whose argument
+// carries a secret and is mirrored in an Mcp-Param-* header (SEP-2243),
+// to the go-sdk everything-server, which refuses a header that differs
+// from its body. Switchboard validates the client's header against the
+// body and never forwards it: the upstream's header is made from the
+// arguments the guards passed. So with action redact the server gets
+// the placeholder in both (it answers, and echoes no secret: the result
+// has nothing to redact), and the audit names the finding in the
+// arguments, never the value.
+func TestGuardsParamHeadersE2E(t *testing.T) {
+	const key = "AKIAZ3MSJV4WWNKWW5FG"
+	mcpURL, _ := peertest.StartEverythingServer(t, true)
+	path := filepath.Join(t.TempDir(), "switchboard.yaml")
+	yml := fmt.Sprintf(`listen: 127.0.0.1:0
+audit: {path: off}
+guards:
+  destinations:
+    up: {detectors: [secrets], action: redact}
+destinations:
+  up: {type: streamable_http, url: %q}
+`, mcpURL)
+	if err := os.WriteFile(path, []byte(yml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base, sink := startPinGateway(t, path)
+	const version = "2026-07-28"
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": map[string]any{
+		"name": "test_x_mcp_header", "arguments": map[string]any{"region": key},
+		"_meta": map[string]any{
+			"io.modelcontextprotocol/protocolVersion":    version,
+			"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+			"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "guards-test", "version": "1"},
+		}}})
+	req, err := http.NewRequest(http.MethodPost, base+"/up/mcp", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+		"MCP-Protocol-Version": version, "Mcp-Method": "tools/call", "Mcp-Name": "test_x_mcp_header", "Mcp-Param-Region": key} {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(got), "region=[REDACTED:aws-access-token]") || strings.Contains(string(got), key) {
+		t.Fatalf("HTTP %d %s; want 200 and the server's echo of the placeholder", resp.StatusCode, got)
+	}
+	lines := strings.Join(sink.all(), "\n")
+	if !strings.Contains(lines, "secret/aws-access-token at arguments/region+0 (redact)") {
+		t.Errorf("no audit line names the finding in the arguments:\n%s", lines)
+	}
+	if strings.Contains(lines, "at result/") {
+		t.Errorf("the result held a secret: the server got the key:\n%s", lines)
+	}
+	if strings.Contains(lines, key) {
+		t.Errorf("the audit log holds the key")
 	}
 }
