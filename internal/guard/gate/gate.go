@@ -4,31 +4,20 @@
 // views, whose members join it (Join) — /mcp, the stdio front and code
 // mode's scripts alike. So each check has one place:
 //
-//   - lists: every tools/list answer passing through is compared with the
-//     destination's pins (guard.Define, the digests); monitor writes one
-//     audit record per tool that changed or is new (with the diff), block
-//     drops those tools from the answer and unapproved instructions from
-//     the InitializeResult;
-//   - lists, too: the description detectors (hidden characters, markup)
-//     run over every string of each listed tool; monitor audits, strip
-//     removes what they found, block drops the tool and refuses its calls;
-//   - calls: a tools/call to a tool not approved is refused in block mode
-//     (a tool the gate has not seen listed yet is listed first); the
-//     detectors run over the call's arguments before it is sent and over
-//     its result after (guard.Walk), less what the tool's scope allows,
-//     and the action (the tool's own, else the destination's) monitors,
-//     redacts or blocks;
-//   - catalogs: an aggregated view's router hands the gate what
-//     guard.CheckCatalog found against its tools (Shadowed); block leaves
-//     them out of that view.
+//   - lists: each listed tool is compared with the destination's pins
+//     (monitor audits the diff, block drops it) and its strings are run
+//     through the description detectors (monitor, strip, or block: dropped
+//     and its calls refused); unapproved instructions leave InitializeResult;
+//   - calls: a tool not approved is refused in block mode; the detectors
+//     run over the arguments and the result (guard.Walk), less what the
+//     tool's scope allows, and the action monitors, redacts or blocks;
+//   - catalogs: a view's router hands the gate what guard.CheckCatalog
+//     found against its tools (Shadowed); block leaves them out of it.
 //
-// Every detection is audited (rule and place, never the text) and counted
-// through Options.Detected.
-//
-// Update replaces the settings (a reload, an approval): the live sessions
-// are told notifications/tools/list_changed, so clients and routers list
-// again under the new pins. Without guards the gateway does not wrap the
-// destination at all: the request path pays nothing.
+// Detections are audited (rule and place, never the text) and counted
+// (Options.Detected). Update replaces the settings (a reload, an
+// approval): live sessions are told notifications/tools/list_changed.
+// Without guards the gateway does not wrap the destination at all.
 package gate
 
 import (
