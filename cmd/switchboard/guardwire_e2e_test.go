@@ -157,13 +157,17 @@ namespaces:
 		}
 	}
 
-	lines := strings.Join(sink.all(), "\n")
-	for _, want := range []string{
+	wantLines := []string{
 		`"guard":"hidden/tag at definition/description+22 (strip)"`,
 		`"guard":"shadowing/names-other-tool: notes's tool \"read_notes\" in the default view (block)"`,
 		`"guard":"shadowing/collision: notes lists \"search\" too in view work (block)"`,
 		`"guard":"pii/us-ssn at result/content/0/text+24 (redact)"`,
-	} {
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer wcancel()
+	sink.waitFor(wctx, wantLines...)
+	lines := strings.Join(sink.all(), "\n")
+	for _, want := range wantLines {
 		if !strings.Contains(lines, want) {
 			t.Errorf("no audit line has %s", want)
 		}
@@ -248,6 +252,9 @@ destinations:
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(got), "region=[REDACTED:aws-access-token]") || strings.Contains(string(got), key) {
 		t.Fatalf("HTTP %d %s; want 200 and the server's echo of the placeholder", resp.StatusCode, got)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sink.waitFor(ctx, "secret/aws-access-token at arguments/region+0 (redact)")
 	lines := strings.Join(sink.all(), "\n")
 	if !strings.Contains(lines, "secret/aws-access-token at arguments/region+0 (redact)") {
 		t.Errorf("no audit line names the finding in the arguments:\n%s", lines)

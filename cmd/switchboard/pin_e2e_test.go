@@ -112,13 +112,47 @@ func runPin(t *testing.T, args ...string) string {
 type auditSink struct {
 	mu    sync.Mutex
 	lines []string
+	wrote chan struct{} // cap 1: a line was written (see waitFor); nil until waited on
 }
 
 func (s *auditSink) Write(b []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lines = append(s.lines, strings.Split(strings.TrimSpace(string(b)), "\n")...)
+	if s.wrote != nil {
+		select {
+		case s.wrote <- struct{}{}:
+		default:
+		}
+	}
 	return len(b), nil
+}
+
+// waitFor waits until a line contains each of want (the request's record
+// is written after its answer is sent) and returns false if ctx ends
+// first.
+func (s *auditSink) waitFor(ctx context.Context, want ...string) bool {
+	s.mu.Lock()
+	if s.wrote == nil {
+		s.wrote = make(chan struct{}, 1)
+	}
+	wrote := s.wrote
+	s.mu.Unlock()
+	for {
+		all := strings.Join(s.all(), "\n")
+		missing := false
+		for _, w := range want {
+			missing = missing || !strings.Contains(all, w)
+		}
+		if !missing {
+			return true
+		}
+		select {
+		case <-wrote:
+		case <-ctx.Done():
+			return false
+		}
+	}
 }
 
 func (s *auditSink) all() []string {
@@ -447,6 +481,7 @@ func TestGuardsDetectorsE2E(t *testing.T) {
 			if action == "block" && !res.IsError {
 				t.Errorf("a withheld result is not isError")
 			}
+			sink.waitFor(ctx, `"guard":"secret/aws-access-token at result/content/0/text+`) // written after the answer
 			found := false
 			for _, l := range sink.all() {
 				if strings.Contains(l, key) {
