@@ -110,9 +110,10 @@ func runPin(t *testing.T, args ...string) string {
 
 // auditSink collects audit lines.
 type auditSink struct {
-	mu    sync.Mutex
-	lines []string
-	next  chan struct{} // closed by the next write; nil: nobody waits
+	mu     sync.Mutex
+	lines  []string
+	next   chan struct{} // closed by the next write; nil: nobody waits
+	signal chan struct{} // cap 1: a line was written (see waitFor); nil until waited on
 }
 
 func (s *auditSink) Write(b []byte) (int, error) {
@@ -122,6 +123,12 @@ func (s *auditSink) Write(b []byte) (int, error) {
 	if s.next != nil {
 		close(s.next)
 		s.next = nil
+	}
+	if s.signal != nil {
+		select {
+		case s.signal <- struct{}{}:
+		default:
+		}
 	}
 	return len(b), nil
 }
@@ -134,6 +141,33 @@ func (s *auditSink) wrote() <-chan struct{} {
 		s.next = make(chan struct{})
 	}
 	return s.next
+}
+
+// waitFor waits until a line contains each of want (the request's record
+// is written after its answer is sent) and returns false if ctx ends
+// first.
+func (s *auditSink) waitFor(ctx context.Context, want ...string) bool {
+	s.mu.Lock()
+	if s.signal == nil {
+		s.signal = make(chan struct{}, 1)
+	}
+	wrote := s.signal
+	s.mu.Unlock()
+	for {
+		all := strings.Join(s.all(), "\n")
+		missing := false
+		for _, w := range want {
+			missing = missing || !strings.Contains(all, w)
+		}
+		if !missing {
+			return true
+		}
+		select {
+		case <-wrote:
+		case <-ctx.Done():
+			return false
+		}
+	}
 }
 
 func (s *auditSink) all() []string {
@@ -462,6 +496,7 @@ func TestGuardsDetectorsE2E(t *testing.T) {
 			if action == "block" && !res.IsError {
 				t.Errorf("a withheld result is not isError")
 			}
+			sink.waitFor(ctx, `"guard":"secret/aws-access-token at result/content/0/text+`) // written after the answer
 			found := false
 			for _, l := range sink.all() {
 				if strings.Contains(l, key) {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -37,6 +38,46 @@ type Guards struct {
 	// Hook is an external classifier asked about calls (`hook`;
 	// guardhook.go). Nil: none.
 	Hook *GuardHook `yaml:"hook" decode:"optional"`
+
+	// PII configures the pii detector (`pii`). Zero: e-mail, card and IBAN
+	// rules, no national ids.
+	PII GuardPII `yaml:"pii"`
+}
+
+// GuardPII configures the pii detector.
+type GuardPII struct {
+	// Disable turns rules off (`disable`): any of email, card, iban.
+	// Default none.
+	Disable []string `yaml:"disable"`
+	// NationalIDs are national identifiers to find (`national_ids`), by
+	// name: the rule id findings, placeholders ([REDACTED:name]) and allow
+	// lists use. Default none.
+	NationalIDs map[string]*GuardNationalID `yaml:"national_ids"`
+}
+
+// GuardNationalID is one national identifier's shape.
+type GuardNationalID struct {
+	// Pattern is its regular expression (`pattern`; RE2 syntax).
+	// Required.
+	Pattern string `yaml:"pattern"`
+	// Check is what a match must pass (`check`): luhn, mod97 (ISO 7064)
+	// or us-ssn (no 000, 666 or 9xx area, no 00 group, no 0000 serial).
+	// Default "": none.
+	Check string `yaml:"check"`
+}
+
+// GuardTool scopes the detectors on one tool's calls (under
+// guards.destinations.NAME.tools, by the server's name for the tool).
+type GuardTool struct {
+	// Action replaces the destination's action for this tool (`action`):
+	// monitor, redact or block. "": the destination's.
+	Action string `yaml:"action"`
+	// Allow lets findings through on this tool's calls (`allow`): a
+	// detector (secrets, pii, hidden, markup) or a rule id (email, card,
+	// iban, a national id's name, a gitleaks rule id such as
+	// aws-access-token, a hidden-character rule such as bidi). Default
+	// none.
+	Allow []string `yaml:"allow"`
 }
 
 // GuardSettings are the guards of one destination (or their defaults).
@@ -60,6 +101,26 @@ type GuardSettings struct {
 	// markup removed) or block (the call refused, or its result replaced
 	// by an error naming the rule). "" inherits; the default is monitor.
 	Action string `yaml:"action"`
+
+	// Descriptions is what hidden characters and markup in a listed
+	// tool's strings (name, title, description, schemas, annotations) get
+	// (`descriptions`): off, monitor (an audit line; the tool is listed
+	// as it is), strip (listed without them) or block (left out of
+	// tools/list and refused on tools/call). The markup check uses
+	// allow_hosts. "" inherits; the default is off.
+	Descriptions string `yaml:"descriptions"`
+
+	// Shadowing is what a tool of this destination gets when an aggregated
+	// view (/mcp, a namespace, a group, code mode) finds it shadowing
+	// another server's: its name is another server's tool's too, or its
+	// description names another server's distinctive tool (`shadowing`):
+	// off, monitor (an audit line) or block (left out of that view; its
+	// own endpoint still lists it). "" inherits; the default is off.
+	Shadowing string `yaml:"shadowing"`
+
+	// Tools scope the detectors per tool (`tools`; only under a
+	// destination), by the server's name for the tool. Default none.
+	Tools map[string]*GuardTool `yaml:"tools"`
 }
 
 // Guard modes and actions, as written in the config.
@@ -67,8 +128,19 @@ const (
 	GuardOff     = "off"
 	GuardMonitor = "monitor"
 	GuardRedact  = "redact"
+	GuardStrip   = "strip"
 	GuardBlock   = "block"
 )
+
+// PIIRules are the pii detector's built-in rules, as written in the
+// config.
+var PIIRules = []string{"email", "card", "iban"}
+
+// PIIChecks are the checks a national id may name ("" none).
+var PIIChecks = []string{"luhn", "mod97", "us-ssn"}
+
+// ruleID is the shape of a rule id in an allow list.
+var ruleID = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
 
 // Detectors is every detector the guards know, as written in the config.
 var Detectors = []string{"hidden", "markup", "secrets", "pii"}
@@ -80,9 +152,10 @@ const DefaultGuardMaxBytes = 1 << 20
 // with the defaults' defaults filled in. Nil Guards: everything off.
 func (g *Guards) For(name string) GuardSettings {
 	if g == nil {
-		return GuardSettings{Pinning: GuardOff, Action: GuardMonitor}
+		return GuardSettings{Pinning: GuardOff, Action: GuardMonitor, Descriptions: GuardOff, Shadowing: GuardOff}
 	}
 	s := g.Defaults
+	s.Tools = nil
 	if o := g.Destinations[name]; o != nil {
 		if o.Pinning != "" {
 			s.Pinning = o.Pinning
@@ -93,6 +166,13 @@ func (g *Guards) For(name string) GuardSettings {
 		if o.Action != "" {
 			s.Action = o.Action
 		}
+		if o.Descriptions != "" {
+			s.Descriptions = o.Descriptions
+		}
+		if o.Shadowing != "" {
+			s.Shadowing = o.Shadowing
+		}
+		s.Tools = o.Tools
 	}
 	if s.Pinning == "" {
 		s.Pinning = GuardOff
@@ -100,12 +180,19 @@ func (g *Guards) For(name string) GuardSettings {
 	if s.Action == "" {
 		s.Action = GuardMonitor
 	}
+	if s.Descriptions == "" {
+		s.Descriptions = GuardOff
+	}
+	if s.Shadowing == "" {
+		s.Shadowing = GuardOff
+	}
 	return s
 }
 
 // Enabled reports whether s checks anything.
 func (s GuardSettings) Enabled() bool {
-	return s.Pinning != GuardOff && s.Pinning != "" || len(s.Detectors) > 0
+	on := func(m string) bool { return m != GuardOff && m != "" }
+	return on(s.Pinning) || len(s.Detectors) > 0 || on(s.Descriptions) || on(s.Shadowing)
 }
 
 // finishGuards fills in the pin file's path and the byte cap.
@@ -132,12 +219,54 @@ func (d *decoder) validateGuards(c *Config) {
 	if g == nil {
 		return
 	}
+	for _, name := range d.order["guards.pii.national_ids"] {
+		p := "guards.pii.national_ids." + name
+		id := g.PII.NationalIDs[name]
+		switch {
+		case !ruleID.MatchString(name) || slices.Contains(PIIRules, name):
+			d.errorAt(p, p, "invalid name %q: want a rule id of lower-case letters, digits and dashes, not email, card or iban", name)
+		case id.Pattern == "":
+			d.errorAt(p, p+".pattern", "missing: want the identifier's regular expression")
+		default:
+			if _, err := regexp.Compile(id.Pattern); err != nil {
+				d.errorAt(p+".pattern", p+".pattern", "invalid regular expression: %v", err)
+			}
+		}
+		if id.Check != "" && !slices.Contains(PIIChecks, id.Check) {
+			d.errorAt(p+".check", p+".check", "unknown check %q: want luhn, mod97 or us-ssn", id.Check)
+		}
+	}
+	for i, r := range g.PII.Disable {
+		if !slices.Contains(PIIRules, r) {
+			ip := index("guards.pii.disable", i)
+			d.errorAt(ip, ip, "unknown rule %q: want email, card or iban", r)
+		}
+	}
 	check := func(p string, s *GuardSettings) {
 		if s.Pinning != "" && !slices.Contains([]string{GuardOff, GuardMonitor, GuardBlock}, s.Pinning) {
 			d.errorAt(p+".pinning", p+".pinning", "invalid mode %q: want off, monitor or block", s.Pinning)
 		}
 		if s.Action != "" && !slices.Contains([]string{GuardMonitor, GuardRedact, GuardBlock}, s.Action) {
 			d.errorAt(p+".action", p+".action", "invalid action %q: want monitor, redact or block", s.Action)
+		}
+		if s.Descriptions != "" && !slices.Contains([]string{GuardOff, GuardMonitor, GuardStrip, GuardBlock}, s.Descriptions) {
+			d.errorAt(p+".descriptions", p+".descriptions", "invalid mode %q: want off, monitor, strip or block", s.Descriptions)
+		}
+		if s.Shadowing != "" && !slices.Contains([]string{GuardOff, GuardMonitor, GuardBlock}, s.Shadowing) {
+			d.errorAt(p+".shadowing", p+".shadowing", "invalid mode %q: want off, monitor or block", s.Shadowing)
+		}
+		for _, tool := range d.order[p+".tools"] {
+			tp := p + ".tools." + tool
+			t := s.Tools[tool]
+			if t.Action != "" && !slices.Contains([]string{GuardMonitor, GuardRedact, GuardBlock}, t.Action) {
+				d.errorAt(tp+".action", tp+".action", "invalid action %q: want monitor, redact or block", t.Action)
+			}
+			for i, a := range t.Allow {
+				if !ruleID.MatchString(a) {
+					ip := index(tp+".allow", i)
+					d.errorAt(ip, ip, "invalid rule %q: want a detector (secrets, pii, hidden, markup) or a rule id such as email or aws-access-token", a)
+				}
+			}
 		}
 		for i, det := range s.Detectors {
 			if !slices.Contains(Detectors, det) {
@@ -147,6 +276,9 @@ func (d *decoder) validateGuards(c *Config) {
 		}
 	}
 	check("guards.defaults", &g.Defaults)
+	if g.Defaults.Tools != nil {
+		d.errorAt("guards.defaults.tools", "guards.defaults.tools", "per-tool settings belong to a destination: guards.destinations.NAME.tools")
+	}
 	for _, name := range d.order["guards.destinations"] {
 		p := "guards.destinations." + name
 		if _, ok := c.Destinations[name]; !ok {

@@ -3,10 +3,12 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -51,7 +53,7 @@ func (g *Gateway) server(cfg *config.Config, name string, d *destination.Destina
 		gt.Update(set)
 		return gt
 	}
-	gt := gate.New(d, set, gate.Options{Audit: g.audit.Log, Logger: g.log})
+	gt := gate.New(d, set, gate.Options{Audit: g.audit.Log, Logger: g.log, Detected: g.metrics.GuardDetected})
 	g.gates[d] = gt
 	return gt
 }
@@ -79,39 +81,67 @@ func (g *Gateway) dropGates(dests map[string]*destination.Destination) {
 	maps.DeleteFunc(g.gates, func(d *destination.Destination, _ *gate.Gate) bool { return !live[d] })
 }
 
-// detectors are compiled once: the secret rules take a while.
-var detectors = sync.OnceValues(func() (map[string]guard.Detector, error) {
-	sec, err := guard.NewSecrets(guard.SecretsConfig{})
-	if err != nil {
-		return nil, err
-	}
-	pii, err := guard.NewPII(guard.PIIConfig{})
-	if err != nil {
-		return nil, err
-	}
-	return map[string]guard.Detector{"hidden": guard.Hidden{}, "secrets": sec, "pii": pii}, nil
+// secrets are compiled once: the rules take a while.
+var secrets = sync.OnceValues(func() (guard.Detector, error) {
+	return guard.NewSecrets(guard.SecretsConfig{})
 })
+
+// newPII compiles the pii detector of cfg's pii block (its national ids
+// were validated with the config).
+func newPII(cfg *config.Config) (guard.Detector, error) {
+	pc := guard.PIIConfig{Disable: cfg.Guards.PII.Disable}
+	for name, id := range cfg.Guards.PII.NationalIDs {
+		pc.NationalIDs = append(pc.NationalIDs, guard.NationalID{Name: name, Pattern: id.Pattern, Check: id.Check})
+	}
+	slices.SortFunc(pc.NationalIDs, func(a, b guard.NationalID) int { return strings.Compare(a.Name, b.Name) })
+	return guard.NewPII(pc)
+}
 
 // guardSettings translates a destination's guard settings.
 func guardSettings(cfg *config.Config, s config.GuardSettings, pins *guard.ServerPins) (*gate.Settings, error) {
-	out := &gate.Settings{Pinning: mode(s.Pinning), Action: mode(s.Action), MaxBytes: int(cfg.Guards.MaxBytes)}
+	out := &gate.Settings{Pinning: mode(s.Pinning), Action: mode(s.Action), MaxBytes: int(cfg.Guards.MaxBytes),
+		Descriptions: mode(s.Descriptions), Shadowing: mode(s.Shadowing)}
 	if pins != nil {
 		out.Pins = *pins
 	}
-	if len(s.Detectors) == 0 {
-		return out, nil
+	markup := guard.Markup{AllowHosts: cfg.Guards.AllowHosts}
+	if out.Descriptions != guard.Off {
+		out.DescriptionDetectors = []guard.Detector{guard.Hidden{}, markup}
 	}
-	ds, err := detectors()
+	for tool, t := range s.Tools {
+		ts := gate.ToolSettings{Action: mode(t.Action)}
+		for _, a := range t.Allow {
+			if a == "secrets" {
+				a = "secret" // as findings name the detector
+			}
+			ts.Allow = append(ts.Allow, a)
+		}
+		if out.Tools == nil {
+			out.Tools = map[string]gate.ToolSettings{}
+		}
+		out.Tools[tool] = ts
+	}
+	var errs []error
 	for _, name := range s.Detectors {
 		var d guard.Detector
-		if name == "markup" {
-			d = guard.Markup{AllowHosts: cfg.Guards.AllowHosts}
-		} else if d = ds[name]; d == nil {
-			continue // err says why
+		var err error
+		switch name {
+		case "hidden":
+			d = guard.Hidden{}
+		case "markup":
+			d = markup
+		case "secrets":
+			d, err = secrets()
+		case "pii":
+			d, err = newPII(cfg)
+		}
+		if err != nil || d == nil {
+			errs = append(errs, err)
+			continue
 		}
 		out.Detectors = append(out.Detectors, gate.Detector{Name: name, Detector: d})
 	}
-	return out, err
+	return out, errors.Join(errs...)
 }
 
 // gateHook translates the hook's configuration, reading its token (an
@@ -146,6 +176,8 @@ func mode(s string) guard.Mode {
 		return guard.Monitor
 	case config.GuardRedact:
 		return guard.Redact
+	case config.GuardStrip:
+		return guard.Strip
 	case config.GuardBlock:
 		return guard.Block
 	}

@@ -185,6 +185,7 @@ type Metrics struct {
 	added        *prometheus.HistogramVec
 	toolCalls    *prometheus.CounterVec
 	queueDrops   *prometheus.CounterVec
+	guardHits    *prometheus.CounterVec
 
 	// series caches, by label values, the children of the vectors above
 	// that Observe updates: a request costs one map lookup instead of a
@@ -239,15 +240,28 @@ func New(opts Options) *Metrics {
 			[]string{"destination", "tool", "outcome"}),
 		queueDrops: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchboard_queue_drops_total",
 			Help: "Messages dropped because a session's listen queue was full."}, []string{"destination"}),
+		guardHits: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchboard_guard_detections_total",
+			Help: "Guard detections, by rule (detector/rule as the rule set names it: secret/aws-access-token, pii/email, hidden/tag, markup/image, pin/changed, pin/new, shadowing/collision, ...) and action (monitor, strip, redact, block)."},
+			[]string{"rule", "action"}),
 		tools: map[string]map[string]bool{},
 	}
 	m.toolCap.Store(int64(opts.ToolLabels))
 	m.reg.MustRegister(m.httpRequests, m.inFlight, m.bytesIn, m.bytesOut, m.streams, m.mcpRequests,
-		m.duration, m.upstream, m.added, m.toolCalls, m.queueDrops,
+		m.duration, m.upstream, m.added, m.toolCalls, m.queueDrops, m.guardHits,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		newStateCollector(opts.Status, opts.Version))
 	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 	return m
+}
+
+// GuardDetected counts one guard detection (switchboard_guard_detections_total).
+// rule must come from a rule set (a detector's rule ids, the pin
+// standings), never from content, so that the series stay bounded.
+func (m *Metrics) GuardDetected(rule, action string) {
+	if m == nil {
+		return
+	}
+	m.guardHits.WithLabelValues(rule, action).Inc()
 }
 
 // Handler serves the metrics in the Prometheus text format.

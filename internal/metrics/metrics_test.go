@@ -34,6 +34,9 @@ func TestMetricsObserve(t *testing.T) {
 	m.Observe(call("a", "tools/list", "", 503, "upstream a: down", time.Millisecond, 0))
 	m.Observe(&audit.Record{Destination: "a", HTTPMethod: "GET", Status: 200})
 	m.Observe(&audit.Record{Destination: "a", HTTPMethod: "POST", MCPMethod: "notifications/initialized", Status: 202})
+	m.GuardDetected("secret/aws-access-token", "redact")
+	m.GuardDetected("secret/aws-access-token", "redact")
+	m.GuardDetected("pin/changed", "block")
 
 	for _, c := range []struct {
 		labels []string
@@ -67,6 +70,8 @@ func TestMetricsObserve(t *testing.T) {
 		`switchboard_mcp_upstream_duration_seconds_count{destination="a",method="tools/call"} 5`,
 		`switchboard_mcp_gateway_added_duration_seconds_count{destination="a"} 6`,
 		`switchboard_mcp_gateway_added_duration_seconds_sum{destination="a"} 0.0045`,
+		`switchboard_guard_detections_total{action="redact",rule="secret/aws-access-token"} 2`,
+		`switchboard_guard_detections_total{action="block",rule="pin/changed"} 1`,
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("missing %s in\n%s", want, text)

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/switchboard-mcp/switchboard/internal/guard"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/internal/mcp"
 	"github.com/switchboard-mcp/switchboard/internal/session"
@@ -350,6 +351,7 @@ func (c *catalog) build(k kind, members []*member, lists [][]json.RawMessage) *m
 		var raws []json.RawMessage
 		var owners []*member
 		if k == kTools {
+			lists = c.unshadowed(members, lists)
 			for _, raw := range metaTools(c.view, c.scriptServers(members, lists)) {
 				name, _ := jsonrpc.StringMember(raw, "name")
 				items = append(items, Item{Server: metaServer, Name: name, Rename: name})
@@ -609,4 +611,69 @@ func errString(err error) string {
 		return err.Error()
 	}
 	return ""
+}
+
+// shadowGuard is a server whose tools are checked against the other
+// servers' of an aggregated catalog: the guards' gate
+// (internal/guard/gate).
+type shadowGuard interface {
+	// ChecksShadowing reports whether the check is on.
+	ChecksShadowing() bool
+	// Shadowed is given the findings against the server's own tools and
+	// returns those to leave out of the catalog.
+	Shadowed(view string, fs []guard.Shadowing) []string
+}
+
+// unshadowed returns the members' tool lists (parallel to members) less
+// the tools their guards leave out as shadowing another server's
+// (guard.CheckCatalog over the tools the view admits); lists itself when
+// no member checks, or none is left out. mu held.
+func (c *catalog) unshadowed(members []*member, lists [][]json.RawMessage) [][]json.RawMessage {
+	checks := false
+	for _, m := range members {
+		if sg, ok := m.srv.(shadowGuard); ok && sg.ChecksShadowing() {
+			checks = true
+			break
+		}
+	}
+	if !checks {
+		return lists
+	}
+	var tools []guard.CatalogTool
+	for i, m := range members {
+		for _, raw := range lists[i] {
+			name, ok := jsonrpc.StringMember(raw, "name")
+			if !ok || name == "" || !c.view.admits(m.name, name) {
+				continue
+			}
+			desc, _ := jsonrpc.StringMember(raw, "description")
+			tools = append(tools, guard.CatalogTool{Server: m.name, Name: name, Description: desc})
+		}
+	}
+	found := map[string][]guard.Shadowing{}
+	for _, f := range guard.CheckCatalog(tools) {
+		found[f.Server] = append(found[f.Server], f)
+	}
+	var out [][]json.RawMessage
+	for i, m := range members {
+		sg, ok := m.srv.(shadowGuard)
+		if !ok || len(found[m.name]) == 0 {
+			continue
+		}
+		hide := sg.Shadowed(c.r.viewLabel(), found[m.name])
+		if len(hide) == 0 {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(lists)
+		}
+		out[i] = slices.DeleteFunc(slices.Clone(lists[i]), func(raw json.RawMessage) bool {
+			name, _ := jsonrpc.StringMember(raw, "name")
+			return slices.Contains(hide, name)
+		})
+	}
+	if out == nil {
+		return lists
+	}
+	return out
 }

@@ -4,21 +4,20 @@
 // views, whose members join it (Join) — /mcp, the stdio front and code
 // mode's scripts alike. So each check has one place:
 //
-//   - lists: every tools/list answer passing through is compared with the
-//     destination's pins (guard.Define, the digests); monitor writes one
-//     audit record per tool that changed or is new (with the diff), block
-//     drops those tools from the answer and unapproved instructions from
-//     the InitializeResult;
-//   - calls: a tools/call to a tool not approved is refused in block mode
-//     (a tool the gate has not seen listed yet is listed first); the
-//     detectors run over the call's arguments before it is sent and over
-//     its result after (guard.Walk), and the action monitors, redacts or
-//     blocks.
+//   - lists: each listed tool is compared with the destination's pins
+//     (monitor audits the diff, block drops it) and its strings are run
+//     through the description detectors (monitor, strip, or block: dropped
+//     and its calls refused); unapproved instructions leave InitializeResult;
+//   - calls: a tool not approved is refused in block mode; the detectors
+//     run over the arguments and the result (guard.Walk), less what the
+//     tool's scope allows, and the action monitors, redacts or blocks;
+//   - catalogs: a view's router hands the gate what guard.CheckCatalog
+//     found against its tools (Shadowed); block leaves them out of it.
 //
-// Update replaces the settings (a reload, an approval): the live sessions
-// are told notifications/tools/list_changed, so clients and routers list
-// again under the new pins. Without guards the gateway does not wrap the
-// destination at all: the request path pays nothing.
+// Detections are audited (rule and place, never the text) and counted
+// (Options.Detected). Update replaces the settings (a reload, an
+// approval): live sessions are told notifications/tools/list_changed.
+// Without guards the gateway does not wrap the destination at all.
 package gate
 
 import (
@@ -26,6 +25,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -73,6 +73,36 @@ type Settings struct {
 	// Hook is the external classifier asked about calls (hook.go); nil:
 	// none, nothing leaves the gateway.
 	Hook *Hook
+
+	// Tools scope the detectors per tool (by the server's name for it);
+	// a tool not in it takes Action and every finding. Nil: none.
+	Tools map[string]ToolSettings
+
+	// Descriptions is what a listed tool whose strings (name, title,
+	// description, schemas, annotations) DescriptionDetectors flag gets:
+	// guard.Off (not checked), guard.Monitor (an audit record),
+	// guard.Strip (the flagged spans removed from the tool as listed) or
+	// guard.Block (the tool left out of lists and its calls refused).
+	Descriptions guard.Mode
+	// DescriptionDetectors check listed tools (hidden characters,
+	// markup); none: no check.
+	DescriptionDetectors []guard.Detector
+	// Shadowing is what a tool of this destination gets when an
+	// aggregated catalog finds it shadowing another server's
+	// (guard.CheckCatalog, through Shadowed): guard.Off, guard.Monitor (an
+	// audit record) or guard.Block (left out of that catalog).
+	Shadowing guard.Mode
+}
+
+// ToolSettings scope the detectors on one tool's calls.
+type ToolSettings struct {
+	// Action replaces Settings.Action for the tool; guard.Off: the
+	// destination's.
+	Action guard.Mode
+	// Allow lets findings through on the tool's calls: a rule ("email",
+	// "aws-access-token") or a whole detector as findings name it
+	// ("secret", "pii", "hidden", "markup"). Nil: none.
+	Allow []string
 }
 
 // Options are what a Gate reports to.
@@ -83,6 +113,14 @@ type Options struct {
 	Audit func(*audit.Record)
 	// Logger is the operational log; nil discards.
 	Logger *slog.Logger
+	// Detected counts detections (the metric
+	// switchboard_guard_detections_total): rule is detector/rule as the
+	// rule set names it ("secret/aws-access-token", "hidden/tag",
+	// "pin/changed", "shadowing/collision"), never content; action what
+	// was done (monitor, strip, redact, block). Called once per finding
+	// of a call, and once per tool standing, definition or shadowing as
+	// it is audited. Nil: not counted.
+	Detected func(rule, action string)
 }
 
 // Gate guards one destination. It implements the fronts' Destination and
@@ -93,9 +131,10 @@ type Gate struct {
 	set  atomic.Pointer[Settings]
 
 	mu       sync.Mutex
-	listed   map[string]guard.Definition // the server's definitions as last listed; nil: never listed
+	listed   map[string]guard.Definition // the server's definitions as last listed (only Name without pinning); nil: never listed
 	instr    *string                     // the server's instructions as last initialized; nil: none
-	reported map[string]string           // tool -> status and digest last audited (once each)
+	flagged  map[string]string           // listed tools DescriptionDetectors flagged -> what they found
+	reported map[string]string           // tool (or a check's key) -> what was last audited (once each)
 	live     map[*backend]struct{}       // the sessions joined through the gate
 	streams  map[*listening]struct{}     // the 2026-07-28 listen streams asking for tool changes (listen.go)
 }
@@ -124,7 +163,8 @@ func (g *Gate) Settings() *Settings { return g.set.Load() }
 // notifications/tools/list_changed, so that it lists again.
 func (g *Gate) Update(s *Settings) {
 	old := g.set.Swap(s)
-	if old.Pinning == s.Pinning && (s.Pinning == guard.Off || reflect.DeepEqual(old.Pins, s.Pins)) {
+	if old.Pinning == s.Pinning && (s.Pinning == guard.Off || reflect.DeepEqual(old.Pins, s.Pins)) &&
+		old.Descriptions == s.Descriptions && old.Shadowing == s.Shadowing {
 		return
 	}
 	g.mu.Lock()
@@ -202,7 +242,7 @@ func (g *Gate) send(ctx context.Context, req *jsonrpc.Message, send sendFunc) (s
 		}
 		return g.listen(ctx, req, send)
 	case "tools/list":
-		if s.Pinning == guard.Off {
+		if s.Pinning == guard.Off && !s.checksDescriptions() {
 			return send(ctx, req)
 		}
 		c, err := send(ctx, req)
@@ -213,23 +253,23 @@ func (g *Gate) send(ctx context.Context, req *jsonrpc.Message, send sendFunc) (s
 		return &answer{Call: c, fix: func(r json.RawMessage) json.RawMessage { return g.list(s, r, first) }}, nil
 	case "tools/call":
 		name, _ := req.ParamName()
-		if s.Pinning == guard.Block {
-			ok, err := g.approved(ctx, s, name, send, req)
+		if s.Pinning == guard.Block || s.Descriptions == guard.Block && len(s.DescriptionDetectors) > 0 {
+			why, err := g.refused(ctx, s, name, send, req)
 			if err != nil {
 				return nil, err
 			}
-			if !ok {
-				return session.NewAnswer(jsonrpc.NewError(req.ID, jsonrpc.Errorf(jsonrpc.InvalidParams,
-					"tool %q of %s is not approved: its definition changed or is new (switchboard pin --approve)", name, g.Name()))), nil
+			if why != "" {
+				return session.NewAnswer(jsonrpc.NewError(req.ID, jsonrpc.Errorf(jsonrpc.InvalidParams, "%s", why))), nil
 			}
 		}
 		if len(s.Detectors) == 0 && s.Hook == nil {
 			return send(ctx, req)
 		}
 		rec, _ := ctx.Value(audit.RecordKey{}).(*audit.Record)
+		ts := s.Tools[name]
 		var refusal session.Call
 		if len(s.Detectors) > 0 {
-			if req, refusal = g.checkArguments(s, req, name, rec); refusal != nil {
+			if req, refusal = g.checkArguments(s, ts, req, name, rec); refusal != nil {
 				return refusal, nil
 			}
 		}
@@ -244,7 +284,7 @@ func (g *Gate) send(ctx context.Context, req *jsonrpc.Message, send sendFunc) (s
 			return nil, err
 		}
 		if len(s.Detectors) > 0 {
-			c = &answer{Call: c, fix: func(r json.RawMessage) json.RawMessage { return g.checkResult(s, r, name, rec) }}
+			c = &answer{Call: c, fix: func(r json.RawMessage) json.RawMessage { return g.checkResult(s, ts, r, name, rec) }}
 		}
 		if s.Hook != nil && s.Hook.Result {
 			h := s.Hook
@@ -289,10 +329,11 @@ func (g *Gate) initialized(res *jsonrpc.Message) *jsonrpc.Message {
 	return &out
 }
 
-// list applies the pins to one tools/list result (nil: left as it is):
-// it records the listed definitions (first: the first page, which starts
-// a new listing), reports what is not approved and, in block mode, drops
-// it.
+// list applies the pins and the description checks to one tools/list
+// result (nil: left as it is): it records the listed definitions (first:
+// the first page, which starts a new listing), reports what is not
+// approved or is flagged and, in block mode, drops it (strip: removes
+// what was flagged).
 func (g *Gate) list(s *Settings, result json.RawMessage, first bool) json.RawMessage {
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(result, &obj) != nil {
@@ -303,8 +344,13 @@ func (g *Gate) list(s *Settings, result json.RawMessage, first bool) json.RawMes
 		return nil
 	}
 	defs := make([]guard.Definition, 0, len(tools))
-	kept := make([]json.RawMessage, 0, len(tools))
 	for _, t := range tools {
+		if s.Pinning == guard.Off {
+			if name, ok := jsonrpc.StringMember(t, "name"); ok {
+				defs = append(defs, guard.Definition{Name: name})
+			}
+			continue
+		}
 		d, err := guard.Define(t)
 		if err != nil {
 			g.opts.Logger.Warn("guard: a listed tool has no valid definition; left out", "destination", g.Name(), "err", err)
@@ -312,34 +358,132 @@ func (g *Gate) list(s *Settings, result json.RawMessage, first bool) json.RawMes
 		}
 		defs = append(defs, d)
 	}
+	var cmp guard.Comparison
+	if s.Pinning != guard.Off {
+		cmp = guard.Compare(defs, nil, guard.ServerPins{Tools: s.Pins.Tools})
+	}
+	kept := make([]json.RawMessage, 0, len(tools))
+	flagged := map[string]string{}
+	changed := false
+	for _, t := range tools {
+		name, _ := jsonrpc.StringMember(t, "name")
+		if s.Pinning != guard.Off {
+			if st := stateOf(cmp, name); st.Status != guard.Approved {
+				if st.Status != "" { // "": no valid definition (logged)
+					g.report(s, name, string(st.Status), st.Digest, st.Diff, "tools/list")
+				}
+				if s.Pinning == guard.Block {
+					changed = true
+					continue
+				}
+			}
+		}
+		if s.checksDescriptions() {
+			if out, why := g.checkDefinition(s, name, t); why != "" {
+				flagged[name] = why
+				changed = true
+				continue
+			} else if out != nil {
+				t = out
+				changed = true
+			}
+		}
+		kept = append(kept, t)
+	}
 	g.mu.Lock()
 	if first || g.listed == nil {
 		g.listed = map[string]guard.Definition{}
+		g.flagged = map[string]string{}
 	}
 	for _, d := range defs {
 		g.listed[d.Name] = d
+		delete(g.flagged, d.Name)
 	}
+	maps.Copy(g.flagged, flagged)
 	g.mu.Unlock()
-	cmp := guard.Compare(defs, nil, guard.ServerPins{Tools: s.Pins.Tools})
-	for _, t := range tools {
-		name, _ := jsonrpc.StringMember(t, "name")
-		st := stateOf(cmp, name)
-		if st.Status == guard.Approved {
-			kept = append(kept, t)
-			continue
-		}
-		if st.Status != "" { // "": no valid definition (logged)
-			g.report(s, name, string(st.Status), st.Digest, st.Diff, "tools/list")
-		}
-		if s.Pinning != guard.Block {
-			kept = append(kept, t)
-		}
-	}
-	if len(kept) == len(tools) {
+	if !changed {
 		return nil
 	}
 	obj["tools"] = jsonrpc.Marshal(kept)
 	return jsonrpc.Marshal(obj)
+}
+
+// checkDefinition runs the description detectors over every string of a
+// listed tool t: monitor reports, strip returns the tool without what
+// they found, block returns why the tool is refused. Both zero: nothing
+// found, or nothing to change.
+func (g *Gate) checkDefinition(s *Settings, name string, t json.RawMessage) (json.RawMessage, string) {
+	rep, err := guard.Walk(t, s.maxBytes(), s.DescriptionDetectors...)
+	if err != nil || len(rep.Findings) == 0 {
+		return nil, ""
+	}
+	what := describe(rep.Findings, s.Descriptions, "definition")
+	key := "definition " + what
+	g.mu.Lock()
+	seen := g.reported["definition\x00"+name] == key
+	g.reported["definition\x00"+name] = key
+	g.mu.Unlock()
+	if !seen {
+		g.count(rep.Findings, s.Descriptions)
+		g.opts.Logger.Warn("guard: a listed tool's definition holds hidden characters or markup", "destination", g.Name(),
+			"tool", name, "found", what)
+		if g.opts.Audit != nil {
+			g.opts.Audit(&audit.Record{Time: time.Now(), Destination: g.Name(), MCPMethod: "tools/list", Tool: name, Guard: what})
+		}
+	}
+	switch s.Descriptions {
+	case guard.Block:
+		f := rep.Findings[0]
+		return nil, fmt.Sprintf("tool %q of %s is refused by switchboard guards: %s/%s in its definition at %s", name, g.Name(), f.Detector, f.Rule, f.Path)
+	case guard.Strip:
+		out, err := guard.Rewrite(t, rep.Findings, func(guard.Finding) string { return "" })
+		if err != nil {
+			return nil, ""
+		}
+		return out, ""
+	}
+	return nil, ""
+}
+
+// ChecksShadowing reports whether this destination's tools are to be
+// checked against the other servers' of an aggregated catalog.
+func (g *Gate) ChecksShadowing() bool { return g.set.Load().Shadowing != guard.Off }
+
+// Shadowed is given what guard.CheckCatalog found against this
+// destination's tools in an aggregated catalog (view names it, for the
+// record) and returns the tools to leave out of that catalog: those
+// found, in block mode; none otherwise. Each finding is audited (and
+// counted) once per view.
+func (g *Gate) Shadowed(view string, fs []guard.Shadowing) []string {
+	s := g.set.Load()
+	if s.Shadowing == guard.Off {
+		return nil
+	}
+	var hide []string
+	for _, f := range fs {
+		what := fmt.Sprintf("shadowing/%s: %s's tool %q", f.Rule, f.Other, f.Named)
+		if f.Rule == "collision" {
+			what = fmt.Sprintf("shadowing/collision: %s lists %q too", f.Other, f.Named)
+		}
+		what += " in " + view + " (" + string(s.Shadowing) + ")"
+		key := "shadowing\x00" + f.Tool + "\x00" + what
+		g.mu.Lock()
+		_, seen := g.reported[key]
+		g.reported[key] = what
+		g.mu.Unlock()
+		if !seen {
+			g.detected("shadowing/"+f.Rule, s.Shadowing)
+			g.opts.Logger.Warn("guard: a tool shadows another server's", "destination", g.Name(), "tool", f.Tool,
+				"rule", f.Rule, "other", f.Other, "named", f.Named, "view", view, "mode", string(s.Shadowing))
+			if g.opts.Audit != nil {
+				g.opts.Audit(&audit.Record{Time: time.Now(), Destination: g.Name(), MCPMethod: "tools/list", Tool: f.Tool, Guard: what})
+			}
+		}
+		if s.Shadowing == guard.Block && !slices.Contains(hide, f.Tool) {
+			hide = append(hide, f.Tool)
+		}
+	}
+	return hide
 }
 
 func stateOf(c guard.Comparison, name string) guard.ToolState {
@@ -361,6 +505,7 @@ func (g *Gate) report(s *Settings, tool, status, digest, diff, method string) {
 	if seen {
 		return
 	}
+	g.detected("pin/"+status, s.Pinning)
 	g.opts.Logger.Warn("guard: tool definition not approved", "destination", g.Name(), "tool", tool, "status", status, "mode", string(s.Pinning))
 	if g.opts.Audit != nil {
 		g.opts.Audit(&audit.Record{Time: time.Now(), Destination: g.Name(), MCPMethod: method, Tool: tool,
@@ -368,23 +513,34 @@ func (g *Gate) report(s *Settings, tool, status, digest, diff, method string) {
 	}
 }
 
-// approved reports whether tool name is listed and approved. A name the
-// gate has not seen listed is listed first (every page), through send,
-// with the _meta of req (the call).
-func (g *Gate) approved(ctx context.Context, s *Settings, name string, send sendFunc, req *jsonrpc.Message) (bool, error) {
+// refused returns why a call of tool name is refused ("": it is not): in
+// block mode, not listed-and-approved, or its definition flagged. A name
+// the gate has not seen listed is listed first (every page), through
+// send, with the _meta of req (the call).
+func (g *Gate) refused(ctx context.Context, s *Settings, name string, send sendFunc, req *jsonrpc.Message) (string, error) {
 	g.mu.Lock()
 	d, ok := g.listed[name]
 	g.mu.Unlock()
 	if !ok {
 		if err := g.fetch(ctx, s, send, jsonrpc.Member(req.Params, "_meta")); err != nil {
-			return false, err
+			return "", err
 		}
 		g.mu.Lock()
 		d, ok = g.listed[name]
 		g.mu.Unlock()
 	}
-	p, pinned := s.Pins.Tools[name]
-	return ok && pinned && p.Digest == d.Digest, nil
+	if s.Pinning == guard.Block {
+		if p, pinned := s.Pins.Tools[name]; !ok || !pinned || p.Digest != d.Digest {
+			return fmt.Sprintf("tool %q of %s is not approved: its definition changed or is new (switchboard pin --approve)", name, g.Name()), nil
+		}
+	}
+	if s.Descriptions == guard.Block {
+		g.mu.Lock()
+		why := g.flagged[name]
+		g.mu.Unlock()
+		return why, nil
+	}
+	return "", nil
 }
 
 // fetch lists the server's tools (all pages) through the gate's list
@@ -428,6 +584,43 @@ func (s *Settings) maxBytes() int {
 		return 1 << 20
 	}
 	return s.MaxBytes
+}
+
+// checksDescriptions reports whether listed tools are checked.
+func (s *Settings) checksDescriptions() bool {
+	return s.Descriptions != guard.Off && len(s.DescriptionDetectors) > 0
+}
+
+// action is what a detection on tool's calls does.
+func (s *Settings) action(ts ToolSettings) guard.Mode {
+	if ts.Action != guard.Off {
+		return ts.Action
+	}
+	return s.Action
+}
+
+// allowed drops the findings the tool's scope lets through.
+func allowed(fs []guard.Finding, ts ToolSettings) []guard.Finding {
+	if len(ts.Allow) == 0 {
+		return fs
+	}
+	return slices.DeleteFunc(fs, func(f guard.Finding) bool {
+		return slices.Contains(ts.Allow, f.Rule) || slices.Contains(ts.Allow, f.Detector)
+	})
+}
+
+// detected counts one detection.
+func (g *Gate) detected(rule string, action guard.Mode) {
+	if g.opts.Detected != nil {
+		g.opts.Detected(rule, actionName(action))
+	}
+}
+
+// count counts each finding.
+func (g *Gate) count(fs []guard.Finding, action guard.Mode) {
+	for _, f := range fs {
+		g.detected(f.Detector+"/"+f.Rule, action)
+	}
 }
 
 func (s *Settings) detectors() []guard.Detector {
@@ -508,17 +701,22 @@ func (g *Gate) hookNote(rec *audit.Record, tool, what string) {
 
 // checkArguments runs the detectors over a call's arguments: monitor
 // notes them, redact rewrites them, block refuses the call.
-func (g *Gate) checkArguments(s *Settings, req *jsonrpc.Message, tool string, rec *audit.Record) (*jsonrpc.Message, session.Call) {
+func (g *Gate) checkArguments(s *Settings, ts ToolSettings, req *jsonrpc.Message, tool string, rec *audit.Record) (*jsonrpc.Message, session.Call) {
 	args, start, end, ok := jsonrpc.Lookup(req.Params, "arguments")
 	if !ok {
 		return req, nil
 	}
 	rep, err := guard.Walk(args, s.maxBytes(), s.detectors()...)
-	if err != nil || len(rep.Findings) == 0 {
+	if err != nil {
 		return req, nil
 	}
-	g.note(rec, tool, describe(rep.Findings, s.Action, "arguments"))
-	switch s.Action {
+	if rep.Findings = allowed(rep.Findings, ts); len(rep.Findings) == 0 {
+		return req, nil
+	}
+	action := s.action(ts)
+	g.count(rep.Findings, action)
+	g.note(rec, tool, describe(rep.Findings, action, "arguments"))
+	switch action {
 	case guard.Block:
 		f := rep.Findings[0]
 		return nil, session.NewAnswer(jsonrpc.NewError(req.ID, jsonrpc.Errorf(jsonrpc.InvalidParams,
@@ -538,13 +736,18 @@ func (g *Gate) checkArguments(s *Settings, req *jsonrpc.Message, tool string, re
 // checkResult runs the detectors over a call's result: monitor notes
 // them, redact rewrites the result, block replaces it with an error
 // result naming the rule.
-func (g *Gate) checkResult(s *Settings, result json.RawMessage, tool string, rec *audit.Record) json.RawMessage {
+func (g *Gate) checkResult(s *Settings, ts ToolSettings, result json.RawMessage, tool string, rec *audit.Record) json.RawMessage {
 	rep, err := guard.Walk(result, s.maxBytes(), s.detectors()...)
-	if err != nil || len(rep.Findings) == 0 {
+	if err != nil {
 		return nil
 	}
-	g.note(rec, tool, describe(rep.Findings, s.Action, "result"))
-	switch s.Action {
+	if rep.Findings = allowed(rep.Findings, ts); len(rep.Findings) == 0 {
+		return nil
+	}
+	action := s.action(ts)
+	g.count(rep.Findings, action)
+	g.note(rec, tool, describe(rep.Findings, action, "result"))
+	switch action {
 	case guard.Block:
 		f := rep.Findings[0]
 		return jsonrpc.Marshal(map[string]any{"isError": true, "content": []map[string]string{{"type": "text",
