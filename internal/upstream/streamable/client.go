@@ -698,7 +698,7 @@ func (c *ClientConn) tooLarge(p *post, prefix []byte) {
 			return
 		}
 	}
-	c.deliver(jsonrpc.NewError(p.id, jsonrpc.Errorf(jsonrpc.UpstreamTooLarge, "upstream response exceeds the message size limit (%d bytes)", c.max)).Encode())
+	c.deliver(jsonrpc.NewError(p.id, jsonrpc.Errorf(mcp.CodeUpstreamTooLarge, "upstream response exceeds the message size limit (%d bytes)", c.max)).Encode())
 }
 
 // failPost reports a message that did not get through: a request gets a
@@ -710,7 +710,7 @@ func (c *ClientConn) failPost(p *post, reason string) {
 	}
 	c.log.Warn("upstream exchange failed", "method", method, "err", reason)
 	if p.id != nil {
-		c.deliver(jsonrpc.NewError(p.id, jsonrpc.Errorf(jsonrpc.UpstreamUnavailable, "%s", reason)).Encode())
+		c.deliver(jsonrpc.NewError(p.id, jsonrpc.Errorf(mcp.CodeUpstreamUnavailable, "%s", reason)).Encode())
 	}
 }
 
