@@ -348,6 +348,8 @@ func (c *ClientConn) end(err error) {
 
 // Done is closed when the connection has ended and its goroutines have
 // stopped; deliver is not called after that.
+var _ upstream.Conn = (*ClientConn)(nil)
+
 func (c *ClientConn) Done() <-chan struct{} { return c.done }
 
 // Err tells why the connection ended; valid after Done.

@@ -224,7 +224,11 @@ func Dial(ctx context.Context, opts ClientOptions, deliver func([]byte), oversiz
 	return c, nil
 }
 
-var _ upstream.Conn = (*ClientConn)(nil)
+var (
+	_ upstream.Conn          = (*ClientConn)(nil)
+	_ upstream.Refuser       = (*ClientConn)(nil)
+	_ upstream.Reinitializer = (*ClientConn)(nil)
+)
 
 // Write sends one message on its own POST and returns without waiting for
 // the answer. Messages reach the server in the order they were written: a
