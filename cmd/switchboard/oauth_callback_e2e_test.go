@@ -30,7 +30,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // TestGatewayOAuthCallbackE2E: a destination with oauth.callback_url and
 // no login. A client (inbound auth on) that did not declare
-// elicitation.url opens a session: its initialize is answered -32005 with
+// elicitation.url opens a session: its initialize is answered -32008 with
 // the authorization URL in the message and data; the person's browser
 // follows it, the authorization server redirects to the gateway's
 // /oauth/callback/remote (no credentials needed there), which answers
@@ -92,9 +92,9 @@ func TestGatewayOAuthCallbackE2E(t *testing.T) {
 		t.Fatalf("a session without a login: %s, %v; want a JSON-RPC error", resp.Status, err)
 	}
 	e := answer.Error
-	if e.Code != -32005 || !strings.Contains(e.Message, "open "+as.URL+"/authorize?") || len(e.Data.Elicitations) != 1 ||
+	if e.Code != -32008 || !strings.Contains(e.Message, "open "+as.URL+"/authorize?") || len(e.Data.Elicitations) != 1 ||
 		e.Data.Elicitations[0].Mode != "url" || e.Data.Elicitations[0].ElicitationID == "" {
-		t.Fatalf("a session without a login: %+v; want -32005 naming the authorization URL, with one URL elicitation", e)
+		t.Fatalf("a session without a login: %+v; want -32008 naming the authorization URL, with one URL elicitation", e)
 	}
 	data := e.Data
 	authURL := data.Elicitations[0].URL

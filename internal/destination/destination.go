@@ -302,6 +302,17 @@ func New(opts Options) *Destination {
 	return d
 }
 
+// A child process is the connection the upstream asks the most of: it
+// encodes a message straight into its pipe and tells the stall watchdog
+// what waits unread and how its threads stand with the CPU.
+var (
+	_ upstream.Conn         = (*stdio.Process)(nil)
+	_ upstream.AppendWriter = (*stdio.Process)(nil)
+	_ upstream.Unreader     = (*stdio.Process)(nil)
+	_ upstream.InputWaiter  = (*stdio.Process)(nil)
+	_ upstream.CPUWaiter    = (*stdio.Process)(nil)
+)
+
 // legacySSE reports a legacy HTTP+SSE server, which has no modern side.
 func (d *Destination) legacySSE() bool { return d.opts.HTTP != nil && d.opts.HTTP.SSE }
 

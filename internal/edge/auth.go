@@ -11,7 +11,6 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/audit"
 	"github.com/switchboard-mcp/switchboard/internal/auth"
-	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/internal/mcp"
 	"github.com/switchboard-mcp/switchboard/internal/policy"
 )
@@ -216,7 +215,7 @@ func (e *Edge) overRate(w http.ResponseWriter, r *http.Request, acc *policy.Acce
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusTooManyRequests)
 	fmt.Fprintf(w, `{"jsonrpc":"2.0","id":null,"error":{"code":%d,"message":"rate limit of client %s exceeded; retry after %ds","data":{"retryAfter":%d}}}`+"\n",
-		jsonrpc.RequestRefused, acc.Client(), secs, secs)
+		mcp.CodeRequestRefused, acc.Client(), secs, secs)
 	return true
 }
 

@@ -85,7 +85,7 @@ func classify(resp *jsonrpc.Message) (Era, json.RawMessage, error) {
 				return Modern, nil, nil
 			}
 			return Legacy, nil, nil
-		case jsonrpc.UpstreamUnavailable:
+		case mcp.CodeUpstreamUnavailable:
 			if strings.Contains(e.Message, "unreachable") || strings.Contains(e.Message, "not connected") {
 				return Unknown, nil, fmt.Errorf("%w: %s", ErrUnreachable, e.Message)
 			}

@@ -141,14 +141,14 @@ func TestClassify(t *testing.T) {
 		{"header mismatch", errm(jsonrpc.HeaderMismatch, ""), Modern},
 		{"unsupported version naming 2026", errm(jsonrpc.UnsupportedProtocolVersion, `{"supported":["2026-07-28"]}`), Modern},
 		{"unsupported version, legacy only", errm(jsonrpc.UnsupportedProtocolVersion, `{"supported":["2025-11-25"]}`), Legacy},
-		{"http 400 without a modern body", errm(jsonrpc.UpstreamUnavailable, ""), Legacy},
+		{"http 400 without a modern body", errm(mcp.CodeUpstreamUnavailable, ""), Legacy},
 	} {
 		got, _, err := classify(tc.m)
 		if err != nil || got != tc.want {
 			t.Errorf("%s: got %v, %v; want %v", tc.name, got, err, tc.want)
 		}
 	}
-	if _, _, err := classify(jsonrpc.NewError(json.RawMessage(`1`), jsonrpc.Errorf(jsonrpc.UpstreamUnavailable, "upstream unreachable: refused"))); err == nil {
+	if _, _, err := classify(jsonrpc.NewError(json.RawMessage(`1`), jsonrpc.Errorf(mcp.CodeUpstreamUnavailable, "upstream unreachable: refused"))); err == nil {
 		t.Errorf("an unreachable server: want an error (nothing cached)")
 	}
 }

@@ -311,7 +311,7 @@ func (c *legacyCall) Poll() (*jsonrpc.Message, bool) {
 		// Cancelled by the client (its notifications/cancelled): the
 		// stream upstream was closed; the client's request still gets
 		// its answer, as from a legacy server.
-		return jsonrpc.NewError(c.req.ID, jsonrpc.Errorf(jsonrpc.RequestRefused, "request cancelled by the client")), false
+		return jsonrpc.NewError(c.req.ID, jsonrpc.Errorf(mcp.CodeRequestRefused, "request cancelled by the client")), false
 	case m == nil:
 		return nil, ended
 	case !m.IsResponse():
@@ -340,7 +340,7 @@ func (c *legacyCall) cancel(byClient bool) {
 	if c.driving.Load() {
 		c.stop()
 		if byClient {
-			c.q.PushLast(jsonrpc.NewError(c.req.ID, jsonrpc.Errorf(jsonrpc.RequestRefused, "request cancelled by the client")))
+			c.q.PushLast(jsonrpc.NewError(c.req.ID, jsonrpc.Errorf(mcp.CodeRequestRefused, "request cancelled by the client")))
 		}
 		c.q.Close()
 		return

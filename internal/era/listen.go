@@ -75,7 +75,7 @@ func (t *ModernOverLegacy) listen(ctx context.Context, req *jsonrpc.Message) ses
 	c.mu.Unlock()
 	if ended {
 		b.Leave() // the server ended while subscribing
-		return failure(req, jsonrpc.Errorf(jsonrpc.UpstreamUnavailable, "%s: the server ended", t.opts.Name))
+		return failure(req, jsonrpc.Errorf(mcp.CodeUpstreamUnavailable, "%s: the server ended", t.opts.Name))
 	}
 	c.q.Push(jsonrpc.NewNotification("notifications/subscriptions/acknowledged", jsonrpc.Marshal(map[string]any{
 		"notifications": c.agreed,

@@ -403,7 +403,7 @@ gather:
 			// nothing to park. Poll returns what was held, then the
 			// response.
 			for _, r := range p.reqs {
-				c.b.Respond(context.Background(), jsonrpc.NewError(r.req.ID, jsonrpc.Errorf(jsonrpc.RequestRefused, "switchboard: the call ended")))
+				c.b.Respond(context.Background(), jsonrpc.NewError(r.req.ID, jsonrpc.Errorf(mcp.CodeRequestRefused, "switchboard: the call ended")))
 			}
 			c.held = append(p.held, more)
 			return nil
@@ -413,7 +413,7 @@ gather:
 	if err != nil {
 		// Too many parked: refuse the server's requests; the call goes on.
 		for _, r := range p.reqs {
-			_ = c.b.Respond(context.Background(), jsonrpc.NewError(r.req.ID, jsonrpc.Errorf(jsonrpc.RequestRefused, "switchboard: %v", err)))
+			_ = c.b.Respond(context.Background(), jsonrpc.NewError(r.req.ID, jsonrpc.Errorf(mcp.CodeRequestRefused, "switchboard: %v", err)))
 		}
 		return nil
 	}

@@ -107,7 +107,7 @@ func TestEraLentMembersRouteExactly(t *testing.T) {
 	// refusal); B's stream never sees it.
 	h.modernTool(3, "release", `{"key":"ka"}`, caps, "")
 	mA := stA.next()
-	if out := parseTool(t, mA); !strings.HasPrefix(out.Text, "error:-32004:") || string(mA.ID) != "1" {
+	if out := parseTool(t, mA); !strings.HasPrefix(out.Text, "error:-32007:") || string(mA.ID) != "1" {
 		t.Fatalf("A: %s; want its own answer reporting the refused request", describe(mA))
 	}
 	// Closing B's stream cancels B upstream, and nothing else.
@@ -143,7 +143,7 @@ func TestEraLentMembersRouteExactly(t *testing.T) {
 	// The server got the refusal (A's), then D's and C's answers: nothing
 	// else reached it.
 	if got := parseTool(t, h.modernTool(11, "state", `{}`, caps, "")).State.Answers; len(got) != 3 ||
-		!strings.HasPrefix(got[0], "error:-32004:") || got[1] != "answer:d's answer" || got[2] != "answer:c's answer" {
+		!strings.HasPrefix(got[0], "error:-32007:") || got[1] != "answer:d's answer" || got[2] != "answer:c's answer" {
 		t.Fatalf("the server got the answers %q", got)
 	}
 }

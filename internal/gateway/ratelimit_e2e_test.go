@@ -1,10 +1,17 @@
 package gateway_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"testing"
+
+	sdkjsonrpc "github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	sbmcp "github.com/switchboard-mcp/switchboard/internal/mcp"
 )
 
 // Rate limits: a client over its bucket gets 429 with Retry-After while
@@ -102,14 +109,35 @@ limits:
 		var data struct {
 			RetryAfter int `json:"retryAfter"`
 		}
-		if m.Error == nil || m.Error.Code != -32004 || json.Unmarshal(m.Error.Data, &data) != nil || data.RetryAfter < 1 {
-			t.Errorf("b1 call %d over the limit: %s, want error -32004 with retryAfter", i, r)
+		if m.Error == nil || m.Error.Code != -32007 || json.Unmarshal(m.Error.Data, &data) != nil || data.RetryAfter < 1 {
+			t.Errorf("b1 call %d over the limit: %s, want error -32007 with retryAfter", i, r)
 		}
 	}
 	for range 3 {
 		if m := s.call("tools/call", toolParams("b2", map[string]any{}, nil), auth...).last(t); m.Error != nil {
 			t.Errorf("b2 was limited: %+v", m.Error)
 		}
+	}
+
+	// A go-sdk client over b1's limit gets the refusal as a JSON-RPC error
+	// of its code, not as its connection closed (what the go-sdk makes of
+	// its own -32003 and -32004), and its session goes on.
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	hc := &http.Client{Transport: headerRT{hdr: http.Header{"Authorization": {"Bearer " + fastToken}}, next: http.DefaultTransport}}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "ratelimited", Version: "1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: h.url("/beta/mcp"), HTTPClient: hc, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "b1", Arguments: map[string]any{}})
+	var we *sdkjsonrpc.Error
+	if !errors.As(err, &we) || we.Code != sbmcp.CodeRequestRefused || errors.Is(err, mcp.ErrConnectionClosed) {
+		t.Errorf("go-sdk client over b1's limit: %v; want JSON-RPC error %d, not a closed connection", err, sbmcp.CodeRequestRefused)
+	}
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "b2", Arguments: map[string]any{}}); err != nil || res.IsError {
+		t.Errorf("go-sdk client's b2 after the refusal: %v %+v", err, res)
 	}
 	assertNoTokens(t, h, slowToken, otherToken, fastToken)
 }

@@ -483,7 +483,7 @@ func TestRemoteFrontParity(t *testing.T) {
 				t.Fatalf("echo: %s", got)
 			}
 			expectRPCError(t, s.call("tools/call", toolParams("echo", map[string]any{"text": strings.Repeat("z", 8000)}, nil)), 413, 0)
-			expectRPCError(t, s.call("tools/call", toolParams("big", map[string]any{"bytes": 300000}, nil)), 502, -32003)
+			expectRPCError(t, s.call("tools/call", toolParams("big", map[string]any{"bytes": 300000}, nil)), 502, -32006)
 			if got := s.call("tools/call", toolParams("big", map[string]any{"bytes": 3000}, nil)); got.status != 200 || got.last(t).Error != nil {
 				t.Fatalf("big under the limit after a 502: %s", got)
 			}

@@ -1627,8 +1627,8 @@ func TestStdioServerRequestAmbiguousRefused(t *testing.T) {
 		first := sb.next()
 		if iso == "shared" {
 			out := parseTool(t, first)
-			if !strings.HasPrefix(out.Text, "error:-32004:") || !strings.Contains(out.Text, "cannot tell") {
-				t.Fatalf("shared, ambiguous: the server's request was answered %q, want a -32004 refusal", out.Text)
+			if !strings.HasPrefix(out.Text, "error:-32007:") || !strings.Contains(out.Text, "cannot tell") {
+				t.Fatalf("shared, ambiguous: the server's request was answered %q, want a -32007 refusal", out.Text)
 			}
 		} else {
 			expectMethod(t, first, "sampling/createMessage")
@@ -1787,7 +1787,7 @@ func TestStdioUpstreamMessageTooLarge502(t *testing.T) {
 			t.Fatalf("big under the limit: %d bytes", len(got))
 		}
 		r := s.call("tools/call", toolParams("big", map[string]any{"bytes": 300000}, nil))
-		expectRPCError(t, r, 502, -32003)
+		expectRPCError(t, r, 502, -32006)
 		if got := s.tool("echo", map[string]any{"text": "after"}); got.Text != "after" || got.PID != pid {
 			t.Fatalf("after 502: %+v (pid was %d)", got, pid)
 		}

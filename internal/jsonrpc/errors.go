@@ -5,20 +5,13 @@ import (
 	"fmt"
 )
 
-// JSON-RPC 2.0 and MCP error codes.
+// JSON-RPC 2.0 and MCP error codes (Switchboard's own are in internal/mcp).
 const (
 	ParseError     = -32700
 	InvalidRequest = -32600
 	MethodNotFound = -32601
 	InvalidParams  = -32602
 	InternalError  = -32603
-
-	// Codes used by Switchboard for gateway conditions, in the
-	// implementation-defined server error range.
-	UpstreamUnavailable = -32000 // the upstream is down or restarting
-	UpstreamTimeout     = -32001 // no response within the timeout
-	UpstreamTooLarge    = -32003 // an upstream message exceeded the limit
-	RequestRefused      = -32004 // Switchboard refused to route a request
 
 	// MCP 2026-07-28 codes.
 	HeaderMismatch                  = -32020

@@ -8,6 +8,25 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 )
 
+// Switchboard's own JSON-RPC error codes, in the range JSON-RPC leaves to
+// implementations (-32000 to -32099) and below the part MCP reserves for
+// itself (-32020 on). The two the SDKs also use mean what they mean there
+// (the TypeScript SDK's ConnectionClosed and RequestTimeout); the others
+// are codes no SDK gives a meaning: the go-sdk reads -32003 and -32004 as
+// its connection's end (ErrClientClosing, ErrServerClosing) and -32005 as
+// a write its transport rejected.
+const (
+	CodeUpstreamUnavailable = -32000 // the server is down, restarting or refuses connections
+	CodeUpstreamTimeout     = -32001 // no answer within the timeout
+	CodeUpstreamTooLarge    = -32006 // a server's message exceeded the size limit
+	CodeRequestRefused      = -32007 // Switchboard refused or ended the request (a rate limit, a cancelled call, a request it cannot route)
+	// CodeOpenURL is the error of a client that cannot take
+	// CodeURLElicitationRequired (URLElicitationFallback): the request
+	// needs a person to open the URL in its message first. Answered with
+	// HTTP 200.
+	CodeOpenURL = -32008
+)
+
 // Coded is implemented by errors that know the answer they get: the
 // sentinel errors of the packages below the fronts (upstream, session),
 // made with Sentinel, so that Classify needs to import none of them.
@@ -72,7 +91,7 @@ func Classify(err error) (httpStatus int, e *jsonrpc.Error) {
 		status, code := coded.Answer()
 		return status, jsonrpc.Errorf(code, "%v", err)
 	case errors.Is(err, context.DeadlineExceeded):
-		return http.StatusGatewayTimeout, jsonrpc.Errorf(jsonrpc.UpstreamTimeout, "%v", err)
+		return http.StatusGatewayTimeout, jsonrpc.Errorf(CodeUpstreamTimeout, "%v", err)
 	case errors.Is(err, context.Canceled):
 		return StatusClientClosed, jsonrpc.Errorf(jsonrpc.InternalError, "request cancelled")
 	}
@@ -85,10 +104,10 @@ func Classify(err error) (httpStatus int, e *jsonrpc.Error) {
 // else UpstreamUnavailable. An aggregated endpoint answers a call to such a
 // member with it, as the member's own endpoint answers the same fault.
 func FaultCode(err error) int {
-	if _, e := Classify(err); e.Code == jsonrpc.UpstreamTimeout || e.Code == jsonrpc.UpstreamTooLarge {
+	if _, e := Classify(err); e.Code == CodeUpstreamTimeout || e.Code == CodeUpstreamTooLarge {
 		return e.Code
 	}
-	return jsonrpc.UpstreamUnavailable
+	return CodeUpstreamUnavailable
 }
 
 // RPCError is the JSON-RPC error of Classify(err), for the fronts that
@@ -106,11 +125,11 @@ func RPCError(err error) *jsonrpc.Error {
 // requires. Every other code is a server's answer and travels with 200.
 func StatusFor(code int, modern bool) int {
 	switch code {
-	case jsonrpc.UpstreamUnavailable:
+	case CodeUpstreamUnavailable:
 		return http.StatusServiceUnavailable
-	case jsonrpc.UpstreamTimeout:
+	case CodeUpstreamTimeout:
 		return http.StatusGatewayTimeout
-	case jsonrpc.UpstreamTooLarge:
+	case CodeUpstreamTooLarge:
 		return http.StatusBadGateway
 	case jsonrpc.HeaderMismatch, jsonrpc.MissingRequiredClientCapability, jsonrpc.UnsupportedProtocolVersion:
 		return http.StatusBadRequest

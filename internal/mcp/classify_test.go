@@ -12,9 +12,9 @@ import (
 )
 
 func TestClassify(t *testing.T) {
-	unavailable := Sentinel("upstream unavailable", http.StatusServiceUnavailable, jsonrpc.UpstreamUnavailable)
+	unavailable := Sentinel("upstream unavailable", http.StatusServiceUnavailable, CodeUpstreamUnavailable)
 	closed := Sentinel("upstream closed", http.StatusNotFound, jsonrpc.InvalidRequest)
-	own := jsonrpc.Errorf(jsonrpc.UpstreamTooLarge, "too large")
+	own := jsonrpc.Errorf(CodeUpstreamTooLarge, "too large")
 	for _, c := range []struct {
 		name    string
 		err     error
@@ -22,14 +22,14 @@ func TestClassify(t *testing.T) {
 		code    int
 		message string // a part of it
 	}{
-		{"sentinel", unavailable, 503, jsonrpc.UpstreamUnavailable, "upstream unavailable"},
-		{"wrapped sentinel keeps the text", fmt.Errorf("%w: d failed: exit status 1", unavailable), 503, jsonrpc.UpstreamUnavailable, "d failed: exit status 1"},
-		{"sentinel before the deadline it wraps", fmt.Errorf("%w: d is starting: %w", unavailable, context.DeadlineExceeded), 503, jsonrpc.UpstreamUnavailable, "is starting"},
+		{"sentinel", unavailable, 503, CodeUpstreamUnavailable, "upstream unavailable"},
+		{"wrapped sentinel keeps the text", fmt.Errorf("%w: d failed: exit status 1", unavailable), 503, CodeUpstreamUnavailable, "d failed: exit status 1"},
+		{"sentinel before the deadline it wraps", fmt.Errorf("%w: d is starting: %w", unavailable, context.DeadlineExceeded), 503, CodeUpstreamUnavailable, "is starting"},
 		{"another sentinel", fmt.Errorf("view: %w", closed), 404, jsonrpc.InvalidRequest, "upstream closed"},
-		{"deadline", fmt.Errorf("d: %w", context.DeadlineExceeded), 504, jsonrpc.UpstreamTimeout, "deadline exceeded"},
+		{"deadline", fmt.Errorf("d: %w", context.DeadlineExceeded), 504, CodeUpstreamTimeout, "deadline exceeded"},
 		{"cancelled", context.Canceled, StatusClientClosed, jsonrpc.InternalError, "request cancelled"},
-		{"jsonrpc error as it is", fmt.Errorf("x: %w", own), 502, jsonrpc.UpstreamTooLarge, "too large"},
-		{"timeout code", jsonrpc.Errorf(jsonrpc.UpstreamTimeout, "slow"), 504, jsonrpc.UpstreamTimeout, "slow"},
+		{"jsonrpc error as it is", fmt.Errorf("x: %w", own), 502, CodeUpstreamTooLarge, "too large"},
+		{"timeout code", jsonrpc.Errorf(CodeUpstreamTimeout, "slow"), 504, CodeUpstreamTimeout, "slow"},
 		{"unreadable request", jsonrpc.Errorf(jsonrpc.ParseError, "bad"), 400, jsonrpc.ParseError, "bad"},
 		{"invalid params", jsonrpc.Errorf(jsonrpc.InvalidParams, "missing _meta"), 400, jsonrpc.InvalidParams, "missing _meta"},
 		{"header mismatch", jsonrpc.Errorf(jsonrpc.HeaderMismatch, "h"), 400, jsonrpc.HeaderMismatch, "h"},
@@ -61,9 +61,9 @@ func TestStatusFor(t *testing.T) {
 		code           int
 		legacy, modern int
 	}{
-		{jsonrpc.UpstreamUnavailable, 503, 503},
-		{jsonrpc.UpstreamTimeout, 504, 504},
-		{jsonrpc.UpstreamTooLarge, 502, 502},
+		{CodeUpstreamUnavailable, 503, 503},
+		{CodeUpstreamTimeout, 504, 504},
+		{CodeUpstreamTooLarge, 502, 502},
 		{jsonrpc.UnsupportedProtocolVersion, 400, 400},
 		{jsonrpc.MissingRequiredClientCapability, 400, 400},
 		{jsonrpc.HeaderMismatch, 400, 400},
@@ -82,18 +82,18 @@ func TestStatusFor(t *testing.T) {
 }
 
 func TestFaultCode(t *testing.T) {
-	unavailable := Sentinel("upstream unavailable", http.StatusServiceUnavailable, jsonrpc.UpstreamUnavailable)
+	unavailable := Sentinel("upstream unavailable", http.StatusServiceUnavailable, CodeUpstreamUnavailable)
 	for _, c := range []struct {
 		name string
 		err  error
 		code int
 	}{
-		{"down", fmt.Errorf("d: %w", unavailable), jsonrpc.UpstreamUnavailable},
-		{"timed out", fmt.Errorf("join: %w", context.DeadlineExceeded), jsonrpc.UpstreamTimeout},
-		{"too large", jsonrpc.Errorf(jsonrpc.UpstreamTooLarge, "big"), jsonrpc.UpstreamTooLarge},
-		{"refused at initialize", errors.New("dial tcp: connection refused"), jsonrpc.UpstreamUnavailable},
-		{"removed by a reload", errors.New("removed from the view"), jsonrpc.UpstreamUnavailable},
-		{"a server's own error", jsonrpc.Errorf(jsonrpc.InvalidParams, "x"), jsonrpc.UpstreamUnavailable},
+		{"down", fmt.Errorf("d: %w", unavailable), CodeUpstreamUnavailable},
+		{"timed out", fmt.Errorf("join: %w", context.DeadlineExceeded), CodeUpstreamTimeout},
+		{"too large", jsonrpc.Errorf(CodeUpstreamTooLarge, "big"), CodeUpstreamTooLarge},
+		{"refused at initialize", errors.New("dial tcp: connection refused"), CodeUpstreamUnavailable},
+		{"removed by a reload", errors.New("removed from the view"), CodeUpstreamUnavailable},
+		{"a server's own error", jsonrpc.Errorf(jsonrpc.InvalidParams, "x"), CodeUpstreamUnavailable},
 	} {
 		if got := FaultCode(c.err); got != c.code {
 			t.Errorf("%s: FaultCode(%v) = %d, want %d", c.name, c.err, got, c.code)

@@ -13,13 +13,6 @@ import (
 // clients must never get it.
 const CodeURLElicitationRequired = -32042
 
-// CodeOpenURL is Switchboard's error for a client that cannot take
-// CodeURLElicitationRequired (URLElicitationFallback): the request needs
-// a person to open the URL in its message first. It is none of the codes
-// SDKs read as the connection's end (the go-sdk's -32003 and -32004),
-// and is answered with HTTP 200.
-const CodeOpenURL = -32005
-
 // URLElicitation is one URL-mode elicitation of a
 // CodeURLElicitationRequired error's data.
 type URLElicitation struct {

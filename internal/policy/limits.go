@@ -13,6 +13,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/mcp"
 	"github.com/switchboard-mcp/switchboard/internal/session"
 )
 
@@ -97,7 +98,7 @@ func RetryAfterSeconds(d time.Duration) int {
 // DestinationLimiter bounds one destination, all callers together: a
 // token bucket for its requests, one per tool for tools/call, and a cap
 // on requests in flight. Over a rate, the request is answered with a
-// JSON-RPC error (code -32004, data {"retryAfter": seconds}) without
+// JSON-RPC error (code -32007, data {"retryAfter": seconds}) without
 // reaching the upstream; at the concurrency cap it waits for a slot
 // until its context ends.
 type DestinationLimiter struct {
@@ -168,7 +169,7 @@ func (l *DestinationLimiter) Send(ctx context.Context, req *jsonrpc.Message, sen
 	select {
 	case l.slots <- struct{}{}:
 	case <-ctx.Done():
-		return nil, jsonrpc.Errorf(jsonrpc.UpstreamTimeout, "destination %s: no free slot (max_concurrent %d) before the deadline", l.name, cap(l.slots))
+		return nil, jsonrpc.Errorf(mcp.CodeUpstreamTimeout, "destination %s: no free slot (max_concurrent %d) before the deadline", l.name, cap(l.slots))
 	}
 	c, err := send(ctx, req)
 	if err != nil {
@@ -187,11 +188,11 @@ func (l *DestinationLimiter) refuse(req *jsonrpc.Message, what string, d time.Du
 }
 
 // rateRefusal answers req with the JSON-RPC error of a rate limit (what's)
-// exceeded: -32004, data {"retryAfter": seconds}.
+// exceeded: -32007, data {"retryAfter": seconds}.
 func rateRefusal(req *jsonrpc.Message, what string, d time.Duration) session.Call {
 	secs := RetryAfterSeconds(d)
 	data, _ := json.Marshal(map[string]any{"retryAfter": secs})
-	return newLocalCall(jsonrpc.NewError(req.ID, &jsonrpc.Error{Code: jsonrpc.RequestRefused,
+	return newLocalCall(jsonrpc.NewError(req.ID, &jsonrpc.Error{Code: mcp.CodeRequestRefused,
 		Message: fmt.Sprintf("rate limit of %s exceeded; retry after %ss", what, strconv.Itoa(secs)), Data: data}))
 }
 

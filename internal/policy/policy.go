@@ -146,7 +146,7 @@ type Options struct {
 	Endpoint Endpoint
 	// ChargeRequests takes a token of the caller's rate limit per request
 	// (the stdio front, which has no HTTP layer to do it); a request over
-	// the limit is answered with JSON-RPC error -32004.
+	// the limit is answered with JSON-RPC error -32007.
 	ChargeRequests bool
 	Owners         *Owners // learns who opens each session; nil: nobody
 	// IdentityMeta, when set, is the params._meta key every request going

@@ -881,8 +881,8 @@ func TestRelayOversizedMessages(t *testing.T) {
 			s.send(map[string]any{"method": "notifications/initialized"})
 
 			m := s.call(2, "tools/call", map[string]any{"name": "big", "arguments": map[string]any{"bytes": 300000}})
-			if m.Error == nil || m.Error.Code != -32003 || !strings.Contains(m.Error.Message, "size limit") {
-				t.Errorf("oversized upstream response: %+v, want error -32003 about the size limit", m.Error)
+			if m.Error == nil || m.Error.Code != -32006 || !strings.Contains(m.Error.Message, "size limit") {
+				t.Errorf("oversized upstream response: %+v, want error -32006 about the size limit", m.Error)
 			}
 			m = s.call(3, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": strings.Repeat("c", 100000)}})
 			if m.Error == nil || !strings.Contains(m.Error.Message, "size limit") {

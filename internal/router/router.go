@@ -199,7 +199,7 @@ func (r *Router) Join(ctx context.Context, down upstream.Downstream, init *jsonr
 	}
 	if len(members) > 0 && alive == 0 {
 		a.Leave()
-		return nil, nil, jsonrpc.Errorf(jsonrpc.UpstreamUnavailable, "every server of %s is unavailable: %s", r.viewLabel(), strings.Join(failed, "; "))
+		return nil, nil, jsonrpc.Errorf(mcp.CodeUpstreamUnavailable, "every server of %s is unavailable: %s", r.viewLabel(), strings.Join(failed, "; "))
 	}
 	return a, jsonrpc.NewResult(init.ID, r.initializeResult(init, members)), nil
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/mcp"
 	"github.com/switchboard-mcp/switchboard/internal/session"
 	"github.com/switchboard-mcp/switchboard/internal/upstream"
 )
@@ -427,7 +428,7 @@ func TestRouterUnavailable(t *testing.T) {
 		t.Errorf("call to the failed server: %v", e)
 	}
 	// The code of the server's own endpoint (mcp.FaultCode), naming it.
-	if e == nil || e.Code != jsonrpc.UpstreamUnavailable || string(jsonrpc.Member(e.Data, "server")) != `"bad"` {
+	if e == nil || e.Code != mcp.CodeUpstreamUnavailable || string(jsonrpc.Member(e.Data, "server")) != `"bad"` {
 		t.Errorf("call to the failed server: %+v, want -32000 with data.server", e)
 	}
 	// A member that ends later: its tools go, the client is told, its calls

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/mcp"
 )
 
 // errRemoved is why a member that Update took out of a session is
@@ -269,7 +270,7 @@ func (a *aggregate) update(ctx context.Context, v *View, notify bool) {
 		return
 	}
 	if len(next) > 0 && alive == 0 {
-		err := jsonrpc.Errorf(jsonrpc.UpstreamUnavailable, "every server of %s is unavailable after a configuration reload: %s", r.viewLabel(), strings.Join(failed, "; "))
+		err := jsonrpc.Errorf(mcp.CodeUpstreamUnavailable, "every server of %s is unavailable after a configuration reload: %s", r.viewLabel(), strings.Join(failed, "; "))
 		r.log.Warn("session ended: no server of the view is left", "view", v.Name, "err", err)
 		a.down.End(err)
 		return

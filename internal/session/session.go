@@ -288,7 +288,7 @@ func (s *Session) Release() {
 
 // ErrTooMany is returned by Table.New when a destination is at its cap and
 // every one of its sessions is busy. mcp.Classify answers it 503, -32000.
-var ErrTooMany = mcp.Sentinel("too many sessions", http.StatusServiceUnavailable, jsonrpc.UpstreamUnavailable)
+var ErrTooMany = mcp.Sentinel("too many sessions", http.StatusServiceUnavailable, mcp.CodeUpstreamUnavailable)
 
 // ErrEvicted is the end error of a session evicted to make room for a new
 // one.

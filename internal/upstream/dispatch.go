@@ -142,7 +142,7 @@ func (u *Upstream) oversize(gen int, prefix []byte) {
 	}
 	u.mu.Unlock()
 	if c != nil {
-		c.fail(jsonrpc.Errorf(jsonrpc.UpstreamTooLarge, "upstream %s: response exceeds the message size limit", u.opts.Name))
+		c.fail(jsonrpc.Errorf(mcp.CodeUpstreamTooLarge, "upstream %s: response exceeds the message size limit", u.opts.Name))
 	}
 }
 
@@ -229,15 +229,15 @@ const (
 func (why ownerProblem) refusal(method string) *jsonrpc.Error {
 	switch why {
 	case noOwner:
-		return jsonrpc.Errorf(jsonrpc.RequestRefused,
+		return jsonrpc.Errorf(mcp.CodeRequestRefused,
 			"switchboard: no session has a call in flight to receive this request; "+
 				"a shared server can send %s only while handling a client's call "+
 				"(or configure this destination with isolation: session)", method)
 	case statelessOwner:
-		return jsonrpc.Errorf(jsonrpc.RequestRefused,
+		return jsonrpc.Errorf(mcp.CodeRequestRefused,
 			"switchboard: the call in flight is a stateless request, which cannot receive %s", method)
 	}
-	return jsonrpc.Errorf(jsonrpc.RequestRefused,
+	return jsonrpc.Errorf(mcp.CodeRequestRefused,
 		"switchboard: cannot tell which client session %s belongs to (several sessions have calls in flight); "+
 			"configure this destination with isolation: session", method)
 }

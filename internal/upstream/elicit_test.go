@@ -12,7 +12,7 @@ import (
 // TestURLElicitationFallback: a server's (or an OAuth destination's)
 // URLElicitationRequired answer reaches a 2025-11-25 client that declared
 // elicitation.url as it is, and any other client (no url capability, an
-// older version) as the -32005 fallback naming the URL.
+// older version) as the -32008 fallback naming the URL.
 func TestURLElicitationFallback(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Options{})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/mcp"
 )
 
 // boundDown is a CallBound fakeDown: a member lent to one request at a
@@ -36,7 +37,7 @@ func TestCallBoundMembers(t *testing.T) {
 
 		// The only member, nothing in flight: refused at once.
 		conn.send(jsonrpc.NewRequest(json.RawMessage(`"s1"`), "sampling/createMessage", json.RawMessage(`{}`)))
-		if r := conn.sent(""); len(r) != 1 || string(r[0].ID) != `"s1"` || errCode(t, r[0]) != jsonrpc.RequestRefused {
+		if r := conn.sent(""); len(r) != 1 || string(r[0].ID) != `"s1"` || errCode(t, r[0]) != mcp.CodeRequestRefused {
 			t.Fatalf("refusal = %v", r)
 		}
 		if got := da.take(); len(got) != 0 {
@@ -70,7 +71,7 @@ func TestCallBoundMembers(t *testing.T) {
 		conn.send(jsonrpc.NewRequest(json.RawMessage(`"s3"`), "sampling/createMessage", json.RawMessage(`{}`)))
 		refused := false
 		for _, r := range conn.sent("") {
-			refused = refused || string(r.ID) == `"s3"` && errCode(t, r) == jsonrpc.RequestRefused
+			refused = refused || string(r.ID) == `"s3"` && errCode(t, r) == mcp.CodeRequestRefused
 		}
 		if !refused {
 			t.Fatalf("a request with two members' calls in flight was not refused: %v", conn.sent(""))

@@ -359,7 +359,7 @@ func (m *Member) Notify(ctx context.Context, n *jsonrpc.Message) error {
 		}
 		out := &jsonrpc.Message{Method: n.Method, Params: jsonrpc.Splice(n.Params, s, e, jsonrpc.IntID(id))}
 		u.forget(c)
-		c.fail(jsonrpc.Errorf(jsonrpc.RequestRefused, "request cancelled by the client"))
+		c.fail(jsonrpc.Errorf(mcp.CodeRequestRefused, "request cancelled by the client"))
 		return u.write(out)
 	}
 	if err := u.ensure(ctx, nil); err != nil {

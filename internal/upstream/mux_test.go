@@ -130,7 +130,7 @@ func TestModernEra(t *testing.T) {
 		// flight has no session to go to: refused.
 		conn.send(jsonrpc.NewRequest(json.RawMessage(`"s1"`), "roots/list", nil))
 		refusal := conn.sent("")
-		if len(refusal) != 1 || string(refusal[0].ID) != `"s1"` || errCode(t, refusal[0]) != jsonrpc.RequestRefused {
+		if len(refusal) != 1 || string(refusal[0].ID) != `"s1"` || errCode(t, refusal[0]) != mcp.CodeRequestRefused {
 			t.Fatalf("refusal = %v", refusal)
 		}
 		conn.send(jsonrpc.NewResult(h.lastSent("tools/list").ID, json.RawMessage(`{"tools":[]}`)))
@@ -375,7 +375,7 @@ func TestClientCancellation(t *testing.T) {
 					t.Errorf("reason lost: %s", sent[0].Params)
 				}
 				r := next(t, calls[key])
-				if string(r.ID) != tt.requestID || errCode(t, r) != jsonrpc.RequestRefused {
+				if string(r.ID) != tt.requestID || errCode(t, r) != mcp.CodeRequestRefused {
 					t.Errorf("cancelled call got %s", r)
 				}
 				for name, c := range calls {
@@ -463,7 +463,7 @@ func TestServerRequestRouting(t *testing.T) {
 					if len(responses) != 1 || string(responses[0].ID) != `"srv-1"` {
 						t.Fatalf("server got %v, want one error response for srv-1", responses)
 					}
-					want := map[string]int{"refused": jsonrpc.RequestRefused, "nomethod": jsonrpc.MethodNotFound}[tt.want]
+					want := map[string]int{"refused": mcp.CodeRequestRefused, "nomethod": jsonrpc.MethodNotFound}[tt.want]
 					if c := errCode(t, responses[0]); c != want {
 						t.Fatalf("error code %d, want %d", c, want)
 					}
@@ -930,8 +930,8 @@ func TestOversize(t *testing.T) {
 					return
 				}
 				r := next(t, c)
-				if string(r.ID) != `"big"` || errCode(t, r) != jsonrpc.UpstreamTooLarge {
-					t.Fatalf("call got %s, want -32003 under the client's id", r)
+				if string(r.ID) != `"big"` || errCode(t, r) != mcp.CodeUpstreamTooLarge {
+					t.Fatalf("call got %s, want -32006 under the client's id", r)
 				}
 				if m, ended := c.Poll(); m != nil || !ended {
 					t.Fatal("call did not end")

@@ -6,6 +6,7 @@ import (
 	"testing/synctest"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/mcp"
 )
 
 // TestServerRequestRefusalMessages: a server→client request that cannot be
@@ -56,8 +57,8 @@ func TestServerRequestRefusalMessages(t *testing.T) {
 					t.Fatalf("server got %v, want one error response for srv-1", responses)
 				}
 				e := responses[0].ErrorOf()
-				if e == nil || e.Code != jsonrpc.RequestRefused {
-					t.Fatalf("response %s, want a %d refusal", responses[0], jsonrpc.RequestRefused)
+				if e == nil || e.Code != mcp.CodeRequestRefused {
+					t.Fatalf("response %s, want a %d refusal", responses[0], mcp.CodeRequestRefused)
 				}
 				if !strings.Contains(e.Message, tt.want) || strings.Contains(e.Message, tt.notWant) {
 					t.Errorf("refusal %q, want it to contain %q and not %q", e.Message, tt.want, tt.notWant)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/mcp"
 )
 
 var delays = []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second}
@@ -321,7 +322,7 @@ func TestConnectionEndReplays(t *testing.T) {
 		old.end(errors.New("crashed"))
 		synctest.Wait()
 		r := next(t, c)
-		if string(r.ID) != `"inflight"` || errCode(t, r) != jsonrpc.UpstreamUnavailable {
+		if string(r.ID) != `"inflight"` || errCode(t, r) != mcp.CodeUpstreamUnavailable {
 			t.Fatalf("in-flight call got %s, want -32000 at once", r)
 		}
 		wantState(t, h.u, Restarting)
@@ -407,7 +408,7 @@ func TestClose(t *testing.T) {
 		if err := h.u.Close(h.ctx); err != nil {
 			t.Fatalf("Close: %v", err)
 		}
-		if r := next(t, c); string(r.ID) != "1" || errCode(t, r) != jsonrpc.UpstreamUnavailable {
+		if r := next(t, c); string(r.ID) != "1" || errCode(t, r) != mcp.CodeUpstreamUnavailable {
 			t.Fatalf("in-flight call got %s", r)
 		}
 		for _, d := range []*fakeDown{da, db} {

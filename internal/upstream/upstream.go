@@ -150,7 +150,7 @@ func (s State) String() string {
 // initializes again, -32600); the client reused an id in flight (409,
 // -32600).
 var (
-	ErrUnavailable = mcp.Sentinel("upstream unavailable", http.StatusServiceUnavailable, jsonrpc.UpstreamUnavailable)
+	ErrUnavailable = mcp.Sentinel("upstream unavailable", http.StatusServiceUnavailable, mcp.CodeUpstreamUnavailable)
 	ErrClosed      = mcp.Sentinel("upstream closed", http.StatusNotFound, jsonrpc.InvalidRequest)
 	ErrDuplicateID = mcp.Sentinel("duplicate request id", http.StatusConflict, jsonrpc.InvalidRequest)
 )
@@ -756,7 +756,7 @@ func (u *Upstream) failed(gen int, err error) {
 	}
 	u.mu.Unlock()
 
-	fail := jsonrpc.Errorf(jsonrpc.UpstreamUnavailable, "upstream %s: %v", u.opts.Name, err)
+	fail := jsonrpc.Errorf(mcp.CodeUpstreamUnavailable, "upstream %s: %v", u.opts.Name, err)
 	for _, c := range calls {
 		c.fail(fail)
 	}
@@ -838,7 +838,7 @@ func (u *Upstream) Close(ctx context.Context) error {
 	members := u.members
 	u.members = map[*Member]struct{}{}
 	u.mu.Unlock()
-	fail := jsonrpc.Errorf(jsonrpc.UpstreamUnavailable, "upstream %s is shutting down", u.opts.Name)
+	fail := jsonrpc.Errorf(mcp.CodeUpstreamUnavailable, "upstream %s is shutting down", u.opts.Name)
 	for _, c := range calls {
 		c.fail(fail)
 	}

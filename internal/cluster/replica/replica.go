@@ -194,7 +194,7 @@ func (r *Replica) Mint(ctx context.Context, path string, init *jsonrpc.Message) 
 // ErrMoved is Adopt's error when another replica adopted the session
 // first: the client retries (503), and its next request is forwarded
 // there.
-var ErrMoved = mcp.Sentinel("the session moved to another replica; retry", http.StatusServiceUnavailable, jsonrpc.UpstreamUnavailable)
+var ErrMoved = mcp.Sentinel("the session moved to another replica; retry", http.StatusServiceUnavailable, mcp.CodeUpstreamUnavailable)
 
 // Adoption is what a replica needs to serve a session it did not open.
 type Adoption struct {
@@ -574,5 +574,5 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	b, _ := json.Marshal(msg)
-	fmt.Fprintf(w, `{"jsonrpc":"2.0","id":null,"error":{"code":%d,"message":%s}}`+"\n", jsonrpc.UpstreamUnavailable, b)
+	fmt.Fprintf(w, `{"jsonrpc":"2.0","id":null,"error":{"code":%d,"message":%s}}`+"\n", mcp.CodeUpstreamUnavailable, b)
 }

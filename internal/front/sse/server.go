@@ -219,7 +219,7 @@ func (s *Server) pump(sess *session.Session, id []byte, call session.Call) {
 	release := sess.Acquire()
 	defer release()
 	if session.Forward(call, s.opts.Timeout, sess.Ended(), s.opts.Done, sess.Deliver) {
-		sess.Deliver(jsonrpc.NewError(id, jsonrpc.Errorf(jsonrpc.UpstreamTimeout, "no response from %s within %s", s.opts.Name, s.opts.Timeout)))
+		sess.Deliver(jsonrpc.NewError(id, jsonrpc.Errorf(mcp.CodeUpstreamTimeout, "no response from %s within %s", s.opts.Name, s.opts.Timeout)))
 	}
 }
 

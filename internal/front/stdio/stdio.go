@@ -247,7 +247,7 @@ func (f *front) pump(id []byte, call session.Call) { f.pumpCtx(f.ctx, id, call) 
 // response timeout (restarted by progress).
 func (f *front) pumpCtx(ctx context.Context, id []byte, call session.Call) {
 	if session.Forward(call, f.opts.Timeout, ctx.Done(), nil, f.write) {
-		f.write(jsonrpc.NewError(id, jsonrpc.Errorf(jsonrpc.UpstreamTimeout, "no response within %s", f.opts.Timeout)))
+		f.write(jsonrpc.NewError(id, jsonrpc.Errorf(mcp.CodeUpstreamTimeout, "no response within %s", f.opts.Timeout)))
 	}
 }
 

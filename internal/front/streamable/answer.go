@@ -75,7 +75,7 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, rec *audit.Reco
 				continue
 			case <-expired:
 				call.Abandon(true)
-				e := jsonrpc.Errorf(jsonrpc.UpstreamTimeout, "no response from %s within %s", h.opts.Name, timeout)
+				e := jsonrpc.Errorf(mcp.CodeUpstreamTimeout, "no response from %s within %s", h.opts.Name, timeout)
 				rec.Error = e.Message
 				if ev == nil {
 					writeError(w, http.StatusGatewayTimeout, rec.RPCID, e)
@@ -87,14 +87,14 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, rec *audit.Reco
 			case <-gone:
 				call.Abandon(modern) // the client went away, or half-closed
 				if ev == nil {
-					writeError(w, http.StatusOK, rec.RPCID, jsonrpc.Errorf(jsonrpc.RequestRefused,
+					writeError(w, http.StatusOK, rec.RPCID, jsonrpc.Errorf(mcp.CodeRequestRefused,
 						"the client closed its side of the connection before the answer; the call was abandoned"))
 				}
 				return
 			case <-h.opts.Done:
 				call.Abandon(true)
 				if ev == nil {
-					writeError(w, http.StatusServiceUnavailable, rec.RPCID, jsonrpc.Errorf(jsonrpc.UpstreamUnavailable, "switchboard is shutting down"))
+					writeError(w, http.StatusServiceUnavailable, rec.RPCID, jsonrpc.Errorf(mcp.CodeUpstreamUnavailable, "switchboard is shutting down"))
 				}
 				return
 			}

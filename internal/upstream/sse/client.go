@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/internal/mcp"
 	"github.com/switchboard-mcp/switchboard/internal/sse"
 	"github.com/switchboard-mcp/switchboard/internal/upstream"
 )
@@ -319,7 +320,7 @@ func (c *ClientConn) fail(m *jsonrpc.Message, id []byte, reason string) {
 	}
 	c.log.Warn("message not delivered to server", "method", kind, "err", reason)
 	if id != nil {
-		c.deliver(jsonrpc.NewError(id, jsonrpc.Errorf(jsonrpc.UpstreamUnavailable, "%s", reason)).Encode())
+		c.deliver(jsonrpc.NewError(id, jsonrpc.Errorf(mcp.CodeUpstreamUnavailable, "%s", reason)).Encode())
 	}
 }
 
@@ -347,6 +348,8 @@ func (c *ClientConn) end(err error) {
 
 // Done is closed when the connection has ended and its goroutines have
 // stopped; deliver is not called after that.
+var _ upstream.Conn = (*ClientConn)(nil)
+
 func (c *ClientConn) Done() <-chan struct{} { return c.done }
 
 // Err tells why the connection ended; valid after Done.

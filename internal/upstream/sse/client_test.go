@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
+	sbmcp "github.com/switchboard-mcp/switchboard/internal/mcp"
 	"github.com/switchboard-mcp/switchboard/internal/sse"
 )
 
@@ -287,7 +288,7 @@ func TestClientPostFailure(t *testing.T) {
 	up.failPosts.Store(http.StatusServiceUnavailable)
 	p.write(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
 	e := p.response(2).ErrorOf()
-	if e == nil || e.Code != jsonrpc.UpstreamUnavailable || !strings.Contains(e.Message, "upstream returned 503 Service Unavailable") {
+	if e == nil || e.Code != sbmcp.CodeUpstreamUnavailable || !strings.Contains(e.Message, "upstream returned 503 Service Unavailable") {
 		t.Fatalf("error = %+v", e)
 	}
 	up.failPosts.Store(0)

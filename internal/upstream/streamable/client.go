@@ -224,7 +224,11 @@ func Dial(ctx context.Context, opts ClientOptions, deliver func([]byte), oversiz
 	return c, nil
 }
 
-var _ upstream.Conn = (*ClientConn)(nil)
+var (
+	_ upstream.Conn          = (*ClientConn)(nil)
+	_ upstream.Refuser       = (*ClientConn)(nil)
+	_ upstream.Reinitializer = (*ClientConn)(nil)
+)
 
 // Write sends one message on its own POST and returns without waiting for
 // the answer. Messages reach the server in the order they were written: a
@@ -698,7 +702,7 @@ func (c *ClientConn) tooLarge(p *post, prefix []byte) {
 			return
 		}
 	}
-	c.deliver(jsonrpc.NewError(p.id, jsonrpc.Errorf(jsonrpc.UpstreamTooLarge, "upstream response exceeds the message size limit (%d bytes)", c.max)).Encode())
+	c.deliver(jsonrpc.NewError(p.id, jsonrpc.Errorf(mcp.CodeUpstreamTooLarge, "upstream response exceeds the message size limit (%d bytes)", c.max)).Encode())
 }
 
 // failPost reports a message that did not get through: a request gets a
@@ -710,7 +714,7 @@ func (c *ClientConn) failPost(p *post, reason string) {
 	}
 	c.log.Warn("upstream exchange failed", "method", method, "err", reason)
 	if p.id != nil {
-		c.deliver(jsonrpc.NewError(p.id, jsonrpc.Errorf(jsonrpc.UpstreamUnavailable, "%s", reason)).Encode())
+		c.deliver(jsonrpc.NewError(p.id, jsonrpc.Errorf(mcp.CodeUpstreamUnavailable, "%s", reason)).Encode())
 	}
 }
 

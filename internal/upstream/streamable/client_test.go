@@ -588,7 +588,7 @@ func TestClientFailures(t *testing.T) {
 			p := dial(t, ClientOptions{URL: url, Header: tt.header})
 			p.write(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 			e := p.failure(1)
-			if e.Code != jsonrpc.UpstreamUnavailable {
+			if e.Code != sbmcp.CodeUpstreamUnavailable {
 				t.Errorf("code = %d", e.Code)
 			}
 			for _, w := range tt.want {
@@ -778,7 +778,7 @@ func TestClientReinitFails(t *testing.T) {
 	}))
 	p.write(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
 	e := p.failure(2)
-	if e.Code != jsonrpc.UpstreamUnavailable || !strings.Contains(e.Message, "503 Service Unavailable") {
+	if e.Code != sbmcp.CodeUpstreamUnavailable || !strings.Contains(e.Message, "503 Service Unavailable") {
 		t.Fatalf("error = %d %q", e.Code, e.Message)
 	}
 	awaitDone(t, p.conn)
@@ -816,7 +816,7 @@ func TestClientStreamEndsEarly(t *testing.T) {
 	p.handshake()
 	p.write(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"drop","arguments":{}}}`)
 	e := p.failure(2)
-	if e.Code != jsonrpc.UpstreamUnavailable || !strings.Contains(e.Message, "closed the response stream before answering") {
+	if e.Code != sbmcp.CodeUpstreamUnavailable || !strings.Contains(e.Message, "closed the response stream before answering") {
 		t.Fatalf("error = %d %q", e.Code, e.Message)
 	}
 }
