@@ -10,6 +10,9 @@
 # and build date (`switchboard version`). Files: dist/switchboard-VERSION-OS-ARCH[v7][.exe],
 # and dist/SHA256SUMS (check with `sha256sum -c SHA256SUMS` inside dist/).
 set -euo pipefail
+# Release binaries are built with Go 1.27.3 (taken from the module proxy): Go 1.26.8's standard library
+# has vulnerabilities that Switchboard reaches (see .ci/run). GOTOOLCHAIN=local builds with the Go at hand.
+export GOTOOLCHAIN=${GOTOOLCHAIN:-go1.27.3}
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
