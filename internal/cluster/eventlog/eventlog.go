@@ -1,10 +1,12 @@
-// Package eventlog keeps the SSE events of Streamable HTTP sessions in
-// Redis, so that a client reconnecting its stream with Last-Event-ID to
-// any replica gets every event it missed, in order, once, or a clear
-// ErrEventsPurged when some are gone — never a partial replay. It follows
-// the go-sdk's EventStore contract (Open, Append, After, SessionClosed)
-// with one change: positions are opaque cursors, not integers, so that a
-// stream recreated after expiry can never be mistaken for the old one.
+// Package eventlog keeps the SSE events of Streamable HTTP sessions' listen
+// streams: Log in Redis, so that a client reconnecting its stream with
+// Last-Event-ID to any replica gets every event it missed, in order, once,
+// or a clear ErrEventsPurged when some are gone — never a partial replay;
+// Memory, the same contract in one process. It follows the go-sdk's
+// EventStore contract (Append, After, SessionClosed) with one change:
+// positions are opaque cursors, not integers (After yields each event
+// with its own), so that a stream recreated after expiry can never be
+// mistaken for the old one.
 //
 // Layout: one Redis Stream per (session, stream) at
 // <prefix>{<session>}:ev:<stream>, and a hash <prefix>{<session>}:ev
