@@ -69,6 +69,10 @@ type Options struct {
 	// Zero (era.Unknown) probes it with server/discover. A legacy HTTP+SSE
 	// server is always legacy.
 	Era era.Era
+	// States mints the requestState of 2026-07-28 calls translated onto a
+	// legacy server and parked for the client's input (a cluster seals
+	// them, naming this replica). Nil: random tokens of this process.
+	States era.StateMinter
 
 	// Timeout bounds the handshake of each connection and the era probe;
 	// zero means none.

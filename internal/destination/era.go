@@ -35,7 +35,7 @@ type eraState struct {
 }
 
 func newEraState(d *Destination, timeout time.Duration) *eraState {
-	e := &eraState{d: d, opts: era.Options{Name: d.name, Timeout: timeout, Logger: d.log}}
+	e := &eraState{d: d, opts: era.Options{Name: d.name, Timeout: timeout, Logger: d.log, States: d.opts.States}}
 	switch {
 	case d.legacySSE() || d.opts.Era == era.Legacy:
 		e.detector = era.Pinned(era.Legacy)

@@ -31,7 +31,7 @@ func (e *Edge) authenticate(next http.Handler) http.Handler {
 		a := st.Auth
 		p := r.URL.Path
 		hop := false
-		if c := e.opts.Cluster; c != nil && len(r.Header[mcp.HeaderSessionID]) > 0 {
+		if c := e.opts.Cluster; c != nil { // Hop is false at once without its header
 			var err error
 			if hop, err = c.Hop(r); err != nil {
 				audit.FromContext(r.Context()).Error = "cluster: forwarded request refused: " + err.Error()
@@ -90,12 +90,13 @@ func (e *Edge) authenticate(next http.Handler) http.Handler {
 	})
 }
 
-// forward serves r at the replica owning its session, when that is
-// another live replica (Options.Cluster), and reports whether it did. A
-// session this replica holds is served here.
+// forward serves r at the replica owning its session, or holding the
+// call a 2026-07-28 retry resumes (its requestState), when that is another
+// live replica (Options.Cluster), and reports whether it did. A session
+// this replica holds is served here.
 func (e *Edge) forward(w http.ResponseWriter, r *http.Request, id *auth.Identity) bool {
 	sid := r.Header.Get(mcp.HeaderSessionID)
-	if sid == "" || e.opts.Sessions.Get(sid) != nil {
+	if sid != "" && e.opts.Sessions.Get(sid) != nil {
 		return false
 	}
 	return e.opts.Cluster.Forward(w, r, id)

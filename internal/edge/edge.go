@@ -71,8 +71,9 @@ type Cluster interface {
 	// Hop reports whether r was forwarded by another replica; an error
 	// when its signature does not verify (403).
 	Hop(r *http.Request) (bool, error)
-	// Forward serves r at the replica owning its session when that is
-	// another live one, and reports whether it did; r still carries the
+	// Forward serves r at the replica owning its session (or, for a
+	// 2026-07-28 retry, holding its parked call) when that is another
+	// live one, and reports whether it did; r still carries the
 	// caller's credentials and id is the caller (nil without auth).
 	Forward(w http.ResponseWriter, r *http.Request, id *auth.Identity) bool
 }

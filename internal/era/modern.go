@@ -48,6 +48,19 @@ type Options struct {
 	// subscribe). Zero means 30 s.
 	Timeout time.Duration
 	Logger  *slog.Logger // nil discards
+	// States mints the requestState tokens of parked calls. Nil: random
+	// tokens, which only this process knows (a single replica). A
+	// cluster's are sealed and name this replica, so that a retry landing
+	// on another replica is forwarded here.
+	States StateMinter
+}
+
+// StateMinter mints a parked call's requestState (*replica.Replica in a
+// cluster). The token is the parked call's key here: it must be unique.
+type StateMinter interface {
+	// MintState returns a token, prefixed with "sb1.", for a call of
+	// method and name by caller ("" without auth), parked for ttl.
+	MintState(method, name, caller string, ttl time.Duration) (string, error)
 }
 
 func (o *Options) defaults() {
@@ -89,7 +102,9 @@ type ModernOverLegacy struct {
 // NewModernOverLegacy returns a translator in front of the legacy server join reaches.
 func NewModernOverLegacy(join Joiner, opts Options) *ModernOverLegacy {
 	opts.defaults()
-	return &ModernOverLegacy{join: join, opts: opts, states: newStates(opts.MaxParked, opts.StateTTL)}
+	st := newStates(opts.MaxParked, opts.StateTTL)
+	st.mint = opts.States
+	return &ModernOverLegacy{join: join, opts: opts, states: st}
 }
 
 // Close cancels every parked call.

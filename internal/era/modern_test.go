@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/internal/mcp"
@@ -107,5 +108,52 @@ func TestModernParkKeepsNotifications(t *testing.T) {
 	defer l.mu.Unlock()
 	if len(l.sent) != 1 || string(l.sent[0].ID) != "9" || string(l.sent[0].Result) != `{"roots":[]}` {
 		t.Errorf("server answered %v; want the roots answer for its request 9", l.sent)
+	}
+}
+
+// fakeMinter mints "sb1.minted-<n>" and records what each was for.
+type fakeMinter struct {
+	mu   sync.Mutex
+	for_ []string // guarded by mu: method name caller of each
+}
+
+func (f *fakeMinter) MintState(method, name, caller string, _ time.Duration) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.for_ = append(f.for_, method+" "+name+" "+caller)
+	return "sb1.minted-" + strconv.Itoa(len(f.for_)), nil
+}
+
+// TestModernParkUsesStates: with Options.States (a cluster), a parked
+// call's requestState is the minter's token, minted for its method and
+// name, and the retry carrying it resumes the call.
+func TestModernParkUsesStates(t *testing.T) {
+	l := &lender{call: queuedCall{jsonrpc.NewQueue(16)}}
+	f := &fakeMinter{}
+	m := NewModernOverLegacy(l, Options{Name: "x", States: f})
+	defer m.Close()
+	meta := `"_meta":{"` + mcp.MetaProtocolVersion + `":"2026-07-28","` + mcp.MetaClientCapabilities + `":{"roots":{}}}`
+	c, err := m.Stateless(context.Background(), jsonrpc.NewRequest(json.RawMessage(`1`), "tools/call", json.RawMessage(`{"name":"op",`+meta+`}`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.call.q.Push(jsonrpc.NewRequest(json.RawMessage(`9`), "roots/list", nil), true)
+	ir := next(t, c)
+	if state, _ := jsonrpc.StringMember(ir.Result, "requestState"); state != "sb1.minted-1" {
+		t.Fatalf("requestState %q; want the minter's sb1.minted-1 (%s)", state, ir.Encode())
+	}
+	f.mu.Lock()
+	if len(f.for_) != 1 || f.for_[0] != "tools/call op " {
+		t.Errorf("minted for %q; want tools/call op, no caller", f.for_)
+	}
+	f.mu.Unlock()
+	l.call.q.Push(jsonrpc.NewResult(json.RawMessage(`5`), json.RawMessage(`{"content":[]}`)), true)
+	c, err = m.Stateless(context.Background(), jsonrpc.NewRequest(json.RawMessage(`2`), "tools/call",
+		json.RawMessage(`{"name":"op","requestState":"sb1.minted-1","inputResponses":{"roots":{"roots":[]}},`+meta+`}`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg := next(t, c); !msg.IsResponse() || msg.ErrorOf() != nil {
+		t.Errorf("the retry: %s; want the call's result", msg.Encode())
 	}
 }

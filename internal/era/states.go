@@ -29,8 +29,9 @@ type parked struct {
 // states holds the parked calls by requestState token: at most max, each
 // for at most ttl, after which its upstream call is cancelled.
 type states struct {
-	max int
-	ttl time.Duration
+	max  int
+	ttl  time.Duration
+	mint StateMinter // nil: random tokens
 
 	mu     sync.Mutex
 	m      map[string]*parked
@@ -77,13 +78,27 @@ var errTooMany = errors.New("too many requests are waiting for input")
 
 // park stores p under a new token and returns it.
 func (s *states) park(p *parked) (string, error) {
-	var b [18]byte
-	_, _ = rand.Read(b[:])
-	token := tokenPrefix + base64.RawURLEncoding.EncodeToString(b[:])
+	var token string
+	if s.mint != nil {
+		var err error
+		if token, err = s.mint.MintState(p.method, p.name, p.caller, s.ttl); err != nil {
+			return "", err
+		}
+		if !isToken(token) {
+			return "", errors.New("requestState minted without its prefix")
+		}
+	} else {
+		var b [18]byte
+		_, _ = rand.Read(b[:])
+		token = tokenPrefix + base64.RawURLEncoding.EncodeToString(b[:])
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return "", errors.New("shutting down")
+	}
+	if _, dup := s.m[token]; dup {
+		return "", errors.New("requestState minted twice")
 	}
 	if len(s.m) >= s.max {
 		return "", fmt.Errorf("%w (%d)", errTooMany, s.max)

@@ -85,7 +85,7 @@ func (g *Gateway) buildViews(cfg *config.Config, dests map[string]gate.Server, t
 		t.MCP[name] = streamable.NewHandler(front, streamable.Options{
 			Name: key, View: true, Sessions: g.sessions, Timeout: cfg.Timeout, MaxBody: cfg.MaxBodyBytes,
 			KeepAlive: keepAlive(cfg), GetStreams: cfg.Connections.GetStreams, Done: g.done, Logger: g.log, ParamHeaders: rt.ParamHeaders,
-			Cluster: g.cluster.frontCluster(), Drain: g.draining,
+			Cluster: g.cluster.frontCluster(), Drain: g.draining, Events: g.cluster.events,
 		})
 		msgPath := "/message"
 		if name != "" {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/switchboard-mcp/switchboard/internal/cluster"
+	"github.com/switchboard-mcp/switchboard/internal/cluster/eventlog"
 	"github.com/switchboard-mcp/switchboard/internal/cluster/ratelimit"
 	"github.com/switchboard-mcp/switchboard/internal/cluster/replica"
 	"github.com/switchboard-mcp/switchboard/internal/cluster/sessionstore"
@@ -31,14 +32,27 @@ type clusterParts struct {
 	limits    *sharedLimit          // nil without cluster.redis
 	rdb       redis.UniversalClient // nil without cluster.redis
 	heartbeat *cluster.Heartbeat    // nil without cluster.redis
+	// events keep the listen streams' events for Last-Event-ID: in
+	// Redis with cluster.redis (any replica resumes a stream), else in
+	// this process's memory (never nil).
+	events streamable.EventLog
 }
 
-// newCluster builds the parts of cfg's cluster block; the zero parts
-// without one. drain is closed when the replica begins to drain. Its errors never show a secret.
+// Bounds of the in-memory event log (no cluster.redis): per listen
+// stream, the last memEvents events, for memEventsAge after its last one.
+const (
+	memEvents    = 256
+	memEventsAge = 15 * time.Minute
+)
+
+// newCluster builds the parts of cfg's cluster block; without one, the
+// parts of a single replica (an in-memory event log only). drain is
+// closed when the replica begins to drain. Its errors never show a secret.
 func newCluster(cfg *config.Config, log *slog.Logger, drain <-chan struct{}) (clusterParts, error) {
 	cc := cfg.Cluster
+	mem := eventlog.NewMemory(eventlog.Options{MaxLen: memEvents, MaxAge: memEventsAge})
 	if cc == nil {
-		return clusterParts{}, nil
+		return clusterParts{events: mem}, nil
 	}
 	secrets, err := clusterSecrets(cc)
 	if err != nil {
@@ -62,7 +76,7 @@ func newCluster(cfg *config.Config, log *slog.Logger, drain <-chan struct{}) (cl
 		}
 		self.Addr = net.JoinHostPort(host, port)
 	}
-	var p clusterParts
+	p := clusterParts{events: mem}
 	opts := replica.Options{Self: self, Secrets: secrets, MaxAge: cc.SessionMaxAge, MaxBody: cfg.MaxBodyBytes, Logger: log, Drain: drain}
 	if rc := cc.Redis; rc != nil {
 		p.rdb, err = cluster.NewRedis(cluster.RedisOptions{URL: rc.URL, PasswordEnv: rc.PasswordEnv, PasswordFile: rc.PasswordFile,
@@ -82,6 +96,7 @@ func newCluster(cfg *config.Config, log *slog.Logger, drain <-chan struct{}) (cl
 		}
 		opts.Store = sessionstore.New(p.rdb, rc.KeyPrefix, idle)
 		p.limits = &sharedLimit{rl: ratelimit.New(p.rdb, rc.KeyPrefix), log: log}
+		p.events = eventlog.New(p.rdb, eventlog.Options{Prefix: rc.KeyPrefix, MaxLen: rc.Events.MaxEvents, MaxAge: rc.Events.MaxAge})
 	} else {
 		members := cluster.Static{self}
 		for _, id := range slices.Sorted(maps.Keys(cc.Peers)) {

@@ -29,6 +29,9 @@ func (g *Gateway) newDestination(dc *config.Destination, cfg *config.Config) *de
 		MaxMessage: int(cfg.MaxMessageBytes), RestartDelays: restartDelays(cfg.Restart),
 		RetryFailedAfter: cfg.Restart.RetryAfter, RetryFailedMax: cfg.Restart.RetryMax,
 		Limits: destinationLimits(cfg), Traced: g.tracer != nil, Logger: g.log}
+	if g.cluster.replica != nil {
+		opts.States = g.cluster.replica // a retry reaching another replica is forwarded here
+	}
 	switch dc.Protocol {
 	case config.ProtocolLegacy:
 		opts.Era = era.Legacy

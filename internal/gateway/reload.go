@@ -90,7 +90,7 @@ func (g *Gateway) build(cfg *config.Config, prev *state) (*state, []*destination
 		t.Fronts[name+"/mcp"] = streamable.NewHandler(front, streamable.Options{
 			Name: name, Sessions: g.sessions, Timeout: timeoutOf(dc, cfg), MaxBody: cfg.MaxBodyBytes,
 			KeepAlive: keepAlive(cfg), GetStreams: cfg.Connections.GetStreams, Done: g.done, Logger: g.log, ParamHeaders: d.ParamHeaders,
-			Cluster: g.cluster.frontCluster(), Drain: g.draining,
+			Cluster: g.cluster.frontCluster(), Drain: g.draining, Events: g.cluster.events,
 		})
 		t.Fronts[name+"/sse"], t.Fronts[name+"/message"] = g.legacyFront(cfg, name, front, dc)
 		if cb := d.OAuthCallback(); cb != nil {

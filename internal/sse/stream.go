@@ -13,6 +13,15 @@ import (
 // returns the message whose write failed, for the caller to keep for
 // another stream; nil otherwise.
 func (w *Writer) Messages(ctx context.Context, q *jsonrpc.Queue, keepAlive time.Duration, ended, done <-chan struct{}) (unsent *jsonrpc.Message) {
+	return w.MessagesWithIDs(ctx, q, keepAlive, ended, done, nil)
+}
+
+// MessagesWithIDs is Messages with event ids: id, called with each
+// message's encoding as it is taken from q, returns the event's id ("":
+// none). A message whose event had an id is kept by whoever gave it (an
+// event log, for Last-Event-ID): when its write fails, it is not returned.
+// A nil id is Messages.
+func (w *Writer) MessagesWithIDs(ctx context.Context, q *jsonrpc.Queue, keepAlive time.Duration, ended, done <-chan struct{}, id func(data []byte) string) (unsent *jsonrpc.Message) {
 	keep := NewKeepAlive(keepAlive)
 	defer keep.Stop()
 	for {
@@ -21,7 +30,14 @@ func (w *Writer) Messages(ctx context.Context, q *jsonrpc.Queue, keepAlive time.
 			return nil
 		}
 		if m != nil {
-			if w.Event("message", "", m.Encode()) != nil {
+			data, eid := m.Encode(), ""
+			if id != nil {
+				eid = id(data)
+			}
+			if w.Event("message", eid, data) != nil {
+				if eid != "" {
+					return nil // kept by the log: the client resumes with Last-Event-ID
+				}
 				return m
 			}
 			continue

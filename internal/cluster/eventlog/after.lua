@@ -1,8 +1,8 @@
 -- Replay: KEYS[1] the stream, KEYS[2] the session's hash of births;
 -- ARGV[1] the stream's name, ARGV[2] the cursor's birth, ARGV[3] its
--- entry id <ms>-<ordinal>. Returns {1, data...} with every event after
--- the cursor, or {} when one of them is gone or the cursor is foreign:
--- never a partial replay.
+-- entry id <ms>-<ordinal>. Returns {1, id, data, id, data...} with every
+-- event after the cursor (its entry id and data), or {} when one of them
+-- is gone or the cursor is foreign: never a partial replay.
 local birth = redis.call('HGET', KEYS[2], ARGV[1])
 if not birth or birth ~= ARGV[2] or redis.call('EXISTS', KEYS[1]) == 0 then
   return {}
@@ -34,7 +34,10 @@ local out = {1}
 for i = 1, #entries do
   local f = entries[i][2]
   for j = 1, #f, 2 do
-    if f[j] == 'd' then out[#out + 1] = f[j + 1] end
+    if f[j] == 'd' then
+      out[#out + 1] = entries[i][1]
+      out[#out + 1] = f[j + 1]
+    end
   end
 end
 return out

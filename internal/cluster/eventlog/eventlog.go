@@ -1,10 +1,12 @@
-// Package eventlog keeps the SSE events of Streamable HTTP sessions in
-// Redis, so that a client reconnecting its stream with Last-Event-ID to
-// any replica gets every event it missed, in order, once, or a clear
-// ErrEventsPurged when some are gone — never a partial replay. It follows
-// the go-sdk's EventStore contract (Open, Append, After, SessionClosed)
-// with one change: positions are opaque cursors, not integers, so that a
-// stream recreated after expiry can never be mistaken for the old one.
+// Package eventlog keeps the SSE events of Streamable HTTP sessions' listen
+// streams: Log in Redis, so that a client reconnecting its stream with
+// Last-Event-ID to any replica gets every event it missed, in order, once,
+// or a clear ErrEventsPurged when some are gone — never a partial replay;
+// Memory, the same contract in one process. It follows the go-sdk's
+// EventStore contract (Append, After, SessionClosed) with one change:
+// positions are opaque cursors, not integers (After yields each event
+// with its own), so that a stream recreated after expiry can never be
+// mistaken for the old one.
 //
 // Layout: one Redis Stream per (session, stream) at
 // <prefix>{<session>}:ev:<stream>, and a hash <prefix>{<session>}:ev
@@ -129,38 +131,46 @@ func (l *Log) Append(ctx context.Context, session, stream string, data []byte) (
 	return res, nil
 }
 
-// After yields, in order, the data of the stream's events after cursor.
-// If any of them is no longer kept, or cursor is not one of the stream's,
-// it yields only ErrEventsPurged. The events are read at once, in one
-// atomic step (the stream holds at most about MaxLen), so the iteration
-// never fails half way.
-func (l *Log) After(ctx context.Context, session, stream, cursor string) iter.Seq2[[]byte, error] {
-	return func(yield func([]byte, error) bool) {
+// Event is one event of a stream: its cursor (what Append returned for
+// it) and its data.
+type Event struct {
+	Cursor string
+	Data   []byte
+}
+
+// After yields, in order, the stream's events after cursor. If any of
+// them is no longer kept, or cursor is not one of the stream's, it yields
+// only ErrEventsPurged. The events are read at once, in one atomic step
+// (the stream holds at most about MaxLen), so the iteration never fails
+// half way.
+func (l *Log) After(ctx context.Context, session, stream, cursor string) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
 		if err := checkNames(session, stream); err != nil {
-			yield(nil, err)
+			yield(Event{}, err)
 			return
 		}
 		birth, id, ok := parseCursor(cursor)
 		if !ok {
-			yield(nil, fmt.Errorf("eventlog: cursor %.40q: %w", cursor, ErrEventsPurged))
+			yield(Event{}, fmt.Errorf("eventlog: cursor %.40q: %w", cursor, ErrEventsPurged))
 			return
 		}
 		res, err := afterScript.Run(ctx, l.rdb, l.keys(session, stream), stream, birth, id).Slice()
 		if err != nil {
-			yield(nil, fmt.Errorf("eventlog: after: %w", err))
+			yield(Event{}, fmt.Errorf("eventlog: after: %w", err))
 			return
 		}
-		if len(res) == 0 {
-			yield(nil, ErrEventsPurged)
+		if len(res) == 0 || len(res)%2 != 1 {
+			yield(Event{}, ErrEventsPurged)
 			return
 		}
-		for _, v := range res[1:] { // res[0] is the script's 1 for "all there"
-			s, ok := v.(string)
-			if !ok {
-				yield(nil, fmt.Errorf("eventlog: after: unexpected reply %T", v))
+		for i := 1; i < len(res); i += 2 { // res[0] is the script's 1 for "all there"
+			id, ok1 := res[i].(string)
+			data, ok2 := res[i+1].(string)
+			if !ok1 || !ok2 {
+				yield(Event{}, fmt.Errorf("eventlog: after: unexpected reply %T, %T", res[i], res[i+1]))
 				return
 			}
-			if !yield([]byte(s), nil) {
+			if !yield(Event{Cursor: birth + ":" + id, Data: []byte(data)}, nil) {
 				return
 			}
 		}

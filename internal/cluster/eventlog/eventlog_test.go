@@ -16,14 +16,21 @@ import (
 // collect reads After's events, or its error.
 func collect(t *testing.T, l *Log, session, stream, cursor string) ([]string, error) {
 	t.Helper()
-	var out []string
-	for data, err := range l.After(context.Background(), session, stream, cursor) {
+	out, _, err := collectCursors(t, l, session, stream, cursor)
+	return out, err
+}
+
+// collectCursors reads After's events and their cursors, or its error.
+func collectCursors(t *testing.T, l *Log, session, stream, cursor string) (data, cursors []string, err error) {
+	t.Helper()
+	for ev, err := range l.After(context.Background(), session, stream, cursor) {
 		if err != nil {
-			return out, err
+			return data, cursors, err
 		}
-		out = append(out, string(data))
+		data = append(data, string(ev.Data))
+		cursors = append(cursors, ev.Cursor)
 	}
-	return out, nil
+	return data, cursors, nil
 }
 
 func appendN(t *testing.T, l *Log, session, stream string, from, n int) []string {
@@ -62,9 +69,14 @@ func TestReplayAcrossReplicas(t *testing.T) {
 	appendN(t, a, "s1", "post-7", 100, 2)
 	appendN(t, a, "s2", "get", 200, 2)
 
-	got, err := collect(t, b, "s1", "get", start)
+	got, gotCursors, err := collectCursors(t, b, "s1", "get", start)
 	if err != nil || strings.Join(got, ",") != "event 0,event 1,event 2,event 3,event 4" {
 		t.Fatalf("from the start: %q, %v", got, err)
+	}
+	// Each replayed event comes with the cursor Append gave it, so that a
+	// replay cut short resumes where it stopped.
+	if strings.Join(gotCursors, " ") != strings.Join(cursors, " ") {
+		t.Errorf("replayed cursors %q; Append gave %q", gotCursors, cursors)
 	}
 	got, err = collect(t, b, "s1", "get", cursors[2])
 	if err != nil || strings.Join(got, ",") != "event 3,event 4" {

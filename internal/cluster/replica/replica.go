@@ -321,6 +321,60 @@ func (r *Replica) Ended(ctx context.Context, name string) {
 	}
 }
 
+// statePrefix starts every requestState the gateway mints (package
+// era's prefix); MintState's tokens are it and a sealed token.
+const statePrefix = "sb1."
+
+// stateBinding is what a requestState is sealed for: the caller. (The
+// parked call at the owner checks the method and name again.)
+func stateBinding(caller string) sealed.Binding {
+	return sealed.Binding{Destination: "requestState", Subject: caller}
+}
+
+// MintState seals the requestState of a call parked on this replica
+// (era.StateMinter): the owner inside, so that a retry reaching another
+// replica is forwarded here (Forward); a random handle makes each unique.
+func (r *Replica) MintState(method, name, caller string, ttl time.Duration) (string, error) {
+	tok, err := r.sealer.SealRequestState(stateBinding(caller), sealed.RequestState{
+		Owner: r.opts.Self.ID, Handle: sealed.NewID(), Method: method, Name: name, Expires: time.Now().Add(ttl)})
+	if err != nil {
+		return "", err
+	}
+	return statePrefix + tok, nil
+}
+
+// stateOwner returns the live replica holding the call a 2026-07-28
+// retry resumes (its params.requestState), when that is another one; ok
+// false otherwise (no or a foreign requestState, this replica's, or its
+// owner gone: the retry is served here and gets the error of an expired
+// state).
+func (r *Replica) stateOwner(ctx context.Context, body []byte, id *auth.Identity) (to cluster.Replica, ok bool) {
+	if !bytes.Contains(body, []byte(`"requestState"`)) {
+		return cluster.Replica{}, false
+	}
+	var msg struct {
+		Params struct {
+			RequestState string `json:"requestState"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &msg) != nil || !strings.HasPrefix(msg.Params.RequestState, statePrefix) {
+		return cluster.Replica{}, false
+	}
+	st, err := r.sealer.OpenRequestState(stateBinding(id.Name()), msg.Params.RequestState[len(statePrefix):])
+	if err != nil || st.Owner == r.opts.Self.ID {
+		return cluster.Replica{}, false
+	}
+	members, err := r.opts.Members.Members(ctx)
+	if err != nil {
+		return cluster.Replica{}, false
+	}
+	i := slices.IndexFunc(members, func(m cluster.Replica) bool { return m.ID == st.Owner })
+	if i < 0 {
+		return cluster.Replica{}, false
+	}
+	return members[i], true
+}
+
 // Hop reports whether req was forwarded by another replica, verifying
 // its signature (and reading a POST's body for it, which req keeps). A
 // request with a hop header that does not verify is an error: the edge
@@ -454,7 +508,7 @@ var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Te", 
 func (r *Replica) Forward(w http.ResponseWriter, req *http.Request, id *auth.Identity) bool {
 	token := req.Header.Get(mcp.HeaderSessionID)
 	if token == "" {
-		return false
+		return r.forwardRetry(w, req, id)
 	}
 	to, ok := r.route(req.Context(), req.URL.Path, token, id, "")
 	if !ok {
@@ -480,6 +534,29 @@ func (r *Replica) Forward(w http.ResponseWriter, req *http.Request, id *auth.Ide
 			return false
 		}
 	}
+}
+
+// forwardRetry serves a 2026-07-28 POST whose requestState another live
+// replica minted at that replica, where its call is parked; false (req
+// intact) for any other request.
+func (r *Replica) forwardRetry(w http.ResponseWriter, req *http.Request, id *auth.Identity) bool {
+	if req.Method != http.MethodPost || req.Header.Get(mcp.HeaderProtocolVersion) < mcp.ModernVersion {
+		return false
+	}
+	body, err := r.readBody(req)
+	if err != nil {
+		writeError(w, http.StatusRequestEntityTooLarge, err.Error())
+		return true
+	}
+	to, ok := r.stateOwner(req.Context(), body, id)
+	if !ok {
+		return false
+	}
+	done, _ := r.forwardTo(w, req, to, body)
+	if !done { // the owner died: its parked call with it
+		req.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	return done
 }
 
 // forwardTo sends req (with body) to replica to and streams its answer

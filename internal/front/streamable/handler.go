@@ -92,6 +92,12 @@ type Options struct {
 	// owner died, or the request was forwarded here). Nil (a single
 	// replica): random ids, sessions are this process's.
 	Cluster Cluster
+	// Events keeps the events of the listen (GET) streams: each event
+	// gets an id, <stream tag>_<cursor>, and a GET with the Last-Event-ID
+	// of one replays the events of that stream after it, then continues
+	// it (see listenLogged). Nil: events without ids, Last-Event-ID
+	// ignored.
+	Events EventLog
 }
 
 // Cluster is what the handler needs of a cluster (*replica.Replica).
@@ -117,6 +123,9 @@ type Handler struct {
 	// adoptMu serialises adoptions (Options.Cluster), so that two
 	// requests of one session arriving together adopt it once.
 	adoptMu sync.Mutex
+	// listening are the listen streams served with event ids (Events),
+	// for a resumption to take over the stream it resumes.
+	listening listeners
 }
 
 // NewHandler returns a Handler for dest.
@@ -462,6 +471,10 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, rec *audit.Record)
 			}
 		}()
 	}
+	if h.opts.Events != nil {
+		h.listenLogged(ctx, ev, s, headerValue(r.Header, "Last-Event-Id"))
+		return
+	}
 	if m := ev.Messages(ctx, s.Listen(), h.opts.KeepAlive, s.Ended(), h.opts.Done); m != nil {
 		s.Deliver(m) // the stream broke: keep the message for another
 	}
@@ -481,6 +494,11 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request, rec *audit.Reco
 	s.End(nil)
 	if h.opts.Cluster != nil {
 		h.opts.Cluster.Ended(r.Context(), s.Name)
+	}
+	if h.opts.Events != nil {
+		if err := h.opts.Events.SessionClosed(r.Context(), s.LogName()); err != nil {
+			h.log.Warn("the session's listen events not dropped (they expire)", "session", s.LogName(), "err", err)
+		}
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
