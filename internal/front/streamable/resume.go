@@ -3,7 +3,7 @@ package streamable
 import (
 	"context"
 	"crypto/rand"
-	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"iter"
 	"strings"
@@ -74,11 +74,13 @@ func (ls *listeners) drop(key string, l *listener) {
 	ls.mu.Unlock()
 }
 
-// newStreamTag returns a random stream tag: 12 characters of base64url.
+// newStreamTag returns a random stream tag: 12 lowercase hex characters
+// (48 bits; a tag only has to be unique within its session). Hex, not
+// base64url: the tag ends at the first '_' of an event id.
 func newStreamTag() string {
-	var b [9]byte
+	var b [6]byte
 	_, _ = rand.Read(b[:])
-	return base64.RawURLEncoding.EncodeToString(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // parseEventID splits a Last-Event-ID of this front, <tag>_<cursor>;
@@ -89,7 +91,7 @@ func parseEventID(id string) (tag, cursor string, ok bool) {
 		return "", "", false
 	}
 	for i := 0; i < len(tag); i++ {
-		if c := tag[i]; !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+		if c := tag[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
 			return "", "", false
 		}
 	}
