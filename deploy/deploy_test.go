@@ -1114,3 +1114,76 @@ func TestContainerBasesPinned(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterRecipe: the three-replica recipe of docs/deploy.md works as
+// written: its configs (the heredoc, for each i) load with internal/config
+// with distinct ports and replica ids, the keys file and Debian's Redis;
+// its sed turns deploy/haproxy/haproxy.cfg into a config whose servers are
+// exactly those three replicas on loopback, which haproxy -c accepts
+// (where haproxy is installed).
+func TestClusterRecipe(t *testing.T) {
+	doc, err := os.ReadFile("../docs/deploy.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	heredoc := regexp.MustCompile(`(?s)for i in 1 2 3; do cat > \$D/r\$i\.yaml <<EOF\n(.*?)\nEOF\n`).FindSubmatch(doc)
+	if heredoc == nil {
+		t.Fatal("docs/deploy.md: no `for i in 1 2 3; do cat > $D/r$i.yaml <<EOF` … EOF")
+	}
+	dir := t.TempDir()
+	listens := map[string]string{} // replica id -> listen
+	for i := 1; i <= 3; i++ {
+		text := strings.NewReplacer("$i", fmt.Sprint(i), "$D", dir).Replace(string(heredoc[1]))
+		if strings.Contains(text, "$") {
+			t.Fatalf("r%d.yaml: a shell variable the recipe does not set:\n%s", i, text)
+		}
+		cfg := loadConfig(t, text)
+		cl := cfg.Cluster
+		want := fmt.Sprintf("127.0.0.1:808%d", i)
+		if cfg.Listen != want || cl == nil || cl.Advertise != want || cl.ReplicaID != fmt.Sprintf("r%d", i) {
+			t.Fatalf("r%d.yaml: listen %s, cluster %+v: want %s, advertised, replica r%d", i, cfg.Listen, cl, want, i)
+		}
+		if filepath.Base(cl.KeysFile) != "cluster-keys" || cl.Redis == nil || cl.Redis.URL != "redis://127.0.0.1:6379/0" {
+			t.Errorf("r%d.yaml: keys_file %s, redis %+v: want cluster-keys beside it and Debian's redis-server", i, cl.KeysFile, cl.Redis)
+		}
+		if d := cfg.Destinations["example"]; d == nil || !slices.Equal(d.Command, []string{filepath.Join(dir, "example-server")}) {
+			t.Errorf("r%d.yaml: destination example %+v, want the built example-server", i, d)
+		}
+		listens[cl.ReplicaID] = cfg.Listen
+	}
+
+	sed := regexp.MustCompile(`(?m)^sed((?: -e '[^']*')+) deploy/haproxy/haproxy\.cfg >\$D/haproxy\.cfg$`).FindSubmatch(doc)
+	if sed == nil {
+		t.Fatal("docs/deploy.md: no `sed -e '…' … deploy/haproxy/haproxy.cfg >$D/haproxy.cfg`")
+	}
+	var args []string
+	for _, m := range regexp.MustCompile(`-e '([^']*)'`).FindAllSubmatch(sed[1], -1) {
+		args = append(args, "-e", string(m[1]))
+	}
+	out, err := exec.Command("sed", append(args, "haproxy/haproxy.cfg")...).Output()
+	if err != nil {
+		t.Fatalf("sed %q: %v", args, err)
+	}
+	servers := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?m)^\s*server (\S+) (\S+)`).FindAllStringSubmatch(string(out), -1) {
+		servers[m[1]] = m[2]
+	}
+	if fmt.Sprint(servers) != fmt.Sprint(listens) || !regexp.MustCompile(`(?m)^\s*bind 127\.0\.0\.1:8080$`).Match(out) {
+		t.Errorf("the recipe's haproxy.cfg: servers %v, want %v, and bind 127.0.0.1:8080:\n%s", servers, listens, out)
+	}
+	haproxy, err := exec.LookPath("haproxy")
+	if _, serr := os.Stat("/usr/sbin/haproxy"); err != nil && serr == nil {
+		haproxy = "/usr/sbin/haproxy" // not in a non-root PATH
+	}
+	if haproxy == "" {
+		t.Log("haproxy not installed: haproxy -c skipped")
+	} else {
+		p := filepath.Join(dir, "haproxy.cfg")
+		if err := os.WriteFile(p, out, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := exec.Command(haproxy, "-c", "-f", p).CombinedOutput(); err != nil {
+			t.Errorf("haproxy -c on the recipe's haproxy.cfg: %v\n%s", err, b)
+		}
+	}
+}
