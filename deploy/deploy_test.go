@@ -513,6 +513,17 @@ func TestHelmChart(t *testing.T) {
 			t.Fatalf("rendered chart has no %s: %v", k, objs)
 		}
 	}
+	// Cluster mode is off by default: no PodDisruptionBudget, no Redis, one
+	// replica, the single-process grace period.
+	if len(objs) != 3 {
+		t.Errorf("the default render has %d objects, want the Deployment, Service and ConfigMap alone: %v", len(objs), objs)
+	}
+	if got := dig(t, kinds["Deployment"], "spec", "replicas"); got != 1 {
+		t.Errorf("replicas %v, want 1", got)
+	}
+	if got := dig(t, kinds["Deployment"], "spec", "template", "spec", "terminationGracePeriodSeconds"); got != 30 {
+		t.Errorf("terminationGracePeriodSeconds %v, want 30", got)
+	}
 	// The ConfigMap's switchboard.yaml is values.config.
 	cm := kinds["ConfigMap"]["data"].(map[string]any)["switchboard.yaml"].(string)
 	var cmCfg, valCfg any
@@ -562,6 +573,202 @@ func TestHelmChart(t *testing.T) {
 	}
 }
 
+// TestHelmChartCluster: with cluster.enabled (three replicas, the keys
+// from a Secret, the in-chart Redis with a password from a Secret) the
+// chart adds a PodDisruptionBudget over exactly Switchboard's pods,
+// readiness on /readyz, a grace period above the drain, the pod's name and
+// IP and the Redis password in the environment, the keys Secret mounted
+// where the config's keys_file points, and a Redis whose Service the
+// config's URL names; the ConfigMap's config is values.config plus that
+// cluster block, and internal/config loads it (what switchboard check
+// does). With an external URL there is no in-chart Redis; bad values fail
+// the render with a message naming the value.
+func TestHelmChartCluster(t *testing.T) {
+	const chart = "helm/switchboard"
+	var meta struct{ Name, Version, AppVersion string }
+	readYAML(t, filepath.Join(chart, "Chart.yaml"), &meta)
+	values := func(set func(v map[string]any)) map[string]any {
+		var v map[string]any
+		readYAML(t, filepath.Join(chart, "values.yaml"), &v)
+		cl := v["cluster"].(map[string]any)
+		cl["enabled"] = true
+		cl["keysSecret"] = "sb-cluster-keys"
+		v["replicaCount"] = 3
+		set(v)
+		return v
+	}
+	redis := func(v map[string]any) map[string]any { return v["cluster"].(map[string]any)["redis"].(map[string]any) }
+	byName := func(objs []map[string]any) map[string]map[string]any {
+		m := map[string]map[string]any{}
+		for _, o := range objs {
+			m[o["kind"].(string)+"/"+dig(t, o, "metadata", "name").(string)] = o
+		}
+		return m
+	}
+
+	v := values(func(v map[string]any) {
+		redis(v)["deploy"] = true
+		redis(v)["passwordSecret"] = "sb-redis"
+	})
+	objs := byName(renderChart(t, chart, meta.Name, meta.Version, meta.AppVersion, v))
+	var names []string
+	for n := range objs {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	if want := []string{"ConfigMap/sb-switchboard", "Deployment/sb-switchboard", "Deployment/sb-switchboard-redis",
+		"PodDisruptionBudget/sb-switchboard", "Service/sb-switchboard", "Service/sb-switchboard-redis"}; !slices.Equal(names, want) {
+		t.Fatalf("objects %q, want %q", names, want)
+	}
+	dep := objs["Deployment/sb-switchboard"]
+	selector := fmt.Sprint(dig(t, dep, "spec", "selector", "matchLabels"))
+	if got := dig(t, dep, "spec", "replicas"); got != 3 {
+		t.Errorf("replicas %v, want 3", got)
+	}
+	spec := dig(t, dep, "spec", "template", "spec").(map[string]any)
+	// A draining replica serves for up to drainMax (20 s,
+	// internal/gateway/cluster.go), then stops its servers within 10 s.
+	if g, _ := spec["terminationGracePeriodSeconds"].(int); g <= 20+10 {
+		t.Errorf("terminationGracePeriodSeconds %v, want above 30 (the drain and the shutdown)", spec["terminationGracePeriodSeconds"])
+	}
+	c := spec["containers"].([]any)[0].(map[string]any)
+	if got := dig(t, c, "readinessProbe", "httpGet", "path"); got != "/readyz" {
+		t.Errorf("readinessProbe path %v, want /readyz (503 while draining)", got)
+	}
+	if got := dig(t, c, "livenessProbe", "httpGet", "path"); got != "/health" {
+		t.Errorf("livenessProbe path %v, want /health", got)
+	}
+	env := map[string]string{}
+	for _, e := range c["env"].([]any) {
+		e := e.(map[string]any)
+		env[e["name"].(string)] = fmt.Sprint(e["valueFrom"])
+	}
+	for name, want := range map[string]string{
+		"POD_NAME":       "map[fieldRef:map[fieldPath:metadata.name]]",
+		"POD_IP":         "map[fieldRef:map[fieldPath:status.podIP]]",
+		"REDIS_PASSWORD": "map[secretKeyRef:map[key:password name:sb-redis]]",
+	} {
+		if env[name] != want {
+			t.Errorf("env %s from %q, want %q", name, env[name], want)
+		}
+	}
+	mounts := map[string]string{}
+	for _, m := range c["volumeMounts"].([]any) {
+		m := m.(map[string]any)
+		mounts[m["name"].(string)] = m["mountPath"].(string)
+	}
+	var keysVolume any
+	for _, vol := range spec["volumes"].([]any) {
+		if vol.(map[string]any)["name"] == "cluster-keys" {
+			keysVolume = vol.(map[string]any)["secret"]
+		}
+	}
+	if got := fmt.Sprint(keysVolume); got != "map[items:[map[key:keys path:keys]] secretName:sb-cluster-keys]" {
+		t.Errorf("the cluster-keys volume's secret %s, want the key keys of sb-cluster-keys", got)
+	}
+
+	pdb := objs["PodDisruptionBudget/sb-switchboard"]
+	if dig(t, pdb, "apiVersion") != "policy/v1" || dig(t, pdb, "spec", "maxUnavailable") != 1 ||
+		fmt.Sprint(dig(t, pdb, "spec", "selector", "matchLabels")) != selector {
+		t.Errorf("PodDisruptionBudget %v: want policy/v1, maxUnavailable 1, the Deployment's selector %s", pdb, selector)
+	}
+
+	// The Redis: its pod is not one of Switchboard's (the Service and the
+	// PDB select by labels), its Service selects it, it requires the password.
+	rdep, rsvc := objs["Deployment/sb-switchboard-redis"], objs["Service/sb-switchboard-redis"]
+	rlabels := dig(t, rdep, "spec", "template", "metadata", "labels").(map[string]any)
+	matches := true
+	for k, v := range dig(t, dep, "spec", "selector", "matchLabels").(map[string]any) {
+		matches = matches && rlabels[k] == v
+	}
+	if matches {
+		t.Errorf("the Redis pod's labels %v are selected by Switchboard's selector %s", rlabels, selector)
+	}
+	if fmt.Sprint(dig(t, rsvc, "spec", "selector")) != fmt.Sprint(rlabels) || fmt.Sprint(dig(t, rsvc, "spec", "ports")) != "[map[name:redis port:6379 protocol:TCP targetPort:redis]]" {
+		t.Errorf("Redis Service %v, want port 6379 selecting %v", rsvc, rlabels)
+	}
+	rc := dig(t, rdep, "spec", "template", "spec", "containers").([]any)[0].(map[string]any)
+	if got := fmt.Sprint(rc["args"]); !strings.Contains(got, "--requirepass $(REDIS_PASSWORD)") || !strings.Contains(fmt.Sprint(rc["env"]), "name:sb-redis") {
+		t.Errorf("Redis args %s env %v: want --requirepass from the Secret sb-redis", got, rc["env"])
+	}
+
+	// The config: values.config and the cluster block, valid, pointing at
+	// the mounts, the environment and the Redis Service.
+	cm := dig(t, objs["ConfigMap/sb-switchboard"], "data", "switchboard.yaml").(string)
+	var cmCfg map[string]any
+	if err := yaml.Unmarshal([]byte(cm), &cmCfg); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(cmCfg["destinations"]) != fmt.Sprint(v["config"].(map[string]any)["destinations"]) || cmCfg["listen"] != "0.0.0.0:8080" {
+		t.Errorf("the ConfigMap's config is not values.config's:\n%s", cm)
+	}
+	t.Setenv("POD_NAME", "sb-switchboard-5d8f7-x2x9q")
+	t.Setenv("POD_IP", "10.1.2.3")
+	cfg := loadConfig(t, cm)
+	cl := cfg.Cluster
+	if cl == nil || cl.Redis == nil {
+		t.Fatalf("the ConfigMap's config has no cluster block with redis:\n%s", cm)
+	}
+	if cl.ReplicaID != "sb-switchboard-5d8f7-x2x9q" || cl.Advertise != "10.1.2.3:8080" {
+		t.Errorf("replica_id %q, advertise %q: want the pod's name and IP:8080", cl.ReplicaID, cl.Advertise)
+	}
+	if port := fmt.Sprint(dig(t, c, "ports").([]any)[0].(map[string]any)["containerPort"]); !strings.HasSuffix(cl.Advertise, ":"+port) {
+		t.Errorf("advertise %s, the container port %s", cl.Advertise, port)
+	}
+	if filepath.Dir(cl.KeysFile) != mounts["cluster-keys"] || filepath.Base(cl.KeysFile) != "keys" {
+		t.Errorf("keys_file %s, the keys Secret's key keys is mounted at %s", cl.KeysFile, mounts["cluster-keys"])
+	}
+	if cl.Redis.URL != "redis://sb-switchboard-redis:6379/0" || cl.Redis.PasswordEnv != "REDIS_PASSWORD" {
+		t.Errorf("redis url %q password_env %q: want the Redis Service and REDIS_PASSWORD", cl.Redis.URL, cl.Redis.PasswordEnv)
+	}
+
+	// An external Redis: no Redis in the chart, its URL in the config, no
+	// password unless a Secret is named.
+	v = values(func(v map[string]any) { redis(v)["url"] = "rediss://redis.example:6380/1" })
+	objs = byName(renderChart(t, chart, meta.Name, meta.Version, meta.AppVersion, v))
+	if objs["Deployment/sb-switchboard-redis"] != nil || objs["Service/sb-switchboard-redis"] != nil || objs["PodDisruptionBudget/sb-switchboard"] == nil {
+		t.Errorf("with an external Redis: objects %v", objs)
+	}
+	cfg = loadConfig(t, dig(t, objs["ConfigMap/sb-switchboard"], "data", "switchboard.yaml").(string))
+	if cfg.Cluster == nil || cfg.Cluster.Redis == nil || cfg.Cluster.Redis.URL != "rediss://redis.example:6380/1" || cfg.Cluster.Redis.PasswordEnv != "" {
+		t.Errorf("with an external Redis: cluster %+v", cfg.Cluster)
+	}
+	if strings.Contains(fmt.Sprint(objs["Deployment/sb-switchboard"]), "REDIS_PASSWORD") {
+		t.Error("REDIS_PASSWORD set without cluster.redis.passwordSecret")
+	}
+
+	// Bad values: the render fails, naming what to set.
+	for _, bad := range []struct {
+		name string
+		set  func(v map[string]any)
+		want string
+	}{
+		{"no keys", func(v map[string]any) { redis(v)["deploy"] = true; v["cluster"].(map[string]any)["keysSecret"] = "" }, "cluster.keysSecret"},
+		{"no redis", func(v map[string]any) {}, "cluster.redis.url, or cluster.redis.deploy"},
+		{"two redis", func(v map[string]any) { redis(v)["deploy"] = true; redis(v)["url"] = "redis://r:6379" }, "url or deploy: true, not both"},
+		{"replicas without cluster", func(v map[string]any) { v["cluster"].(map[string]any)["enabled"] = false }, "replicaCount above 1 needs cluster.enabled"},
+	} {
+		_, err := renderChartErr(t, chart, meta.Name, meta.Version, meta.AppVersion, values(bad.set))
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%s: render error %v, want one containing %q", bad.name, err, bad.want)
+		}
+	}
+}
+
+// loadConfig loads text as a config file with internal/config.
+func loadConfig(t *testing.T, text string) *config.Config {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "switchboard.yaml")
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(p)
+	if err != nil {
+		t.Fatalf("config: %v\n%s", err, text)
+	}
+	return cfg
+}
+
 func readYAML(t *testing.T, path string, v any) {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -591,6 +798,19 @@ func dig(t *testing.T, v any, keys ...string) any {
 // YAML documents.
 func renderChart(t *testing.T, chart, name, version, appVersion string, values map[string]any) []map[string]any {
 	t.Helper()
+	objs, err := renderChartErr(t, chart, name, version, appVersion, values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
+
+// renderChartErr is renderChart returning the error of a template that
+// fails (the chart's `fail` on bad values), as helm template reports it.
+// Every object is named for the release: sb-switchboard, or
+// sb-switchboard-<part> (the in-chart Redis).
+func renderChartErr(t *testing.T, chart, name, version, appVersion string, values map[string]any) ([]map[string]any, error) {
+	t.Helper()
 	root := template.New("chart")
 	funcs := template.FuncMap{
 		"include": func(name string, data any) (string, error) {
@@ -617,6 +837,16 @@ func renderChart(t *testing.T, chart, name, version, appVersion string, values m
 		"trunc":      func(n int, s string) string { return s[:min(n, len(s))] },
 		"trimSuffix": func(suffix, s string) string { return strings.TrimSuffix(s, suffix) },
 		"replace":    func(old, new, s string) string { return strings.ReplaceAll(s, old, new) },
+		"fail":       func(msg string) (string, error) { return "", errors.New(msg) },
+		"int": func(v any) (int, error) { // helm's values hold float64
+			switch n := v.(type) {
+			case int:
+				return n, nil
+			case float64:
+				return int(n), nil
+			}
+			return 0, fmt.Errorf("int: %T", v)
+		},
 	}
 	root.Funcs(funcs).Option("missingkey=error")
 	paths, _ := filepath.Glob(filepath.Join(chart, "templates", "*"))
@@ -642,7 +872,7 @@ func renderChart(t *testing.T, chart, name, version, appVersion string, values m
 		}
 		var b bytes.Buffer
 		if err := root.ExecuteTemplate(&b, base, data); err != nil {
-			t.Fatalf("render %s: %v", p, err)
+			return nil, fmt.Errorf("render %s: %w", p, err)
 		}
 		if !strings.HasSuffix(base, ".yaml") {
 			continue // NOTES.txt
@@ -659,13 +889,13 @@ func renderChart(t *testing.T, chart, name, version, appVersion string, values m
 			if o == nil {
 				continue
 			}
-			if o["apiVersion"] == nil || o["kind"] == nil || dig(t, o, "metadata", "name") != "sb-switchboard" {
+			if n, _ := dig(t, o, "metadata", "name").(string); o["apiVersion"] == nil || o["kind"] == nil || (n != "sb-switchboard" && !strings.HasPrefix(n, "sb-switchboard-")) {
 				t.Errorf("render %s: %v", p, o)
 			}
 			objs = append(objs, o)
 		}
 	}
-	return objs
+	return objs, nil
 }
 
 // TestReleaseBuilds checks what scripts/release.sh builds: .ci/run builds
@@ -881,6 +1111,79 @@ func TestContainerBasesPinned(t *testing.T) {
 	for _, m := range regexp.MustCompile(`SERVER_PACKAGE=([^=\s"]+)`).FindAllSubmatch(run, -1) {
 		if string(m[1]) != string(pkg[1]) {
 			t.Errorf("docs/aws-agentcore.md builds SERVER_PACKAGE=%s; the image's is %s", m[1], pkg[1])
+		}
+	}
+}
+
+// TestClusterRecipe: the three-replica recipe of docs/deploy.md works as
+// written: its configs (the heredoc, for each i) load with internal/config
+// with distinct ports and replica ids, the keys file and Debian's Redis;
+// its sed turns deploy/haproxy/haproxy.cfg into a config whose servers are
+// exactly those three replicas on loopback, which haproxy -c accepts
+// (where haproxy is installed).
+func TestClusterRecipe(t *testing.T) {
+	doc, err := os.ReadFile("../docs/deploy.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	heredoc := regexp.MustCompile(`(?s)for i in 1 2 3; do cat > \$D/r\$i\.yaml <<EOF\n(.*?)\nEOF\n`).FindSubmatch(doc)
+	if heredoc == nil {
+		t.Fatal("docs/deploy.md: no `for i in 1 2 3; do cat > $D/r$i.yaml <<EOF` … EOF")
+	}
+	dir := t.TempDir()
+	listens := map[string]string{} // replica id -> listen
+	for i := 1; i <= 3; i++ {
+		text := strings.NewReplacer("$i", fmt.Sprint(i), "$D", dir).Replace(string(heredoc[1]))
+		if strings.Contains(text, "$") {
+			t.Fatalf("r%d.yaml: a shell variable the recipe does not set:\n%s", i, text)
+		}
+		cfg := loadConfig(t, text)
+		cl := cfg.Cluster
+		want := fmt.Sprintf("127.0.0.1:808%d", i)
+		if cfg.Listen != want || cl == nil || cl.Advertise != want || cl.ReplicaID != fmt.Sprintf("r%d", i) {
+			t.Fatalf("r%d.yaml: listen %s, cluster %+v: want %s, advertised, replica r%d", i, cfg.Listen, cl, want, i)
+		}
+		if filepath.Base(cl.KeysFile) != "cluster-keys" || cl.Redis == nil || cl.Redis.URL != "redis://127.0.0.1:6379/0" {
+			t.Errorf("r%d.yaml: keys_file %s, redis %+v: want cluster-keys beside it and Debian's redis-server", i, cl.KeysFile, cl.Redis)
+		}
+		if d := cfg.Destinations["example"]; d == nil || !slices.Equal(d.Command, []string{filepath.Join(dir, "example-server")}) {
+			t.Errorf("r%d.yaml: destination example %+v, want the built example-server", i, d)
+		}
+		listens[cl.ReplicaID] = cfg.Listen
+	}
+
+	sed := regexp.MustCompile(`(?m)^sed((?: -e '[^']*')+) deploy/haproxy/haproxy\.cfg >\$D/haproxy\.cfg$`).FindSubmatch(doc)
+	if sed == nil {
+		t.Fatal("docs/deploy.md: no `sed -e '…' … deploy/haproxy/haproxy.cfg >$D/haproxy.cfg`")
+	}
+	var args []string
+	for _, m := range regexp.MustCompile(`-e '([^']*)'`).FindAllSubmatch(sed[1], -1) {
+		args = append(args, "-e", string(m[1]))
+	}
+	out, err := exec.Command("sed", append(args, "haproxy/haproxy.cfg")...).Output()
+	if err != nil {
+		t.Fatalf("sed %q: %v", args, err)
+	}
+	servers := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?m)^\s*server (\S+) (\S+)`).FindAllStringSubmatch(string(out), -1) {
+		servers[m[1]] = m[2]
+	}
+	if fmt.Sprint(servers) != fmt.Sprint(listens) || !regexp.MustCompile(`(?m)^\s*bind 127\.0\.0\.1:8080$`).Match(out) {
+		t.Errorf("the recipe's haproxy.cfg: servers %v, want %v, and bind 127.0.0.1:8080:\n%s", servers, listens, out)
+	}
+	haproxy, err := exec.LookPath("haproxy")
+	if _, serr := os.Stat("/usr/sbin/haproxy"); err != nil && serr == nil {
+		haproxy = "/usr/sbin/haproxy" // not in a non-root PATH
+	}
+	if haproxy == "" {
+		t.Log("haproxy not installed: haproxy -c skipped")
+	} else {
+		p := filepath.Join(dir, "haproxy.cfg")
+		if err := os.WriteFile(p, out, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := exec.Command(haproxy, "-c", "-f", p).CombinedOutput(); err != nil {
+			t.Errorf("haproxy -c on the recipe's haproxy.cfg: %v\n%s", err, b)
 		}
 	}
 }
