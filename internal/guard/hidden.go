@@ -102,6 +102,13 @@ func (Hidden) Scan(s string) []Finding {
 	return out
 }
 
+// Word-at-a-time byte tests ("Bit Twiddling Hacks": determine if a word
+// has a byte less than n, or equal to n).
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
 // plainASCII returns the end of the run of printable ASCII (0x20–0x7e)
 // from s[i], eight bytes at a time: it may stop short of the run's end
 // (by fewer than eight bytes), never past it.

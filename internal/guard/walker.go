@@ -1,14 +1,14 @@
 package guard
 
 import (
-	"encoding/binary"
 	"errors"
-	"math/bits"
 	"strconv"
 	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 )
 
 // walker visits the string values of a JSON document in one pass over its
@@ -85,7 +85,7 @@ func (w *walker) value(i, depth int) (int, error) {
 	}
 	switch c := b[i]; {
 	case c == '"':
-		end, esc, ok := scanString(b, i)
+		end, esc, ok := jsonrpc.ScanString(b, i)
 		if !ok {
 			return 0, errSyntax
 		}
@@ -155,7 +155,7 @@ func (w *walker) object(i, depth int) (int, error) {
 		if i >= len(b) || b[i] != '"' {
 			return 0, errSyntax
 		}
-		kend, esc, ok := scanString(b, i)
+		kend, esc, ok := jsonrpc.ScanString(b, i)
 		if !ok {
 			return 0, errSyntax
 		}
@@ -236,78 +236,6 @@ func (w *walker) str(start, end int, esc bool) string {
 	return unsafe.String(&w.buf[0], len(w.buf))
 }
 
-// scanString returns the index past the string token at b[i] == '"' and
-// whether it holds escapes; ok is false for an unterminated string, a bad
-// escape or a control character.
-func scanString(b []byte, i int) (end int, esc, ok bool) {
-	i++
-	for i < len(b) {
-		// Eight plain bytes at a time (no quote, backslash or control
-		// character among them): strings are most of a result.
-		for i+8 <= len(b) {
-			if m := specialMask(binary.LittleEndian.Uint64(b[i:])); m != 0 {
-				i += bits.TrailingZeros64(m) >> 3
-				break
-			}
-			i += 8
-		}
-		if i >= len(b) {
-			break
-		}
-		switch c := b[i]; {
-		case c == '"':
-			return i + 1, esc, true
-		case c == '\\':
-			esc = true
-			if i+1 >= len(b) {
-				return 0, false, false
-			}
-			switch b[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i += 2
-			case 'u':
-				if i+6 > len(b) {
-					return 0, false, false
-				}
-				for _, h := range b[i+2 : i+6] {
-					if !isHex(h) {
-						return 0, false, false
-					}
-				}
-				i += 6
-			default:
-				return 0, false, false
-			}
-		case c < 0x20:
-			return 0, false, false
-		default:
-			i++
-		}
-	}
-	return 0, false, false
-}
-
-// Word-at-a-time byte tests ("Bit Twiddling Hacks": determine if a word
-// has a byte less than n, or equal to n).
-const (
-	ones  = 0x0101010101010101
-	highs = 0x8080808080808080
-)
-
-// specialMask has the high bit set of each byte of x (little-endian) that
-// is a control character, a quote or a backslash, and of none when there
-// is none. Bytes past the first such byte may be flagged falsely, those
-// before it never are: the lowest set bit is the first special byte.
-func specialMask(x uint64) uint64 {
-	q := x ^ (ones * '"')
-	bs := x ^ (ones * '\\')
-	return ((x-ones*0x20)&^x | (q-ones)&^q | (bs-ones)&^bs) & highs
-}
-
-func isHex(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
-}
-
 // unescape appends the value of raw (a checked string token's inside) to
 // dst. A lone surrogate becomes U+FFFD, as encoding/json has it.
 func unescape(dst, raw []byte) []byte {
@@ -383,42 +311,10 @@ func literal(b []byte, i int, lit string) (int, error) {
 
 // number returns the index past the number at b[i].
 func number(b []byte, i int) (int, error) {
-	digits := func(i int) (int, bool) {
-		j := i
-		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
-			j++
-		}
-		return j, j > i
+	if j, ok := jsonrpc.SkipNumber(b, i); ok {
+		return j, nil
 	}
-	if b[i] == '-' {
-		i++
-	}
-	if i < len(b) && b[i] == '0' {
-		i++
-	} else if j, ok := digits(i); ok {
-		i = j
-	} else {
-		return 0, errSyntax
-	}
-	if i < len(b) && b[i] == '.' {
-		j, ok := digits(i + 1)
-		if !ok {
-			return 0, errSyntax
-		}
-		i = j
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		j, ok := digits(i)
-		if !ok {
-			return 0, errSyntax
-		}
-		i = j
-	}
-	return i, nil
+	return 0, errSyntax
 }
 
 // appendPointer appends key escaped as a JSON Pointer token (RFC 6901).

@@ -119,6 +119,16 @@ type probe struct {
 // skipString returns the index just past the string starting at b[i] == '"'.
 // It checks escapes and rejects control characters, as JSON requires.
 func skipString(b []byte, i int) (int, bool) {
+	end, _, ok := ScanString(b, i)
+	return end, ok
+}
+
+// ScanString returns the index just past the string token starting at
+// b[i] == '"' and whether it holds escapes; ok is false for an
+// unterminated string, a bad escape or a control character, as JSON
+// requires. It is the scanner's own string reader, for other walkers of
+// JSON text (the guards').
+func ScanString(b []byte, i int) (end int, escaped, ok bool) {
 	i++
 	for i < len(b) {
 		// Fast path: skip 8 plain bytes at a time (no quote, backslash or
@@ -139,34 +149,35 @@ func skipString(b []byte, i int) (int, bool) {
 		c := b[i]
 		switch {
 		case c == '"':
-			return i + 1, true
+			return i + 1, escaped, true
 		case c == '\\':
+			escaped = true
 			if i+1 >= len(b) {
-				return 0, false
+				return 0, false, false
 			}
 			switch b[i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i += 2
 			case 'u':
 				if i+6 > len(b) {
-					return 0, false
+					return 0, false, false
 				}
 				for _, h := range b[i+2 : i+6] {
 					if !isHex(h) {
-						return 0, false
+						return 0, false, false
 					}
 				}
 				i += 6
 			default:
-				return 0, false
+				return 0, false, false
 			}
 		case c < 0x20:
-			return 0, false
+			return 0, false, false
 		default:
 			i++
 		}
 	}
-	return 0, false
+	return 0, false, false
 }
 
 // Word-at-a-time byte tests ("Bit Twiddling Hacks", determine if a word has
@@ -242,6 +253,10 @@ func literal(b []byte, i int, lit string) (int, bool) {
 	}
 	return i + len(lit), true
 }
+
+// SkipNumber returns the index just past the JSON number starting at
+// b[i]; false when there is none.
+func SkipNumber(b []byte, i int) (int, bool) { return skipNumber(b, i) }
 
 func skipNumber(b []byte, i int) (int, bool) {
 	start := i
