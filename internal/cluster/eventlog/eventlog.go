@@ -22,21 +22,22 @@ package eventlog
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 	"iter"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/redis/go-redis/v9"
 )
 
 // ErrEventsPurged is After's error when events after the cursor are no
 // longer all kept (trimmed by count or age, or the stream expired or was
-// closed), or the cursor is not one of the stream's. It is the go-sdk's
-// error, so errors.Is works with either name.
-var ErrEventsPurged = mcp.ErrEventsPurged
+// closed), or the cursor is not one of the stream's. Its text is the
+// go-sdk's ErrEventsPurged's; the package does not import the go-sdk,
+// which would link the whole SDK into the gateway's binary.
+var ErrEventsPurged = errors.New("data purged")
 
 // Options bound what the log keeps. The zero Options are usable.
 type Options struct {
