@@ -579,16 +579,17 @@ func stripFences(text string) string {
 // spirit of tailscale's tstest/deptest): a package path, which forbids its
 // subpackages too, and why.
 var forbiddenDeps = map[string]string{
-	"google.golang.org/grpc":                 "gRPC: traces go over OTLP/HTTP through internal/tracing's own exporter (the SDK's otlptracehttp links gRPC: +8.5 MB)",
-	"github.com/grpc-ecosystem/grpc-gateway": "comes with gRPC (the OTLP collector's generated service)",
-	"go.opentelemetry.io/otel/exporters":     "the SDK's exporters: otlptracehttp and otlptracegrpc link gRPC; internal/tracing exports itself",
-	"go.opentelemetry.io/proto/otlp":         "OTLP's generated types: internal/tracing encodes with protowire; only tests decode with them",
-	"golang.org/x/net/http2":                 "a second HTTP/2 stack beside the one net/http bundles",
-	"testing":                                "test support in the binary",
-	"net/http/httptest":                      "test support in the binary",
-	module + "/internal/peertest":            "test support in the binary",
-	module + "/internal/cluster/clustertest": "test support in the binary",
-	"github.com/chromedp/chromedp":           "the status page's browser test only",
+	"google.golang.org/grpc":                     "gRPC: traces go over OTLP/HTTP through internal/tracing's own exporter (the SDK's otlptracehttp links gRPC: +8.5 MB)",
+	"github.com/grpc-ecosystem/grpc-gateway":     "comes with gRPC (the OTLP collector's generated service)",
+	"go.opentelemetry.io/otel/exporters":         "the SDK's exporters: otlptracehttp and otlptracegrpc link gRPC; internal/tracing exports itself",
+	"go.opentelemetry.io/proto/otlp":             "OTLP's generated types: internal/tracing encodes with protowire; only tests decode with them",
+	"golang.org/x/net/http2":                     "a second HTTP/2 stack beside the one net/http bundles",
+	"testing":                                    "test support in the binary",
+	"net/http/httptest":                          "test support in the binary",
+	module + "/internal/peertest":                "test support in the binary",
+	module + "/internal/cluster/clustertest":     "test support in the binary",
+	"github.com/chromedp/chromedp":               "the status page's browser test only",
+	"github.com/modelcontextprotocol/go-sdk/mcp": "the go-sdk's client and server: tests' peers only (linked for one sentinel error it cost 1.4 MB of binary and 2.3 MiB of idle RSS)",
 }
 
 // forbidden returns the entry of forbiddenDeps that forbids dep and why,
