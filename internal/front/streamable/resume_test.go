@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"strings"
 	"testing"
 	"time"
@@ -40,6 +42,7 @@ type listenStream struct {
 	resp   *http.Response
 	r      *sse.Reader
 	cancel context.CancelFunc
+	addr   string // the client's end of the stream's connection
 }
 
 // openListen opens a GET stream of session sid, resuming from lastID
@@ -47,6 +50,8 @@ type listenStream struct {
 func openListen(t *testing.T, base, sid, lastID string) *listenStream {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	var addr string
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(c httptrace.GotConnInfo) { addr = c.Conn.LocalAddr().String() }})
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base, nil)
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("Mcp-Session-Id", sid)
@@ -58,12 +63,43 @@ func openListen(t *testing.T, base, sid, lastID string) *listenStream {
 		cancel()
 		t.Fatalf("GET: %v, %v", resp, err)
 	}
-	l := &listenStream{t: t, resp: resp, r: sse.NewReader(resp.Body, 0), cancel: cancel}
+	l := &listenStream{t: t, resp: resp, r: sse.NewReader(resp.Body, 0), cancel: cancel, addr: addr}
 	t.Cleanup(l.close)
 	return l
 }
 
 func (l *listenStream) close() { l.cancel(); l.resp.Body.Close() }
+
+// connsClosed reports the remote address of each connection srv closes:
+// a stream's connection closes only after its handler has returned.
+func connsClosed(srv *httptest.Server) <-chan string {
+	closed := make(chan string, 64) // more than the connections of a test
+	srv.Config.ConnState = func(c net.Conn, st http.ConnState) {
+		if st == http.StateClosed {
+			closed <- c.RemoteAddr().String()
+		}
+	}
+	return closed
+}
+
+// closeAndWait closes the stream and waits until the server has closed
+// its connection, so its handler no longer takes the session's messages.
+func (l *listenStream) closeAndWait(closed <-chan string) {
+	l.t.Helper()
+	l.close()
+	fail := time.NewTimer(time.Minute)
+	defer fail.Stop()
+	for {
+		select {
+		case a := <-closed:
+			if a == l.addr {
+				return
+			}
+		case <-fail.C:
+			l.t.Fatalf("the server did not close the stream's connection %s", l.addr)
+		}
+	}
+}
 
 // next reads the next event: the number of its notification and its id.
 func (l *listenStream) next() (n int, id string) {
@@ -104,7 +140,9 @@ func TestListenResume(t *testing.T) {
 	tbl := &session.Table{}
 	log := eventlog.NewMemory(eventlog.Options{})
 	h := streamable.NewHandler(sessionDest{}, streamable.Options{Name: "d", Sessions: tbl, Events: log, KeepAlive: -1})
-	srv := httptest.NewServer(h)
+	srv := httptest.NewUnstartedServer(h)
+	closed := connsClosed(srv)
+	srv.Start()
 	defer srv.Close()
 
 	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`
@@ -157,7 +195,9 @@ func TestListenResume(t *testing.T) {
 	}
 	send(9, 9)
 	third.expect("live after the takeover", 9)
-	third.close()
+	// Until the server notices the client left, the old stream's handler
+	// may still take a message and write it into the dead connection.
+	third.closeAndWait(closed)
 
 	// Not one of ours: a new stream, no replay.
 	fourth := openListen(t, srv.URL, sid, "bogus")
