@@ -100,11 +100,8 @@ func decodeStrict(dec *json.Decoder) (any, error) {
 			return arr, nil
 		}
 		return nil, fmt.Errorf("canonical: unexpected %v", t)
-	case string:
-		return t, nil
-	default: // json.Number, bool, nil
-		return t, nil
 	}
+	return tok, nil // string, json.Number, bool, nil
 }
 
 func writeCanonical(out *bytes.Buffer, v any) error {

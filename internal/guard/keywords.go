@@ -4,9 +4,7 @@ package guard
 // ASCII letters in either case, overlapping ones included: Aho-Corasick
 // compiled to a DFA over byte classes, so that a pass costs one table
 // lookup a byte and reads the text in place (no lowered copy). It is the
-// secret rules' prefilter; the general-purpose library it replaced
-// followed failure links at run time and needed the text lowered first
-// (about 8 ns a byte and a copy of each string; see docs/guards.md).
+// secret rules' prefilter (see docs/guards.md).
 type keywordSet struct {
 	class  [256]uint8 // byte -> class; 0: in no keyword
 	stride int        // classes

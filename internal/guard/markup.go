@@ -20,7 +20,7 @@ type Markup struct {
 	// without "=") counts as data. Zero: 16.
 	MinQueryValue int
 	// HTML: <img src> counts too. Zero: markdown only (HTML mail is full
-	// of tracking images: 77 of 4,150 ham mails of the SpamAssassin corpus).
+	// of tracking images).
 	HTML bool
 }
 

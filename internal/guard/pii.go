@@ -106,24 +106,22 @@ func (p *PII) Scan(s string) []Finding {
 			}
 		}
 	}
-	if p.card || p.iban || len(p.ids) > 0 {
-		if p.card {
-			for _, loc := range digitRuns(s) {
-				if c := findCard(s, loc); c != nil {
-					add("card", c)
-				}
+	if p.card {
+		for _, loc := range digitRuns(s) {
+			if c := findCard(s, loc); c != nil {
+				add("card", c)
 			}
 		}
-		if p.iban {
-			for _, loc := range ibanCandidates(s) {
-				add("iban", loc)
-			}
+	}
+	if p.iban {
+		for _, loc := range ibanCandidates(s) {
+			add("iban", loc)
 		}
-		for _, id := range p.ids {
-			for _, loc := range id.re.FindAllStringIndex(s, -1) {
-				if checkID(id.check, s[loc[0]:loc[1]]) {
-					add(id.name, loc)
-				}
+	}
+	for _, id := range p.ids {
+		for _, loc := range id.re.FindAllStringIndex(s, -1) {
+			if checkID(id.check, s[loc[0]:loc[1]]) {
+				add(id.name, loc)
 			}
 		}
 	}

@@ -41,25 +41,13 @@ func Define(tool json.RawMessage) (Definition, error) {
 	if err := json.Unmarshal(all["name"], &name); err != nil || name == "" {
 		return Definition{}, errors.New("tool definition: no name")
 	}
-	var buf bytes.Buffer
-	buf.WriteByte('{')
-	n := 0
+	pinned := map[string]json.RawMessage{}
 	for _, f := range PinnedFields {
-		v, ok := all[f]
-		if !ok {
-			continue
+		if v, ok := all[f]; ok {
+			pinned[f] = v
 		}
-		if n > 0 {
-			buf.WriteByte(',')
-		}
-		n++
-		key, _ := json.Marshal(f)
-		buf.Write(key)
-		buf.WriteByte(':')
-		buf.Write(v)
 	}
-	buf.WriteByte('}')
-	c, err := Canonical(buf.Bytes())
+	c, err := Canonical(mustJSON(pinned))
 	if err != nil {
 		return Definition{}, fmt.Errorf("tool %q: %w", name, err)
 	}
@@ -145,12 +133,19 @@ func (c Comparison) Pending() []string {
 	return names
 }
 
+// State returns the standing of the tool name; the zero ToolState when
+// it is neither listed nor pinned.
+func (c Comparison) State(name string) ToolState {
+	i, ok := slices.BinarySearchFunc(c.Tools, name, func(t ToolState, n string) int { return strings.Compare(t.Name, n) })
+	if !ok {
+		return ToolState{}
+	}
+	return c.Tools[i]
+}
+
 // Allowed reports whether name is listed and approved: what block mode
 // lists and lets through.
-func (c Comparison) Allowed(name string) bool {
-	i, ok := slices.BinarySearchFunc(c.Tools, name, func(t ToolState, n string) int { return strings.Compare(t.Name, n) })
-	return ok && c.Tools[i].Status == Approved
-}
+func (c Comparison) Allowed(name string) bool { return c.State(name).Status == Approved }
 
 // Clean reports whether everything listed is approved and nothing pinned
 // is gone.
@@ -387,19 +382,17 @@ func SavePins(path string, f *PinFile) error {
 		return err
 	}
 	defer os.Remove(tmp.Name()) // after a successful rename: nothing there
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return err
+	err = tmp.Chmod(0o600)
+	if err == nil {
+		_, err = tmp.Write(append(b, '\n'))
 	}
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		return err
+	if err == nil {
+		err = tmp.Sync()
 	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
 	}
-	if err := tmp.Close(); err != nil {
+	if err != nil {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)

@@ -3,7 +3,6 @@ package guard
 import (
 	"encoding/json"
 	"math/rand/v2"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -156,17 +155,6 @@ func TestWalk(t *testing.T) {
 		t.Error("malformed JSON: no error")
 	}
 
-	h := http.Header{}
-	h.Set("Mcp-Param-Token", "x "+key)
-	h.Set("Authorization", "Bearer "+key)
-	fs := ScanHeaders(h, s)
-	if len(fs) != 1 || fs[0].Path != "header:Mcp-Param-Token/0" {
-		t.Fatalf("headers: %+v", fs)
-	}
-	RewriteHeaders(h, fs, Placeholder)
-	if h.Get("Mcp-Param-Token") != "x [REDACTED:aws-access-token]" {
-		t.Errorf("header rewritten: %q", h.Get("Mcp-Param-Token"))
-	}
 }
 
 // TestSecretsWindows: scanning only around keywords finds what a scan of

@@ -2,10 +2,7 @@ package guard
 
 import (
 	"encoding/json"
-	"net/http"
 	"slices"
-	"strconv"
-	"strings"
 )
 
 // Report is what a walk found. Findings are in document order; each has
@@ -93,44 +90,4 @@ func Rewrite(doc json.RawMessage, fs []Finding, repl func(Finding) string) (json
 		at = e.end
 	}
 	return append(out, doc[at:]...), nil
-}
-
-// HeaderPrefix is the prefix of the headers that mirror a call's
-// arguments (Mcp-Param-*).
-const HeaderPrefix = "Mcp-Param-"
-
-// ScanHeaders runs the detectors over the values of h's Mcp-Param-*
-// headers; a finding's Path is "header:", the header's name, "/" and the
-// value's index.
-func ScanHeaders(h http.Header, ds ...Detector) []Finding {
-	var out []Finding
-	for name, vals := range h {
-		if !strings.HasPrefix(http.CanonicalHeaderKey(name), HeaderPrefix) {
-			continue
-		}
-		for i, v := range vals {
-			for _, d := range ds {
-				for _, f := range d.Scan(v) {
-					f.Path = "header:" + name + "/" + strconv.Itoa(i)
-					out = append(out, f)
-				}
-			}
-		}
-	}
-	return out
-}
-
-// RewriteHeaders applies findings from ScanHeaders to h in place.
-func RewriteHeaders(h http.Header, fs []Finding, repl func(Finding) string) {
-	byValue := map[string][]Finding{}
-	for _, f := range fs {
-		byValue[f.Path] = append(byValue[f.Path], f)
-	}
-	for name, vals := range h {
-		for i, v := range vals {
-			if f := byValue["header:"+name+"/"+strconv.Itoa(i)]; f != nil {
-				vals[i] = Apply(v, f, repl)
-			}
-		}
-	}
 }

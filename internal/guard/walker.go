@@ -130,7 +130,9 @@ func (w *walker) value(i, depth int) (int, error) {
 	case c == 'n':
 		return literal(b, i, "null")
 	case c == '-' || c >= '0' && c <= '9':
-		return number(b, i)
+		if end, ok := jsonrpc.SkipNumber(b, i); ok {
+			return end, nil
+		}
 	}
 	return 0, errSyntax
 }
@@ -307,14 +309,6 @@ func literal(b []byte, i int, lit string) (int, error) {
 		return 0, errSyntax
 	}
 	return i + len(lit), nil
-}
-
-// number returns the index past the number at b[i].
-func number(b []byte, i int) (int, error) {
-	if j, ok := jsonrpc.SkipNumber(b, i); ok {
-		return j, nil
-	}
-	return 0, errSyntax
 }
 
 // appendPointer appends key escaped as a JSON Pointer token (RFC 6901).
