@@ -368,7 +368,7 @@ func (g *Gate) list(s *Settings, result json.RawMessage, first bool) json.RawMes
 	for _, t := range tools {
 		name, _ := jsonrpc.StringMember(t, "name")
 		if s.Pinning != guard.Off {
-			if st := stateOf(cmp, name); st.Status != guard.Approved {
+			if st := cmp.State(name); st.Status != guard.Approved {
 				if st.Status != "" { // "": no valid definition (logged)
 					g.report(s, name, string(st.Status), st.Digest, st.Diff, "tools/list")
 				}
@@ -484,14 +484,6 @@ func (g *Gate) Shadowed(view string, fs []guard.Shadowing) []string {
 		}
 	}
 	return hide
-}
-
-func stateOf(c guard.Comparison, name string) guard.ToolState {
-	i, ok := slices.BinarySearchFunc(c.Tools, name, func(t guard.ToolState, n string) int { return strings.Compare(t.Name, n) })
-	if !ok {
-		return guard.ToolState{}
-	}
-	return c.Tools[i]
 }
 
 // report writes one audit record for a tool (or "instructions") whose
