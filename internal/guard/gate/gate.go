@@ -149,9 +149,6 @@ func New(srv Server, s *Settings, opts Options) *Gate {
 	return g
 }
 
-// Server returns the destination the gate wraps.
-func (g *Gate) Server() Server { return g.srv }
-
 // Name returns the destination's name.
 func (g *Gate) Name() string { return g.srv.Name() }
 
@@ -169,17 +166,11 @@ func (g *Gate) Update(s *Settings) {
 	}
 	g.mu.Lock()
 	g.reported = map[string]string{}
-	downs := make([]upstream.Downstream, 0, len(g.live))
-	for b := range g.live {
-		downs = append(downs, b.down)
-	}
-	streams := make([]*listening, 0, len(g.streams))
-	for l := range g.streams {
-		streams = append(streams, l)
-	}
+	live := slices.Collect(maps.Keys(g.live))
+	streams := slices.Collect(maps.Keys(g.streams))
 	g.mu.Unlock()
-	for _, d := range downs {
-		d.Deliver(jsonrpc.NewNotification("notifications/tools/list_changed", nil))
+	for _, b := range live {
+		b.down.Deliver(jsonrpc.NewNotification("notifications/tools/list_changed", nil))
 	}
 	for _, l := range streams {
 		l.changed()
@@ -259,7 +250,7 @@ func (g *Gate) send(ctx context.Context, req *jsonrpc.Message, send sendFunc) (s
 				return nil, err
 			}
 			if why != "" {
-				return session.NewAnswer(jsonrpc.NewError(req.ID, jsonrpc.Errorf(jsonrpc.InvalidParams, "%s", why))), nil
+				return refuse(req, "%s", why), nil
 			}
 		}
 		if len(s.Detectors) == 0 && s.Hook == nil {
@@ -273,7 +264,7 @@ func (g *Gate) send(ctx context.Context, req *jsonrpc.Message, send sendFunc) (s
 				return refusal, nil
 			}
 		}
-		hookNote := func(n string) { g.hookNote(rec, name, n) }
+		hookNote := func(n string) { g.note(rec, name, n, true) }
 		if s.Hook != nil && s.Hook.Arguments {
 			if req, refusal = g.hookArguments(ctx, s.Hook, req, name, hookNote); refusal != nil {
 				return refusal, nil
@@ -418,18 +409,11 @@ func (g *Gate) checkDefinition(s *Settings, name string, t json.RawMessage) (jso
 		return nil, ""
 	}
 	what := describe(rep.Findings, s.Descriptions, "definition")
-	key := "definition " + what
-	g.mu.Lock()
-	seen := g.reported["definition\x00"+name] == key
-	g.reported["definition\x00"+name] = key
-	g.mu.Unlock()
-	if !seen {
+	if g.fresh("definition\x00"+name, "definition "+what) {
 		g.count(rep.Findings, s.Descriptions)
 		g.opts.Logger.Warn("guard: a listed tool's definition holds hidden characters or markup", "destination", g.Name(),
 			"tool", name, "found", what)
-		if g.opts.Audit != nil {
-			g.opts.Audit(&audit.Record{Time: time.Now(), Destination: g.Name(), MCPMethod: "tools/list", Tool: name, Guard: what})
-		}
+		g.audit(audit.Record{MCPMethod: "tools/list", Tool: name, Guard: what})
 	}
 	switch s.Descriptions {
 	case guard.Block:
@@ -466,18 +450,11 @@ func (g *Gate) Shadowed(view string, fs []guard.Shadowing) []string {
 			what = fmt.Sprintf("shadowing/collision: %s lists %q too", f.Other, f.Named)
 		}
 		what += " in " + view + " (" + string(s.Shadowing) + ")"
-		key := "shadowing\x00" + f.Tool + "\x00" + what
-		g.mu.Lock()
-		_, seen := g.reported[key]
-		g.reported[key] = what
-		g.mu.Unlock()
-		if !seen {
+		if g.fresh("shadowing\x00"+f.Tool+"\x00"+what, what) {
 			g.detected("shadowing/"+f.Rule, s.Shadowing)
 			g.opts.Logger.Warn("guard: a tool shadows another server's", "destination", g.Name(), "tool", f.Tool,
 				"rule", f.Rule, "other", f.Other, "named", f.Named, "view", view, "mode", string(s.Shadowing))
-			if g.opts.Audit != nil {
-				g.opts.Audit(&audit.Record{Time: time.Now(), Destination: g.Name(), MCPMethod: "tools/list", Tool: f.Tool, Guard: what})
-			}
+			g.audit(audit.Record{MCPMethod: "tools/list", Tool: f.Tool, Guard: what})
 		}
 		if s.Shadowing == guard.Block && !slices.Contains(hide, f.Tool) {
 			hide = append(hide, f.Tool)
@@ -489,19 +466,32 @@ func (g *Gate) Shadowed(view string, fs []guard.Shadowing) []string {
 // report writes one audit record for a tool (or "instructions") whose
 // standing is not approved, once per standing and digest.
 func (g *Gate) report(s *Settings, tool, status, digest, diff, method string) {
-	key := status + " " + digest
-	g.mu.Lock()
-	seen := g.reported[tool] == key
-	g.reported[tool] = key
-	g.mu.Unlock()
-	if seen {
+	if !g.fresh(tool, status+" "+digest) {
 		return
 	}
 	g.detected("pin/"+status, s.Pinning)
 	g.opts.Logger.Warn("guard: tool definition not approved", "destination", g.Name(), "tool", tool, "status", status, "mode", string(s.Pinning))
+	g.audit(audit.Record{MCPMethod: method, Tool: tool, Guard: fmt.Sprintf("pin %s (%s)", status, s.Pinning), Diff: diff})
+}
+
+// fresh records what was audited under key (a tool, or a check's key)
+// and reports whether it differs from what was last: each is audited
+// once.
+func (g *Gate) fresh(key, what string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.reported[key] == what {
+		return false
+	}
+	g.reported[key] = what
+	return true
+}
+
+// audit writes a record of the gate's own (nil Options.Audit: none).
+func (g *Gate) audit(r audit.Record) {
 	if g.opts.Audit != nil {
-		g.opts.Audit(&audit.Record{Time: time.Now(), Destination: g.Name(), MCPMethod: method, Tool: tool,
-			Guard: fmt.Sprintf("pin %s (%s)", status, s.Pinning), Diff: diff})
+		r.Time, r.Destination = time.Now(), g.Name()
+		g.opts.Audit(&r)
 	}
 }
 
@@ -563,9 +553,11 @@ func (c *answer) Poll() (*jsonrpc.Message, bool) {
 	return m, ended
 }
 
-// UpstreamTime passes on the wrapped call's upstream time.
-func (c *answer) UpstreamTime() time.Duration {
-	if t, ok := c.Call.(interface{ UpstreamTime() time.Duration }); ok {
+func (c *answer) UpstreamTime() time.Duration { return upstreamTime(c.Call) }
+
+// upstreamTime passes on a wrapped call's upstream time, when it has one.
+func upstreamTime(c session.Call) time.Duration {
+	if t, ok := c.(interface{ UpstreamTime() time.Duration }); ok {
 		return t.UpstreamTime()
 	}
 	return 0
@@ -658,37 +650,52 @@ func actionName(a guard.Mode) string {
 	return string(a)
 }
 
-// note adds what was found to the request's audit record, or writes a
-// record of the gate's own when there is none.
-func (g *Gate) note(rec *audit.Record, tool, what string) {
-	if rec != nil {
-		if rec.Guard != "" {
-			rec.Guard += "; "
-		}
-		rec.Guard += what
-		return
-	}
-	if g.opts.Audit != nil {
-		g.opts.Audit(&audit.Record{Time: time.Now(), Destination: g.Name(), MCPMethod: "tools/call", Tool: tool, Guard: what})
-	}
-}
-
-// hookNote adds the hook's verdict to the request's audit record, or
-// writes a record of the gate's own when there is none.
-func (g *Gate) hookNote(rec *audit.Record, tool, what string) {
+// note adds what the detectors found (hook: the hook's verdict) to the
+// request's audit record, or writes a record of the gate's own when there
+// is none.
+func (g *Gate) note(rec *audit.Record, tool, what string, hook bool) {
 	if what == "" {
 		return
 	}
-	if rec != nil {
-		if rec.Hook != "" {
-			rec.Hook += "; "
+	if rec == nil {
+		r := audit.Record{MCPMethod: "tools/call", Tool: tool, Guard: what}
+		if hook {
+			r.Guard, r.Hook = "", what
 		}
-		rec.Hook += what
+		g.audit(r)
 		return
 	}
-	if g.opts.Audit != nil {
-		g.opts.Audit(&audit.Record{Time: time.Now(), Destination: g.Name(), MCPMethod: "tools/call", Tool: tool, Hook: what})
+	field := &rec.Guard
+	if hook {
+		field = &rec.Hook
 	}
+	if *field != "" {
+		*field += "; "
+	}
+	*field += what
+}
+
+// refuse answers req with an InvalidParams error.
+func refuse(req *jsonrpc.Message, format string, args ...any) session.Call {
+	return session.NewAnswer(jsonrpc.NewError(req.ID, jsonrpc.Errorf(jsonrpc.InvalidParams, format, args...)))
+}
+
+// withArguments returns req with its arguments (params[start:end]) less
+// the spans of fs, as Rewrite replaces them; req itself when they are not
+// JSON.
+func withArguments(req *jsonrpc.Message, args json.RawMessage, start, end int, fs []guard.Finding, repl func(guard.Finding) string) *jsonrpc.Message {
+	out, err := guard.Rewrite(args, fs, repl)
+	if err != nil {
+		return req
+	}
+	r := *req
+	r.Params = jsonrpc.Splice(req.Params, start, end, out)
+	return &r
+}
+
+// withheld is the error result that replaces a result refused by a guard.
+func withheld(format string, args ...any) json.RawMessage {
+	return jsonrpc.Marshal(map[string]any{"isError": true, "content": []map[string]string{{"type": "text", "text": fmt.Sprintf(format, args...)}}})
 }
 
 // checkArguments runs the detectors over a call's arguments: monitor
@@ -707,20 +714,13 @@ func (g *Gate) checkArguments(s *Settings, ts ToolSettings, req *jsonrpc.Message
 	}
 	action := s.action(ts)
 	g.count(rep.Findings, action)
-	g.note(rec, tool, describe(rep.Findings, action, "arguments"))
+	g.note(rec, tool, describe(rep.Findings, action, "arguments"), false)
 	switch action {
 	case guard.Block:
 		f := rep.Findings[0]
-		return nil, session.NewAnswer(jsonrpc.NewError(req.ID, jsonrpc.Errorf(jsonrpc.InvalidParams,
-			"tools/call %q refused by switchboard guards: %s/%s in arguments%s", tool, f.Detector, f.Rule, f.Path)))
+		return nil, refuse(req, "tools/call %q refused by switchboard guards: %s/%s in arguments%s", tool, f.Detector, f.Rule, f.Path)
 	case guard.Redact:
-		out, err := guard.Rewrite(args, rep.Findings, replacement)
-		if err != nil {
-			return req, nil
-		}
-		r := *req
-		r.Params = jsonrpc.Splice(req.Params, start, end, out)
-		return &r, nil
+		return withArguments(req, args, start, end, rep.Findings, replacement), nil
 	}
 	return req, nil
 }
@@ -738,12 +738,11 @@ func (g *Gate) checkResult(s *Settings, ts ToolSettings, result json.RawMessage,
 	}
 	action := s.action(ts)
 	g.count(rep.Findings, action)
-	g.note(rec, tool, describe(rep.Findings, action, "result"))
+	g.note(rec, tool, describe(rep.Findings, action, "result"), false)
 	switch action {
 	case guard.Block:
 		f := rep.Findings[0]
-		return jsonrpc.Marshal(map[string]any{"isError": true, "content": []map[string]string{{"type": "text",
-			"text": fmt.Sprintf("The result of %s was withheld by Switchboard's guards: %s/%s at %s.", tool, f.Detector, f.Rule, f.Path)}}})
+		return withheld("The result of %s was withheld by Switchboard's guards: %s/%s at %s.", tool, f.Detector, f.Rule, f.Path)
 	case guard.Redact:
 		out, err := guard.Rewrite(result, rep.Findings, replacement)
 		if err != nil {

@@ -256,16 +256,9 @@ func (g *Gate) hookArguments(ctx context.Context, h *Hook, req *jsonrpc.Message,
 	note(v.note)
 	switch v.action {
 	case "block":
-		return nil, session.NewAnswer(jsonrpc.NewError(req.ID, jsonrpc.Errorf(jsonrpc.InvalidParams,
-			"tools/call %q refused by switchboard's guard hook: %s", tool, v.rule)))
+		return nil, refuse(req, "tools/call %q refused by switchboard's guard hook: %s", tool, v.rule)
 	case "redact":
-		out, err := guard.Rewrite(args, v.findings, guard.Placeholder)
-		if err != nil {
-			return req, nil
-		}
-		r := *req
-		r.Params = jsonrpc.Splice(req.Params, start, end, out)
-		return &r, nil
+		return withArguments(req, args, start, end, v.findings, guard.Placeholder), nil
 	}
 	return req, nil
 }
@@ -276,8 +269,7 @@ func (g *Gate) hookResult(ctx context.Context, h *Hook, result json.RawMessage, 
 	v := h.check(ctx, g.Name(), tool, dirResult, result)
 	switch v.action {
 	case "block":
-		return jsonrpc.Marshal(map[string]any{"isError": true, "content": []map[string]string{{"type": "text",
-			"text": fmt.Sprintf("The result of %s was withheld by Switchboard's guard hook: %s.", tool, v.rule)}}}), v.note
+		return withheld("The result of %s was withheld by Switchboard's guard hook: %s.", tool, v.rule), v.note
 	case "redact":
 		out, err := guard.Rewrite(result, v.findings, guard.Placeholder)
 		if err != nil {
@@ -359,10 +351,4 @@ func (c *hooked) Abandon(cancel bool) {
 	c.Call.Abandon(cancel)
 }
 
-// UpstreamTime passes on the wrapped call's upstream time.
-func (c *hooked) UpstreamTime() time.Duration {
-	if t, ok := c.Call.(interface{ UpstreamTime() time.Duration }); ok {
-		return t.UpstreamTime()
-	}
-	return 0
-}
+func (c *hooked) UpstreamTime() time.Duration { return upstreamTime(c.Call) }

@@ -31,17 +31,11 @@ type listening struct {
 	once  sync.Once
 }
 
-// listenTools reports whether a subscriptions/listen request asks for
-// tools/list_changed.
-func listenTools(req *jsonrpc.Message) bool {
-	return string(jsonrpc.Member(req.Params, "notifications", "toolsListChanged")) == "true"
-}
-
 // listen sends a subscriptions/listen request and, when it asks for tool
 // list changes, wraps its stream so that the gate's updates reach it.
 func (g *Gate) listen(ctx context.Context, req *jsonrpc.Message, send sendFunc) (session.Call, error) {
 	c, err := send(ctx, req)
-	if err != nil || !listenTools(req) {
+	if err != nil || string(jsonrpc.Member(req.Params, "notifications", "toolsListChanged")) != "true" {
 		return c, err
 	}
 	l := &listening{inner: c, g: g, id: req.ID, q: jsonrpc.NewQueue(1024), stop: make(chan struct{})}

@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -28,10 +29,7 @@ type Standing struct {
 func (g *Gate) Standing() Standing {
 	s := g.set.Load()
 	g.mu.Lock()
-	st := Standing{Listed: g.listed != nil, Instructions: g.instr}
-	for _, d := range g.listed {
-		st.Definitions = append(st.Definitions, d)
-	}
+	st := Standing{Listed: g.listed != nil, Instructions: g.instr, Definitions: slices.Collect(maps.Values(g.listed))}
 	g.mu.Unlock()
 	slices.SortFunc(st.Definitions, func(a, b guard.Definition) int { return strings.Compare(a.Name, b.Name) })
 	st.Comparison = guard.Compare(st.Definitions, st.Instructions, s.Pins)
