@@ -104,7 +104,7 @@ func (x *run) guardNatives() error {
 		}
 		guarded := func(call goja.FunctionCall) goja.Value {
 			if n, what := check(call); n > maxElems {
-				x.memoryExceeded(what)
+				x.exceed(&LimitError{Limit: "memory", Msg: fmt.Sprintf("memory: the script used more than %s (%s)", SizeText(x.limits.Memory), what)})
 			}
 			v, err := orig(call.This, call.Arguments...)
 			if err != nil {
@@ -159,13 +159,6 @@ func (x *run) guardNatives() error {
 	})
 }
 
-// memoryExceeded stops the script for its memory bound and throws.
-func (x *run) memoryExceeded(what string) {
-	e := &LimitError{Limit: "memory", Msg: fmt.Sprintf("memory: the script used more than %s (%s)", SizeText(x.limits.Memory), what)}
-	x.stop(e)
-	panic(x.vm.NewGoError(e))
-}
-
 // SizeText is n bytes as text: "4 MiB", "64 KiB", or "1000 bytes" when n
 // is no whole number of either.
 func SizeText(n int64) string {
@@ -189,9 +182,7 @@ func (x *run) write(s string) {
 	x.stdout.WriteString(s)
 	x.mu.Unlock()
 	if over {
-		e := &LimitError{Limit: "max_output", Msg: fmt.Sprintf("max_output: the script printed more than %s", SizeText(x.limits.MaxOutput))}
-		x.stop(e)
-		panic(x.vm.NewGoError(e))
+		x.exceed(&LimitError{Limit: "max_output", Msg: fmt.Sprintf("max_output: the script printed more than %s", SizeText(x.limits.MaxOutput))})
 	}
 }
 
@@ -274,9 +265,7 @@ func (x *run) count(n int) {
 	over := x.calls > x.limits.MaxCalls
 	x.mu.Unlock()
 	if over {
-		e := &LimitError{Limit: "max_calls", Msg: fmt.Sprintf("max_calls: the script made more than %d tool calls", x.limits.MaxCalls)}
-		x.stop(e)
-		panic(x.vm.NewGoError(e))
+		x.exceed(&LimitError{Limit: "max_calls", Msg: fmt.Sprintf("max_calls: the script made more than %d tool calls", x.limits.MaxCalls)})
 	}
 }
 
@@ -438,6 +427,7 @@ func (x *run) parallel(call goja.FunctionCall) goja.Value {
 // apiObject is the global api: its functions, and any other property is
 // the server of that name (api.memory is api.server("memory")).
 type apiObject struct {
+	fixed
 	x   *run
 	fns map[string]goja.Value
 }
@@ -446,15 +436,11 @@ func (a *apiObject) Get(key string) goja.Value {
 	if f, ok := a.fns[key]; ok {
 		return f
 	}
-	switch key {
-	case "then", "toJSON", "constructor":
+	if notServer(key) {
 		return goja.Undefined()
 	}
 	return a.x.vm.NewDynamicObject(&serverProxy{x: a.x, server: key})
 }
-func (a *apiObject) Set(string, goja.Value) bool { return false }
-func (a *apiObject) Has(string) bool             { return true }
-func (a *apiObject) Delete(string) bool          { return false }
 func (a *apiObject) Keys() []string {
 	return []string{"call_tool", "call_tool_raw", "server", "parallel"}
 }
@@ -462,20 +448,29 @@ func (a *apiObject) Keys() []string {
 // serverProxy is api.server(name): each property is a function calling
 // the tool of that name.
 type serverProxy struct {
+	fixed
 	x      *run
 	server string
 }
 
 func (p *serverProxy) Get(key string) goja.Value {
-	switch key {
-	case "then", "toJSON", "constructor": // not tools: keeps await and JSON.stringify sane
+	if notServer(key) {
 		return goja.Undefined()
 	}
 	return p.x.vm.ToValue(func(call goja.FunctionCall) goja.Value {
 		return p.x.toValue(p.x.call(p.server, key, p.x.argsJSON(call.Argument(0)), false))
 	})
 }
-func (p *serverProxy) Set(string, goja.Value) bool { return false }
-func (p *serverProxy) Has(string) bool             { return true }
-func (p *serverProxy) Delete(string) bool          { return false }
-func (p *serverProxy) Keys() []string              { return nil }
+func (p *serverProxy) Keys() []string { return nil }
+
+// notServer: the names api and its servers answer undefined for, not as a
+// server or tool: keeps await and JSON.stringify sane.
+func notServer(key string) bool { return key == "then" || key == "toJSON" || key == "constructor" }
+
+// fixed is the part of goja.DynamicObject a proxy shares: every name is
+// there, and none can be set or deleted.
+type fixed struct{}
+
+func (fixed) Set(string, goja.Value) bool { return false }
+func (fixed) Has(string) bool             { return true }
+func (fixed) Delete(string) bool          { return false }

@@ -3,7 +3,6 @@ package sandbox
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -86,9 +85,6 @@ func NewRunner(l Limits) *Runner {
 	return &Runner{limits: l, slots: make(chan struct{}, l.Concurrency), exe: exe, exeErr: err}
 }
 
-// Limits returns the runner's bounds.
-func (r *Runner) Limits() Limits { return r.limits }
-
 // Close stops the idle workers; scripts running finish in theirs. Later
 // runs start a worker each and keep none.
 func (r *Runner) Close() {
@@ -101,15 +97,7 @@ func (r *Runner) Close() {
 		w.kill()
 		w.wait()
 	}
-	r.wg.Wait()
-	r.mu.Lock()
-	idle = r.idle // started while Close waited
-	r.idle = nil
-	r.mu.Unlock()
-	for _, w := range idle {
-		w.kill()
-		w.wait()
-	}
+	r.wg.Wait() // a worker started meanwhile sees closed and stops
 }
 
 // Run runs script, calling tools through c, and returns its result. It
@@ -122,11 +110,9 @@ func (r *Runner) Run(ctx context.Context, script string, c Caller) *Result {
 	case r.slots <- struct{}{}:
 		wait.Stop()
 	case <-ctx.Done():
-		return &Result{Status: StatusError, Result: json.RawMessage("null"), Limit: "concurrency",
-			Error: fmt.Sprintf("no script slot free (%d scripts already running): %v", r.limits.Concurrency, ctx.Err())}
+		return failed("concurrency", fmt.Sprintf("no script slot free (%d scripts already running): %v", r.limits.Concurrency, ctx.Err()))
 	case <-wait.C:
-		return &Result{Status: StatusError, Result: json.RawMessage("null"), Limit: "concurrency",
-			Error: fmt.Sprintf("no script slot free (%d scripts already running) within %s", r.limits.Concurrency, r.limits.Timeout)}
+		return failed("concurrency", fmt.Sprintf("no script slot free (%d scripts already running) within %s", r.limits.Concurrency, r.limits.Timeout))
 	}
 	defer func() { <-r.slots }()
 	res := r.runInWorker(ctx, script, c)
@@ -239,9 +225,6 @@ func (w *worker) wait() error {
 	return w.waitErr
 }
 
-// send writes one frame to the worker.
-func (w *worker) send(f *frame) error { return w.frames.send(f) }
-
 // maxFrame is the longest frame the gateway reads from a worker: a call's
 // arguments, or the result with its stdout.
 func (r *Runner) maxFrame() int {
@@ -250,12 +233,9 @@ func (r *Runner) maxFrame() int {
 
 // runInWorker runs one script in a worker and reaps the worker.
 func (r *Runner) runInWorker(ctx context.Context, script string, c Caller) *Result {
-	fail := func(limit, msg string) *Result {
-		return &Result{Status: StatusError, Result: json.RawMessage("null"), Limit: limit, Error: msg}
-	}
 	w, err := r.take()
 	if err != nil {
-		return fail("worker", err.Error())
+		return failed("worker", err.Error())
 	}
 	if r.running != nil {
 		r.running(w.cmd.Process)
@@ -304,7 +284,7 @@ func (r *Runner) runInWorker(ctx context.Context, script string, c Caller) *Resu
 	hard := time.NewTimer(r.limits.Timeout + KillGrace)
 	defer hard.Stop()
 	l := r.limits
-	if err := w.send(&frame{T: "run", Script: script, Limits: &l}); err != nil {
+	if err := w.frames.send(&frame{T: "run", Script: script, Limits: &l}); err != nil {
 		return r.died(w, err)
 	}
 	nCalls := 0
@@ -316,7 +296,7 @@ func (r *Runner) runInWorker(ctx context.Context, script string, c Caller) *Resu
 			case "call":
 				nCalls++
 				if nCalls > r.limits.MaxCalls+maxParallel { // the worker counts; this only bounds a broken one
-					return fail("max_calls", fmt.Sprintf("max_calls: the script made more than %d tool calls", r.limits.MaxCalls))
+					return failed("max_calls", fmt.Sprintf("max_calls: the script made more than %d tool calls", r.limits.MaxCalls))
 				}
 				calls.Go(func() {
 					res, err := c.CallTool(callCtx, f.Server, f.Tool, f.Args)
@@ -329,11 +309,11 @@ func (r *Runner) runInWorker(ctx context.Context, script string, c Caller) *Resu
 							reply.Err.Kind = "permission"
 						}
 					}
-					_ = w.send(reply) // a worker gone is seen by the reader
+					_ = w.frames.send(reply) // a worker gone is seen by the reader
 				})
 			case "done":
 				if f.Res == nil {
-					return fail("worker", "the script's worker answered no result")
+					return failed("worker", "the script's worker answered no result")
 				}
 				reuse = f.Again
 				return f.Res
@@ -343,11 +323,11 @@ func (r *Runner) runInWorker(ctx context.Context, script string, c Caller) *Resu
 		case <-hard.C:
 			w.kill()
 			_ = w.wait()
-			return fail("timeout", fmt.Sprintf("timeout: the script ran longer than %s (its worker was killed)", r.limits.Timeout))
+			return failed("timeout", fmt.Sprintf("timeout: the script ran longer than %s (its worker was killed)", r.limits.Timeout))
 		case <-ctx.Done():
 			w.kill()
 			_ = w.wait()
-			return fail("cancelled", "cancelled: the call was abandoned")
+			return failed("cancelled", "cancelled: the call was abandoned")
 		}
 	}
 }
@@ -355,13 +335,11 @@ func (r *Runner) runInWorker(ctx context.Context, script string, c Caller) *Resu
 // died describes a worker that stopped without a result: its memory or
 // CPU bound, a crash, or a broken frame.
 func (r *Runner) died(w *worker, readErr error) *Result {
-	res := &Result{Status: StatusError, Result: json.RawMessage("null")}
 	var fe *frameTooLong
 	if errors.As(readErr, &fe) {
 		w.kill()
 		_ = w.wait()
-		res.Limit, res.Error = "max_output", fmt.Sprintf("max_output: the script's worker sent a message longer than %s", SizeText(int64(fe.max)))
-		return res
+		return failed("max_output", fmt.Sprintf("max_output: the script's worker sent a message longer than %s", SizeText(int64(fe.max))))
 	}
 	err := w.wait()
 	stderr := w.stderr.String()
@@ -369,19 +347,17 @@ func (r *Runner) died(w *worker, readErr error) *Result {
 	case strings.Contains(stderr, "out of memory") || strings.Contains(stderr, "cannot allocate memory") ||
 		// the race detector's shadow memory, under the same bound
 		strings.Contains(stderr, "ThreadSanitizer failed to allocate") || strings.Contains(stderr, "address space collisions"):
-		res.Limit, res.Error = "memory", fmt.Sprintf("memory: the script's worker ran out of memory (its address space is bounded to its idle size + %s)", SizeText(addressSpace(r.limits.Memory)))
+		return failed("memory", fmt.Sprintf("memory: the script's worker ran out of memory (its address space is bounded to its idle size + %s)", SizeText(addressSpace(r.limits.Memory))))
 	case strings.Contains(stderr, "stack exceeds"):
-		res.Limit, res.Error = "stack", "stack: the script's native calls nested too deep"
+		return failed("stack", "stack: the script's native calls nested too deep")
 	case strings.Contains(stderr, cpuLimitText):
-		res.Limit, res.Error = "cpu", fmt.Sprintf("cpu: the script used more than %s of CPU time", cpuSeconds(r.limits.Timeout))
-	default:
-		res.Limit = "worker"
-		res.Error = fmt.Sprintf("the script's worker died (%v)", err)
-		if line := lastLine(stderr); line != "" {
-			res.Error += ": " + line
-		}
+		return failed("cpu", fmt.Sprintf("cpu: the script used more than %s of CPU time", cpuSeconds(r.limits.Timeout)))
 	}
-	return res
+	msg := fmt.Sprintf("the script's worker died (%v)", err)
+	if line := lastLine(stderr); line != "" {
+		msg += ": " + line
+	}
+	return failed("worker", msg)
 }
 
 // head keeps the first max bytes written to it (a worker's stderr: a Go

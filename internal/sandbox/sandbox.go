@@ -126,24 +126,19 @@ type Result struct {
 	Limit string `json:"limit,omitempty"`
 }
 
-// runLocal runs script in this process (the worker's side of Run); abort,
-// if not nil, is called instead of waiting for a stopped script that does
-// not end (see run.abort).
+// runLocal runs script in this process (the worker's side of Run); abort
+// is called instead of waiting for a stopped script that does not end
+// (see run.abort). The execution time is Run's to measure.
 func runLocal(ctx context.Context, l Limits, script string, c Caller, abort func(*Result)) *Result {
-	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, l.Timeout)
 	defer cancel()
-	x := newRun(ctx, cancel, l, c)
-	x.abort = func(res *Result) {
-		res.ExecutionTimeMS = float64(time.Since(start).Microseconds()) / 1000
-		abort(res)
-	}
-	if abort == nil {
-		x.abort = nil
-	}
-	res := x.run(script)
-	res.ExecutionTimeMS = float64(time.Since(start).Microseconds()) / 1000
-	return res
+	x := &run{ctx: ctx, cancel: cancel, limits: l, caller: c, abort: abort}
+	return x.run(script)
+}
+
+// failed is the result of a run stopped by limit (see Result.Limit).
+func failed(limit, msg string) *Result {
+	return &Result{Status: StatusError, Result: json.RawMessage("null"), Limit: limit, Error: msg}
 }
 
 // run is one script's state.
@@ -156,8 +151,8 @@ type run struct {
 
 	stringify, parse goja.Callable
 
-	// abort, when set (in a worker), answers for a stopped script that has
-	// not ended stopGrace later, and ends the process.
+	// abort answers for a stopped script that has not ended stopGrace
+	// later, and ends the process.
 	abort func(*Result)
 
 	mu      sync.Mutex
@@ -165,10 +160,6 @@ type run struct {
 	calls   int
 	stopped *LimitError // the first bound hit
 	ended   bool        // run returned
-}
-
-func newRun(ctx context.Context, cancel context.CancelFunc, l Limits, c Caller) *run {
-	return &run{ctx: ctx, cancel: cancel, limits: l, caller: c}
 }
 
 // stop interrupts the script for a bound (the first one wins) and ends
@@ -182,20 +173,26 @@ func (x *run) stop(e *LimitError) {
 	x.mu.Unlock()
 	x.vm.Interrupt(e)
 	x.cancel()
-	if first && x.abort != nil {
+	if first {
 		// A native call (a string being built, a regular expression) does
 		// not see the interrupt: past stopGrace the worker gives up on it.
 		time.AfterFunc(stopGrace, func() {
 			x.mu.Lock()
 			ended := x.ended
-			res := &Result{Status: StatusError, Result: json.RawMessage("null"), Stdout: x.stdout.String(),
-				Calls: x.calls, Limit: x.stopped.Limit, Error: x.stopped.Msg}
+			res := failed(x.stopped.Limit, x.stopped.Msg)
+			res.Stdout, res.Calls = x.stdout.String(), x.calls
 			x.mu.Unlock()
 			if !ended {
 				x.abort(res)
 			}
 		})
 	}
+}
+
+// exceed stops the script for the bound e and throws it.
+func (x *run) exceed(e *LimitError) {
+	x.stop(e)
+	panic(x.vm.NewGoError(e))
 }
 
 // stopGrace is how long a stopped script has to unwind before its worker
@@ -255,13 +252,13 @@ func (x *run) run(script string) (res *Result) {
 		}
 	}
 	if err != nil {
-		res.Status = StatusError
-		res.Error = x.describe(err)
+		// A bound's LimitError is x.stopped before it surfaces here.
+		res.Status, res.Error = StatusError, err.Error()
 		var so *goja.StackOverflowError
 		if l := x.limitHit(); l != nil {
-			res.Limit = l.Limit
+			res.Limit, res.Error = l.Limit, l.Msg
 		} else if errors.As(err, &so) {
-			res.Limit = "stack"
+			res.Limit, res.Error = "stack", fmt.Sprintf("stack: the script's calls nested deeper than %d", maxStack)
 		}
 	}
 	return res
@@ -287,8 +284,11 @@ func (x *run) eval(script string) (goja.Value, error) {
 		switch p.State() {
 		case goja.PromiseStateFulfilled:
 			return p.Result(), nil
-		case goja.PromiseStateRejected:
-			return nil, &rejected{text: valueText(p.Result())}
+		case goja.PromiseStateRejected: // what was thrown: "Name: message" for errors
+			if r := p.Result(); r != nil && !goja.IsUndefined(r) {
+				return nil, errors.New(r.String())
+			}
+			return nil, errors.New("undefined was thrown")
 		default:
 			return nil, errors.New("the script's promise never settled (only call_tool and parallel can be awaited)")
 		}
@@ -317,43 +317,4 @@ func (x *run) export(v goja.Value) (json.RawMessage, error) {
 		return nil, e
 	}
 	return json.RawMessage(out), nil
-}
-
-// describe is the error text of a failed run.
-func (x *run) describe(err error) string {
-	if l := x.limitHit(); l != nil {
-		return l.Msg
-	}
-	var ie *goja.InterruptedError
-	if errors.As(err, &ie) {
-		if l, ok := ie.Value().(*LimitError); ok {
-			return l.Msg
-		}
-	}
-	var le *LimitError
-	if errors.As(err, &le) {
-		return le.Msg
-	}
-	var so *goja.StackOverflowError
-	if errors.As(err, &so) {
-		return fmt.Sprintf("stack: the script's calls nested deeper than %d", maxStack)
-	}
-	var ex *goja.Exception
-	if errors.As(err, &ex) {
-		return ex.Error()
-	}
-	return err.Error()
-}
-
-// rejected is an error thrown out of an async script body.
-type rejected struct{ text string }
-
-func (e *rejected) Error() string { return e.text }
-
-// valueText describes a thrown value: "Name: message" for errors.
-func valueText(v goja.Value) string {
-	if v == nil || goja.IsUndefined(v) {
-		return "undefined was thrown"
-	}
-	return v.String()
 }
