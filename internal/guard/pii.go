@@ -52,17 +52,13 @@ var domainRe = sync.OnceValue(func() *regexp.Regexp {
 // a name, with a bad pattern or an unknown check is an error.
 func NewPII(cfg PIIConfig) (*PII, error) {
 	p := &PII{email: true, card: true, iban: true}
+	rules := map[string]*bool{"email": &p.email, "card": &p.card, "iban": &p.iban}
 	for _, d := range cfg.Disable {
-		switch d {
-		case "email":
-			p.email = false
-		case "card":
-			p.card = false
-		case "iban":
-			p.iban = false
-		default:
+		on, ok := rules[d]
+		if !ok {
 			return nil, fmt.Errorf("pii: no rule %q (email, card, iban)", d)
 		}
+		*on = false
 	}
 	for _, id := range cfg.NationalIDs {
 		if id.Name == "" {
