@@ -158,36 +158,13 @@ func compareUTF16(a, b string) int {
 	return slices.Compare(utf16.Encode([]rune(a)), utf16.Encode([]rune(b)))
 }
 
-// writeString writes s as RFC 8785 does: '"' and '\' escaped, the C0
-// controls as \b \t \n \f \r or \u00xx, everything else as itself.
+// writeString writes s as RFC 8785 does (appendQuoted's form of valid
+// UTF-8).
 func writeString(out *bytes.Buffer, s string) error {
 	if !utf8.ValidString(s) {
 		return errors.New("canonical: string is not valid UTF-8")
 	}
-	out.WriteByte('"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
-			out.WriteByte('\\')
-			out.WriteByte(c)
-		case c == '\b':
-			out.WriteString(`\b`)
-		case c == '\t':
-			out.WriteString(`\t`)
-		case c == '\n':
-			out.WriteString(`\n`)
-		case c == '\f':
-			out.WriteString(`\f`)
-		case c == '\r':
-			out.WriteString(`\r`)
-		case c < 0x20:
-			fmt.Fprintf(out, `\u%04x`, c)
-		default:
-			out.WriteByte(c)
-		}
-	}
-	out.WriteByte('"')
+	out.Write(appendQuoted(out.AvailableBuffer(), s))
 	return nil
 }
 

@@ -326,8 +326,9 @@ func appendPointer(dst, key []byte) []byte {
 	return dst
 }
 
-// appendQuoted appends s as a JSON string: quote, backslash and control
-// characters escaped, invalid UTF-8 as U+FFFD.
+// appendQuoted appends s as a JSON string: quote and backslash escaped,
+// the C0 controls as \b \t \n \f \r or \u00xx, invalid UTF-8 as U+FFFD,
+// everything else as itself (for valid UTF-8, RFC 8785's form).
 func appendQuoted(dst []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	dst = append(dst, '"')
@@ -341,6 +342,10 @@ func appendQuoted(dst []byte, s string) []byte {
 		switch c {
 		case '"', '\\':
 			dst = append(dst, '\\', c)
+		case '\b':
+			dst = append(dst, '\\', 'b')
+		case '\f':
+			dst = append(dst, '\\', 'f')
 		case '\n':
 			dst = append(dst, '\\', 'n')
 		case '\r':
