@@ -698,6 +698,25 @@ func withheld(format string, args ...any) json.RawMessage {
 	return jsonrpc.Marshal(map[string]any{"isError": true, "content": []map[string]string{{"type": "text", "text": fmt.Sprintf(format, args...)}}})
 }
 
+// scan runs the detectors over doc (a call's arguments or result, as
+// where names it) less what the tool's scope allows, counts and notes
+// what they found, and returns it with the action to take (guard.Off:
+// nothing found, or monitor).
+func (g *Gate) scan(s *Settings, ts ToolSettings, doc json.RawMessage, tool, where string, rec *audit.Record) ([]guard.Finding, guard.Mode) {
+	rep, err := guard.Walk(doc, s.maxBytes(), s.detectors()...)
+	if err != nil {
+		return nil, guard.Off
+	}
+	fs := allowed(rep.Findings, ts)
+	if len(fs) == 0 {
+		return nil, guard.Off
+	}
+	action := s.action(ts)
+	g.count(fs, action)
+	g.note(rec, tool, describe(fs, action, where), false)
+	return fs, action
+}
+
 // checkArguments runs the detectors over a call's arguments: monitor
 // notes them, redact rewrites them, block refuses the call.
 func (g *Gate) checkArguments(s *Settings, ts ToolSettings, req *jsonrpc.Message, tool string, rec *audit.Record) (*jsonrpc.Message, session.Call) {
@@ -705,22 +724,12 @@ func (g *Gate) checkArguments(s *Settings, ts ToolSettings, req *jsonrpc.Message
 	if !ok {
 		return req, nil
 	}
-	rep, err := guard.Walk(args, s.maxBytes(), s.detectors()...)
-	if err != nil {
-		return req, nil
-	}
-	if rep.Findings = allowed(rep.Findings, ts); len(rep.Findings) == 0 {
-		return req, nil
-	}
-	action := s.action(ts)
-	g.count(rep.Findings, action)
-	g.note(rec, tool, describe(rep.Findings, action, "arguments"), false)
-	switch action {
+	switch fs, action := g.scan(s, ts, args, tool, "arguments", rec); action {
 	case guard.Block:
-		f := rep.Findings[0]
+		f := fs[0]
 		return nil, refuse(req, "tools/call %q refused by switchboard guards: %s/%s in arguments%s", tool, f.Detector, f.Rule, f.Path)
 	case guard.Redact:
-		return withArguments(req, args, start, end, rep.Findings, replacement), nil
+		return withArguments(req, args, start, end, fs, replacement), nil
 	}
 	return req, nil
 }
@@ -729,22 +738,12 @@ func (g *Gate) checkArguments(s *Settings, ts ToolSettings, req *jsonrpc.Message
 // them, redact rewrites the result, block replaces it with an error
 // result naming the rule.
 func (g *Gate) checkResult(s *Settings, ts ToolSettings, result json.RawMessage, tool string, rec *audit.Record) json.RawMessage {
-	rep, err := guard.Walk(result, s.maxBytes(), s.detectors()...)
-	if err != nil {
-		return nil
-	}
-	if rep.Findings = allowed(rep.Findings, ts); len(rep.Findings) == 0 {
-		return nil
-	}
-	action := s.action(ts)
-	g.count(rep.Findings, action)
-	g.note(rec, tool, describe(rep.Findings, action, "result"), false)
-	switch action {
+	switch fs, action := g.scan(s, ts, result, tool, "result", rec); action {
 	case guard.Block:
-		f := rep.Findings[0]
+		f := fs[0]
 		return withheld("The result of %s was withheld by Switchboard's guards: %s/%s at %s.", tool, f.Detector, f.Rule, f.Path)
 	case guard.Redact:
-		out, err := guard.Rewrite(result, rep.Findings, replacement)
+		out, err := guard.Rewrite(result, fs, replacement)
 		if err != nil {
 			return nil
 		}
