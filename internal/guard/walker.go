@@ -222,20 +222,14 @@ func (w *walker) skip(i, depth int) (int, error) {
 // when it has no escapes (esc false), else unescaped into w.buf.
 func (w *walker) str(start, end int, esc bool) string {
 	raw := w.doc[start+1 : end-1]
-	if len(raw) == 0 {
-		return ""
+	if esc {
+		if cap(w.buf) < len(raw) {
+			w.buf = make([]byte, 0, len(raw)) // the value is never longer than its token
+		}
+		w.buf = unescape(w.buf[:0], raw)
+		raw = w.buf
 	}
-	if !esc {
-		return unsafe.String(&raw[0], len(raw))
-	}
-	if cap(w.buf) < len(raw) {
-		w.buf = make([]byte, 0, len(raw)) // the value is never longer than its token
-	}
-	w.buf = unescape(w.buf[:0], raw)
-	if len(w.buf) == 0 {
-		return ""
-	}
-	return unsafe.String(&w.buf[0], len(w.buf))
+	return unsafe.String(unsafe.SliceData(raw), len(raw))
 }
 
 // unescape appends the value of raw (a checked string token's inside) to
