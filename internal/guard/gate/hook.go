@@ -2,6 +2,7 @@ package gate
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -176,11 +177,7 @@ func (h *Hook) ask(ctx context.Context, dest, tool, dir string, doc json.RawMess
 	if h.Token != "" {
 		hr.Header.Set("Authorization", "Bearer "+h.Token)
 	}
-	c := h.Client
-	if c == nil {
-		c = hookClient
-	}
-	resp, err := c.Do(hr)
+	resp, err := cmp.Or(h.Client, hookClient).Do(hr)
 	if err != nil {
 		// The error names the URL: described by kind only.
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
