@@ -366,10 +366,7 @@ func (x *run) parallel(call goja.FunctionCall) goja.Value {
 	if !ok {
 		panic(vm.NewTypeError("parallel: expected an array of calls"))
 	}
-	n := int(list.Get("length").ToInteger())
-	if n < 0 {
-		n = 0
-	}
+	n := max(0, int(list.Get("length").ToInteger()))
 	x.count(n) // stops the script when over the budget
 	type job struct {
 		server, tool string
@@ -416,10 +413,7 @@ func (x *run) parallel(call goja.FunctionCall) goja.Value {
 	wg.Wait()
 	vals := make([]any, n)
 	for i, o := range out {
-		if o.err != nil {
-			x.throw(o.err)
-		}
-		vals[i] = x.toValue(o)
+		vals[i] = x.toValue(o) // throws the first error
 	}
 	return vm.NewArray(vals...)
 }
