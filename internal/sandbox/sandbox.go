@@ -238,8 +238,8 @@ func (x *run) run(script string) (res *Result) {
 	}
 
 	// The watchdog and the deadline stop the interpreter.
-	w := watch(x)
-	defer w.done()
+	stopWatch := watch(x)
+	defer stopWatch()
 	stopTimer := context.AfterFunc(x.ctx, x.ctxEnded)
 	defer stopTimer()
 
