@@ -21,7 +21,7 @@ func newKeywordSet(keywords []string) *keywordSet {
 	n := 1
 	for _, k := range keywords {
 		for i := 0; i < len(k); i++ {
-			c := lowerByte(k[i])
+			c := k[i]
 			if ks.class[c] == 0 {
 				ks.class[c] = uint8(n)
 				n++
@@ -41,7 +41,7 @@ func newKeywordSet(keywords []string) *keywordSet {
 		ks.maxLen = max(ks.maxLen, len(k))
 		s := 0
 		for i := 0; i < len(k); i++ {
-			c := int(ks.class[lowerByte(k[i])])
+			c := int(ks.class[k[i]])
 			t := int(ks.next[s*n+c])
 			if t == 0 {
 				t = len(ks.out)
@@ -154,11 +154,4 @@ func (ks *keywordSet) report(s int32, end, limit int, fn func(start, keyword int
 			fn(start, int(k))
 		}
 	}
-}
-
-func lowerByte(c byte) byte {
-	if c >= 'A' && c <= 'Z' {
-		return c + 'a' - 'A'
-	}
-	return c
 }

@@ -5,6 +5,7 @@ import (
 	"iter"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -300,9 +301,9 @@ func luhn(d string) bool {
 // validCard: an issuer's prefix and length, then Luhn.
 func validCard(d string) bool {
 	n := len(d)
-	p2 := atoi(d[:2])
-	p4 := atoi(d[:4])
-	p3 := atoi(d[:3])
+	p2, _ := strconv.Atoi(d[:2]) // d is digits
+	p3, _ := strconv.Atoi(d[:3])
+	p4, _ := strconv.Atoi(d[:4])
 	ok := false
 	switch {
 	case d[0] == '4': // Visa
@@ -321,14 +322,6 @@ func validCard(d string) bool {
 		ok = n >= 16 && n <= 19
 	}
 	return ok && luhn(d)
-}
-
-func atoi(s string) int {
-	n := 0
-	for i := 0; i < len(s); i++ {
-		n = n*10 + int(s[i]-'0')
-	}
-	return n
 }
 
 // ibanLength is the length of each country's IBAN (SWIFT's IBAN registry).
@@ -388,7 +381,9 @@ func checkID(check, s string) bool {
 		if len(d) != 9 {
 			return false
 		}
-		area, group, serial := atoi(d[:3]), atoi(d[3:5]), atoi(d[5:])
+		area, _ := strconv.Atoi(d[:3]) // d is digits
+		group, _ := strconv.Atoi(d[3:5])
+		serial, _ := strconv.Atoi(d[5:])
 		return area != 0 && area != 666 && area < 900 && group != 0 && serial != 0
 	}
 	return true
