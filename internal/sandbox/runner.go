@@ -320,13 +320,9 @@ func (r *Runner) runInWorker(ctx context.Context, script string, c Caller) *Resu
 			}
 		case err := <-readErr:
 			return r.died(w, err)
-		case <-hard.C:
-			w.kill()
-			_ = w.wait()
+		case <-hard.C: // the deferred kill ends the worker
 			return failed("timeout", fmt.Sprintf("timeout: the script ran longer than %s (its worker was killed)", r.limits.Timeout))
 		case <-ctx.Done():
-			w.kill()
-			_ = w.wait()
 			return failed("cancelled", "cancelled: the call was abandoned")
 		}
 	}
