@@ -292,7 +292,6 @@ func (r *Runner) runInWorker(ctx context.Context, script string, c Caller) *Resu
 		select {
 		case f := <-frames:
 			switch f.T {
-			case "ready":
 			case "call":
 				nCalls++
 				if nCalls > r.limits.MaxCalls+maxParallel { // the worker counts; this only bounds a broken one

@@ -18,8 +18,7 @@ import (
 // The worker protocol: one JSON object per line, each way, over the
 // worker's stdin and stdout.
 //
-//	worker → gateway  {"t":"ready"}                          once started
-//	gateway → worker  {"t":"run","script":…,"limits":{…}}    the one script
+//	gateway → worker  {"t":"run","script":…,"limits":{…}}    a script
 //	worker → gateway  {"t":"call","id":N,"server":…,"tool":…,"args":{…}}
 //	gateway → worker  {"t":"reply","id":N,"result":{…}} or {"t":"reply","id":N,"err":{"kind":"permission"|"tool","msg":…}}
 //	worker → gateway  {"t":"done","res":{…Result},"again":true}  then the next run, or (again false) it exits
@@ -95,11 +94,11 @@ func WorkerMain() {
 	os.Exit(serveWorker(os.Stdin, os.Stdout, nice))
 }
 
-// serveWorker is a worker's life: it lowers its priority, says it is
-// ready, and then for each script it is given bounds itself (address space
-// and CPU time), runs it and answers its result. After a script that hit a
-// bound (or, past maxScripts, after any) it exits instead of waiting for
-// the next: the gateway then drops it.
+// serveWorker is a worker's life: it lowers its priority, and then for
+// each script it is given bounds itself (address space and CPU time),
+// runs it and answers its result. After a script that hit a bound (or,
+// past maxScripts, after any) it exits instead of waiting for the next:
+// the gateway then drops it.
 func serveWorker(in io.Reader, out io.Writer, nice int) int {
 	lowerPriority(nice)
 	// A native call recursing without bound (a deeply nested value) ends
@@ -110,9 +109,6 @@ func serveWorker(in io.Reader, out io.Writer, nice int) int {
 	pc := &pipeCaller{out: wr, waiting: map[int64]chan *frame{}}
 	runs := make(chan *frame)
 	go pc.read(bufio.NewReaderSize(in, 64<<10), runs) // ends with the process
-	if err := wr.send(&frame{T: "ready"}); err != nil {
-		return 1
-	}
 	for n := 1; ; n++ {
 		f := <-runs
 		if f.Limits == nil {
