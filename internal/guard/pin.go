@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -214,15 +215,9 @@ func Approve(pins *ServerPins, listed []Definition, instructions *string, now ti
 		pins.Tools = map[string]Pin{}
 	}
 	if len(names) == 0 {
-		listedNames := map[string]bool{}
-		for _, d := range listed {
-			listedNames[d.Name] = true
-		}
-		for n := range pins.Tools {
-			if !listedNames[n] {
-				delete(pins.Tools, n)
-			}
-		}
+		maps.DeleteFunc(pins.Tools, func(n string, _ Pin) bool {
+			return !slices.ContainsFunc(listed, func(d Definition) bool { return d.Name == n })
+		})
 	}
 	for _, d := range listed {
 		if want(d.Name) {
