@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -60,26 +62,12 @@ func runAgentCore(args []string, stderr io.Writer) int {
 			return fail(2, "MCP_SERVER_CMD: %v", err)
 		}
 	}
-	serveMCP, serveHTTP := false, false
-	switch *contract {
-	case "mcp":
-		serveMCP = true
-	case "http":
-		serveHTTP = true
-	case "both":
-		serveMCP, serveHTTP = true, true
-	default:
+	if !slices.Contains([]string{"mcp", "http", "both"}, *contract) {
 		return fail(2, "--contract %q: want mcp, http or both", *contract)
 	}
+	serveMCP, serveHTTP := *contract != "http", *contract != "mcp"
 	if *httpListen == "" {
-		host, port := os.Getenv("SERVER_HOST"), os.Getenv("SERVER_PORT")
-		if host == "" {
-			host = "0.0.0.0"
-		}
-		if port == "" {
-			port = "8080"
-		}
-		*httpListen = net.JoinHostPort(host, port)
+		*httpListen = net.JoinHostPort(cmp.Or(os.Getenv("SERVER_HOST"), "0.0.0.0"), cmp.Or(os.Getenv("SERVER_PORT"), "8080"))
 	}
 	level, err := agentcoreLogLevel(*logLevelFlag)
 	if err != nil {
@@ -154,14 +142,10 @@ func agentcoreLogLevel(flagValue string) (string, error) {
 // every AWS_* variable (the runtime role's credentials and region, which a
 // server in an AgentCore container needs to reach AWS) and the named ones.
 func agentcoreEnv(environ, names []string) map[string]string {
-	want := map[string]bool{}
-	for _, n := range names {
-		want[n] = true
-	}
 	env := map[string]string{}
 	for _, kv := range environ {
 		k, v, ok := strings.Cut(kv, "=")
-		if ok && (strings.HasPrefix(k, "AWS_") || want[k]) {
+		if ok && (strings.HasPrefix(k, "AWS_") || slices.Contains(names, k)) {
 			env[k] = v
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -73,11 +72,7 @@ func runAuth(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "switchboard auth: unknown command %q: want login, status or logout\n%s", sub, authUsage)
 		return 2
 	}
-	if *cfgPath == "" {
-		*cfgPath = os.Getenv("DESTINATIONS_CONFIG")
-	}
-	if *cfgPath == "" {
-		fmt.Fprintln(stderr, "switchboard auth: --config is required (or set DESTINATIONS_CONFIG)")
+	if *cfgPath = configPath("auth", *cfgPath, stderr); *cfgPath == "" {
 		return 2
 	}
 	cfg, err := config.Load(*cfgPath)

@@ -114,17 +114,18 @@ func (h *journalHandler) Handle(ctx context.Context, r slog.Record) error {
 }
 
 func (h *journalHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	n := &journalHandler{level: h.level}
-	for i, sub := range h.byLevel {
-		n.byLevel[i] = sub.WithAttrs(attrs)
-	}
-	return n
+	return h.each(func(sub slog.Handler) slog.Handler { return sub.WithAttrs(attrs) })
 }
 
 func (h *journalHandler) WithGroup(name string) slog.Handler {
+	return h.each(func(sub slog.Handler) slog.Handler { return sub.WithGroup(name) })
+}
+
+// each returns a journalHandler whose handlers are f of h's.
+func (h *journalHandler) each(f func(slog.Handler) slog.Handler) *journalHandler {
 	n := &journalHandler{level: h.level}
 	for i, sub := range h.byLevel {
-		n.byLevel[i] = sub.WithGroup(name)
+		n.byLevel[i] = f(sub)
 	}
 	return n
 }

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/buildinfo"
 )
 
 func TestLogFormatFlagAndEnv(t *testing.T) {
@@ -181,7 +183,7 @@ func TestServeLogFormats(t *testing.T) {
 // flags).
 func TestVersionLine(t *testing.T) {
 	code, out, _ := runCmd("version")
-	if want := "switchboard " + buildInfo().String() + "\n"; code != 0 || out != want {
+	if want := "switchboard " + buildinfo.Read().String() + "\n"; code != 0 || out != want {
 		t.Errorf("version: exit %d, %q; want %q", code, out, want)
 	}
 }

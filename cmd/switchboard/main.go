@@ -12,6 +12,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -27,6 +28,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/internal/buildinfo"
 	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/gateway"
 	"github.com/switchboard-mcp/switchboard/internal/policy"
@@ -91,12 +93,9 @@ func main() {
 // setMaxProcs leaves half the CPUs Go would use (at least one) to the
 // processes beside Switchboard, unless GOMAXPROCS is set. Switchboard
 // shares its machine with the MCP servers it runs, and often with the
-// client: its own work per call is small, and with a processor per CPU the
-// runtime wakes idle threads to look for work on every hand-off, system
-// calls and CPU the servers and the client then lack. Measured on 2 CPUs
-// with the shared harness's 64 B echo at one call in flight: 24 system
-// calls per call become 11, and the gateway's CPU per call halves (see
-// docs/performance.md).
+// client: with a processor per CPU the runtime wakes idle threads to look
+// for work on every hand-off, CPU the servers and the client then lack
+// (measured in docs/performance.md).
 func setMaxProcs() {
 	if os.Getenv("GOMAXPROCS") != "" {
 		return
@@ -135,7 +134,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if err := fs.Parse(args[1:]); err != nil || noArgs(fs, stderr) != nil {
 			return 2
 		}
-		fmt.Fprintln(stdout, "switchboard", buildInfo())
+		fmt.Fprintln(stdout, "switchboard", buildinfo.Read())
 		return 0
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
@@ -187,48 +186,42 @@ func serve(args []string, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil || noArgs(fs, stderr) != nil {
 		return 2
 	}
+	fail := func(code int, err error) int {
+		fmt.Fprintf(stderr, "switchboard: %v\n", err)
+		return code
+	}
 	format, err := logFormat(*logFormatFlag)
 	if err != nil {
-		fmt.Fprintf(stderr, "switchboard: %v\n", err)
-		return 2
+		return fail(2, err)
 	}
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
 		if err != nil {
-			fmt.Fprintf(stderr, "switchboard: %v\n", err)
-			return 1
+			return fail(1, err)
 		}
 		defer f.Close()
 		if err := pprof.StartCPUProfile(f); err != nil {
-			fmt.Fprintf(stderr, "switchboard: %v\n", err)
-			return 1
+			return fail(1, err)
 		}
 		defer pprof.StopCPUProfile()
 	}
-	if *cfgPath == "" {
-		*cfgPath = os.Getenv("DESTINATIONS_CONFIG") // mithril-proxy's variable; the flag wins
-	}
-	if *cfgPath == "" {
-		fmt.Fprintln(stderr, "switchboard serve: --config is required (or set DESTINATIONS_CONFIG)")
+	if *cfgPath = configPath("serve", *cfgPath, stderr); *cfgPath == "" {
 		return 2
 	}
 	cfg, err := config.Load(*cfgPath)
 	if err != nil {
-		fmt.Fprintf(stderr, "switchboard: %v\n", err)
-		return 1
+		return fail(1, err)
 	}
 	if *logConsole {
 		cfg.Log.File = ""
 	}
 	addr, err := listenAddr(cfg.Listen, *listen, *host, *port)
 	if err != nil {
-		fmt.Fprintf(stderr, "switchboard: %v\n", err)
-		return 2
+		return fail(2, err)
 	}
 	logW, logFile, err := openLog(cfg.Log.File)
 	if err != nil {
-		fmt.Fprintf(stderr, "switchboard: log file: %v\n", err)
-		return 1
+		return fail(1, fmt.Errorf("log file: %w", err))
 	}
 	if logFile != nil {
 		defer logFile.Close()
@@ -237,8 +230,7 @@ func serve(args []string, stderr io.Writer) int {
 	slog.SetDefault(log) // for the packages that log without a logger of their own (internal/upstream/stdio's reaper)
 	g, err := gateway.New(cfg, gateway.Options{Logger: log, ConfigPath: *cfgPath, NoReload: *noReload, ReloadInterval: reloadInterval, StdioClient: *client})
 	if err != nil {
-		fmt.Fprintf(stderr, "switchboard: %v\n", err)
-		return 1
+		return fail(1, err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -256,26 +248,32 @@ func serve(args []string, stderr io.Writer) int {
 		}
 	}()
 	if *stdio {
-		if err := g.ServeStdio(ctx, *namespace, os.Stdin, os.Stdout); err != nil {
-			fmt.Fprintf(stderr, "switchboard: %v\n", err)
-			return 1
-		}
-		return 0
+		err = g.ServeStdio(ctx, *namespace, os.Stdin, os.Stdout)
+	} else {
+		err = g.Run(ctx, addr)
 	}
-	if err := g.Run(ctx, addr); err != nil {
-		fmt.Fprintf(stderr, "switchboard: %v\n", err)
-		return 1
+	if err != nil {
+		return fail(1, err)
 	}
 	return 0
+}
+
+// configPath is the --config flag's path, else DESTINATIONS_CONFIG
+// (mithril-proxy's variable); "" after telling stderr that neither is set.
+func configPath(cmd, path string, stderr io.Writer) string {
+	if path == "" {
+		path = os.Getenv("DESTINATIONS_CONFIG")
+	}
+	if path == "" {
+		fmt.Fprintf(stderr, "switchboard %s: --config is required (or set DESTINATIONS_CONFIG)\n", cmd)
+	}
+	return path
 }
 
 // listenAddr applies --listen, then --host and --port, to the config's
 // listen address.
 func listenAddr(cfgListen, listen, host string, port int) (string, error) {
-	addr := cfgListen
-	if listen != "" {
-		addr = listen
-	}
+	addr := cmp.Or(listen, cfgListen)
 	if host == "" && port == 0 {
 		return addr, nil
 	}
@@ -310,11 +308,7 @@ func check(args []string, stdout, stderr io.Writer) int {
 	if *cfgPath == "" && fs.NArg() == 1 {
 		*cfgPath = fs.Arg(0)
 	}
-	if *cfgPath == "" {
-		*cfgPath = os.Getenv("DESTINATIONS_CONFIG")
-	}
-	if *cfgPath == "" {
-		fmt.Fprintln(stderr, "switchboard check: --config is required (or set DESTINATIONS_CONFIG)")
+	if *cfgPath = configPath("check", *cfgPath, stderr); *cfgPath == "" {
 		return 2
 	}
 	cfg, err := config.Load(*cfgPath)

@@ -1,12 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"time"
 
@@ -38,11 +38,7 @@ func pin(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "switchboard pin: approving named tools needs --destination")
 		return 2
 	}
-	if *cfgPath == "" {
-		*cfgPath = os.Getenv("DESTINATIONS_CONFIG")
-	}
-	if *cfgPath == "" {
-		fmt.Fprintln(stderr, "switchboard pin: --config is required (or set DESTINATIONS_CONFIG)")
+	if *cfgPath = configPath("pin", *cfgPath, stderr); *cfgPath == "" {
 		return 2
 	}
 	cfg, err := config.Load(*cfgPath)
@@ -101,11 +97,7 @@ func pin(args []string, stdout, stderr io.Writer) int {
 		printComparison(stdout, name, c)
 		if *approve {
 			guard.Approve(sp, defs, l.Instructions, time.Now(), tools...)
-			n := len(tools)
-			if n == 0 {
-				n = len(defs)
-			}
-			fmt.Fprintf(stdout, "%s: approved %d tool(s)\n", name, n)
+			fmt.Fprintf(stdout, "%s: approved %d tool(s)\n", name, cmp.Or(len(tools), len(defs)))
 		}
 	}
 	if *approve {
@@ -139,17 +131,18 @@ func printComparison(w io.Writer, name string, c guard.Comparison) {
 			continue
 		}
 		fmt.Fprintf(w, "  %-8s %s\n", t.Status, t.Name)
-		for _, l := range strings.Split(strings.TrimSuffix(t.Diff, "\n"), "\n") {
-			if l != "" {
-				fmt.Fprintf(w, "           %s\n", l)
-			}
-		}
+		printDiff(w, t.Diff)
 	}
 	if c.Instructions == guard.Changed {
-		for _, l := range strings.Split(strings.TrimSuffix(c.InstructionsDiff, "\n"), "\n") {
-			if l != "" {
-				fmt.Fprintf(w, "           %s\n", l)
-			}
+		printDiff(w, c.InstructionsDiff)
+	}
+}
+
+// printDiff prints the non-empty lines of diff, indented under the tool.
+func printDiff(w io.Writer, diff string) {
+	for l := range strings.Lines(diff) {
+		if l = strings.TrimSuffix(l, "\n"); l != "" {
+			fmt.Fprintf(w, "           %s\n", l)
 		}
 	}
 }

@@ -94,33 +94,31 @@ func runRelay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if *url != "" && *ac.arn != "" {
-		fmt.Fprintln(stderr, "switchboard relay: give --url or --agentcore-arn, not both")
-		return 2
+	fail := func(code int, format string, a ...any) int {
+		fmt.Fprintf(stderr, "switchboard relay: "+format+"\n", a...)
+		return code
 	}
-	if *url == "" && *ac.arn == "" {
-		fmt.Fprintln(stderr, "switchboard relay: --url is required (or --agentcore-arn)")
-		return 2
+	if *url != "" && ac.arn != "" {
+		return fail(2, "give --url or --agentcore-arn, not both")
+	}
+	if *url == "" && ac.arn == "" {
+		return fail(2, "--url is required (or --agentcore-arn)")
 	}
 	if err := checkRelayURL(*url); *url != "" && err != nil {
-		fmt.Fprintf(stderr, "switchboard relay: %v\n", err)
-		return 2
+		return fail(2, "%v", err)
 	}
 	if err := ac.check(set); err != nil {
-		fmt.Fprintf(stderr, "switchboard relay: %v\n", err)
-		return 2
+		return fail(2, "%v", err)
 	}
 	useOAuth := of.enabled(set)
 	if useOAuth && *url == "" {
-		fmt.Fprintln(stderr, "switchboard relay: the --oauth flags need --url")
-		return 2
+		return fail(2, "the --oauth flags need --url")
 	}
 	var logW io.Writer = stderr
 	if *logFile != "" {
 		f, err := os.OpenFile(*logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
-			fmt.Fprintf(stderr, "switchboard relay: %v\n", err)
-			return 1
+			return fail(1, "%v", err)
 		}
 		defer f.Close()
 		logW = f
@@ -137,17 +135,15 @@ func runRelay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			value, err = expandEnv(value)
 		}
 		if err != nil {
-			fmt.Fprintf(stderr, "switchboard relay: --header: %v\n", err)
-			return 2
+			return fail(2, "--header: %v", err)
 		}
 		hdr.Add(name, value)
 		secrets = append(secrets, value)
 	}
 	if useOAuth {
-		secret, err := expandEnv(*of.clientSecret)
+		secret, err := expandEnv(of.clientSecret)
 		if err != nil {
-			fmt.Fprintf(stderr, "switchboard relay: --oauth-client-secret: %v\n", err)
-			return 2
+			return fail(2, "--oauth-client-secret: %v", err)
 		}
 		if secret != "" {
 			secrets = append(secrets, secret)
@@ -158,24 +154,21 @@ func runRelay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	opts := relay.Options{URL: *url, Transport: *transport, Header: hdr, ReconnectDelay: *reconnect, Logger: log}
-	if *ac.arn != "" {
+	if ac.arn != "" {
 		dial, name, err := agentCoreDialer(ctx, ac, log)
 		if err != nil {
-			fmt.Fprintf(stderr, "switchboard relay: %v\n", err)
-			return 2
+			return fail(2, "%v", err)
 		}
 		opts.Dial, opts.Name = dial, name
 	} else {
 		client, err := signedClient(ctx, *url, ac, set, log)
 		if err != nil {
-			fmt.Fprintf(stderr, "switchboard relay: %v\n", err)
-			return 2
+			return fail(2, "%v", err)
 		}
 		if useOAuth {
 			oc, err := relayOAuthClient(*url, of, stderr, log)
 			if err != nil {
-				fmt.Fprintf(stderr, "switchboard relay: %v\n", err)
-				return 2
+				return fail(2, "%v", err)
 			}
 			defer oc.Close()
 			if client == nil {
@@ -185,11 +178,9 @@ func runRelay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		opts.HTTPClient = client
 	}
-	err := relay.Run(ctx, opts, stdin, stdout)
-	if err != nil {
+	if err := relay.Run(ctx, opts, stdin, stdout); err != nil {
 		log.Error("relay failed", "err", err)
-		fmt.Fprintf(stderr, "switchboard relay: %v\n", err)
-		return 1
+		return fail(1, "%v", err)
 	}
 	return 0
 }

@@ -1,18 +1,20 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 
 	"github.com/switchboard-mcp/switchboard/internal/sigv4"
 	"github.com/switchboard-mcp/switchboard/internal/upstream"
 	"github.com/switchboard-mcp/switchboard/internal/upstream/agentcore"
+	"github.com/switchboard-mcp/switchboard/internal/upstream/oauth"
 )
 
 // awsFlags are the relay's AWS settings: the AgentCore target (flags,
@@ -22,9 +24,8 @@ import (
 // agentcore.New from AGENTCORE_CONNECT_TIMEOUT and AGENTCORE_READ_TIMEOUT)
 // and the SigV4 signing of a --url upstream.
 type awsFlags struct {
-	arn, qualifier, mode, roleARN, roleSession *string
-	sigv4                                      *bool
-	service, profile, region                   *string
+	arn, qualifier, mode, roleARN, roleSession string
+	service, profile, region                   string
 }
 
 // agentCoreOnly and urlOnly are the flags that make sense with one target
@@ -35,37 +36,25 @@ var (
 	signing       = []string{"sigv4", "aws-service", "aws-profile", "aws-region", "assume-role-arn", "role-session-name"}
 )
 
-func addAWSFlags(fs *flag.FlagSet) awsFlags {
-	arn := os.Getenv("AGENTCORE_AGENT_ARN")
-	if arn == "" {
-		arn = os.Getenv("AGENT_ARN")
-	}
-	session := os.Getenv("AGENTCORE_ASSUME_ROLE_SESSION_NAME")
-	if session == "" {
-		session = "mcpAgentCoreProxy"
-	}
-	mode := os.Getenv("RUNTIME_SESSION_MODE")
-	if mode == "" {
-		mode = agentcore.ModeSession
-	}
-	return awsFlags{
-		arn:         fs.String("agentcore-arn", arn, ""),
-		qualifier:   fs.String("qualifier", agentcore.DefaultQualifier, ""),
-		mode:        fs.String("session-mode", mode, ""),
-		roleARN:     fs.String("assume-role-arn", os.Getenv("AGENTCORE_ASSUME_ROLE_ARN"), ""),
-		roleSession: fs.String("role-session-name", session, ""),
-		sigv4:       fs.Bool("sigv4", false, ""),
-		service:     fs.String("aws-service", "", ""),
-		profile:     fs.String("aws-profile", "", ""),
-		region:      fs.String("aws-region", "", ""),
-	}
+func addAWSFlags(fs *flag.FlagSet) *awsFlags {
+	f := &awsFlags{}
+	fs.StringVar(&f.arn, "agentcore-arn", cmp.Or(os.Getenv("AGENTCORE_AGENT_ARN"), os.Getenv("AGENT_ARN")), "")
+	fs.StringVar(&f.qualifier, "qualifier", agentcore.DefaultQualifier, "")
+	fs.StringVar(&f.mode, "session-mode", cmp.Or(os.Getenv("RUNTIME_SESSION_MODE"), agentcore.ModeSession), "")
+	fs.StringVar(&f.roleARN, "assume-role-arn", os.Getenv("AGENTCORE_ASSUME_ROLE_ARN"), "")
+	fs.StringVar(&f.roleSession, "role-session-name", cmp.Or(os.Getenv("AGENTCORE_ASSUME_ROLE_SESSION_NAME"), "mcpAgentCoreProxy"), "")
+	fs.Bool("sigv4", false, "")
+	fs.StringVar(&f.service, "aws-service", "", "")
+	fs.StringVar(&f.profile, "aws-profile", "", "")
+	fs.StringVar(&f.region, "aws-region", "", "")
+	return f
 }
 
 // check rejects flags given for the other kind of target; set holds the
 // flags given on the command line.
-func (f awsFlags) check(set map[string]bool) error {
+func (f *awsFlags) check(set map[string]bool) error {
 	wrong, kind := agentCoreOnly, "--agentcore-arn"
-	if *f.arn != "" {
+	if f.arn != "" {
 		wrong, kind = urlOnly, "--url"
 	}
 	for _, name := range wrong {
@@ -80,9 +69,9 @@ func (f awsFlags) check(set map[string]bool) error {
 }
 
 // agentCoreDialer resolves the runtime named by the flags.
-func agentCoreDialer(ctx context.Context, f awsFlags, log *slog.Logger) (upstream.Dialer, string, error) {
-	rt, err := agentcore.Resolve(ctx, agentcore.Options{ARN: *f.arn, Qualifier: *f.qualifier, SessionMode: *f.mode, Logger: log,
-		AWS: sigv4.Options{Profile: *f.profile, Region: *f.region, AssumeRoleARN: *f.roleARN, RoleSessionName: *f.roleSession}})
+func agentCoreDialer(ctx context.Context, f *awsFlags, log *slog.Logger) (upstream.Dialer, string, error) {
+	rt, err := agentcore.Resolve(ctx, agentcore.Options{ARN: f.arn, Qualifier: f.qualifier, SessionMode: f.mode, Logger: log,
+		AWS: sigv4.Options{Profile: f.profile, Region: f.region, AssumeRoleARN: f.roleARN, RoleSessionName: f.roleSession}})
 	if err != nil {
 		return nil, "", err
 	}
@@ -92,7 +81,7 @@ func agentCoreDialer(ctx context.Context, f awsFlags, log *slog.Logger) (upstrea
 			hdr.Set(k, v)
 		}
 	}
-	return rt.Dialer(hdr), "agentcore " + *f.arn, nil
+	return rt.Dialer(hdr), "agentcore " + f.arn, nil
 }
 
 // signedClient returns the HTTP client of a --url relay that signs with
@@ -100,27 +89,23 @@ func agentCoreDialer(ctx context.Context, f awsFlags, log *slog.Logger) (upstrea
 // not sign. Only flags given on the command line count: the AgentCore
 // environment variables do not turn signing on for --url. Signing needs
 // https, except to a loopback host.
-func signedClient(ctx context.Context, rawURL string, f awsFlags, set map[string]bool, log *slog.Logger) (*http.Client, error) {
-	on := false
-	for _, name := range signing {
-		on = on || set[name]
-	}
-	if !on {
+func signedClient(ctx context.Context, rawURL string, f *awsFlags, set map[string]bool, log *slog.Logger) (*http.Client, error) {
+	if !slices.ContainsFunc(signing, func(name string) bool { return set[name] }) {
 		return nil, nil
 	}
 	u, err := url.Parse(rawURL)
 	if err != nil || u.Host == "" {
 		return nil, fmt.Errorf("--url %q is not a URL", rawURL)
 	}
-	if u.Scheme != "https" && !isLoopback(u.Hostname()) {
+	if u.Scheme != "https" && !oauth.IsLoopback(u.Hostname()) {
 		return nil, fmt.Errorf("SigV4 signing needs an https --url (or a loopback host), not %s", upstream.Origin(u))
 	}
-	opts := sigv4.Options{Service: *f.service, Profile: *f.profile, Region: *f.region, Logger: log}
+	opts := sigv4.Options{Service: f.service, Profile: f.profile, Region: f.region, Logger: log}
 	if set["assume-role-arn"] {
-		opts.AssumeRoleARN = *f.roleARN
+		opts.AssumeRoleARN = f.roleARN
 	}
 	if set["role-session-name"] {
-		opts.RoleSessionName = *f.roleSession
+		opts.RoleSessionName = f.roleSession
 	}
 	signer, err := sigv4.New(ctx, rawURL, opts)
 	if err != nil {
@@ -130,12 +115,4 @@ func signedClient(ctx context.Context, rawURL string, f awsFlags, set map[string
 	client := upstream.NewHTTPClient()
 	client.Transport = sigv4.ErrorStatus(signer.Transport(client.Transport))
 	return client, nil
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strings"
 
 	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/upstream/oauth"
@@ -18,39 +19,32 @@ import (
 
 // oauthFlags are the --oauth* flags of `switchboard relay --url`.
 type oauthFlags struct {
-	on           *bool
-	grant        *string
-	clientID     *string
-	clientSecret *string
-	clientKey    *string
-	metadataURL  *string
-	redirectURL  *string
-	stateDir     *string
-	tokenStore   *string
-	login        *bool
+	grant, clientID, clientSecret, clientKey       string
+	metadataURL, redirectURL, stateDir, tokenStore string
+
+	login bool
 }
 
-func addOAuthFlags(fs *flag.FlagSet) oauthFlags {
-	return oauthFlags{
-		on:           fs.Bool("oauth", false, ""),
-		grant:        fs.String("oauth-grant", "", ""),
-		clientID:     fs.String("oauth-client-id", "", ""),
-		clientSecret: fs.String("oauth-client-secret", "", ""),
-		clientKey:    fs.String("oauth-client-key", "", ""),
-		metadataURL:  fs.String("oauth-client-metadata-url", "", ""),
-		redirectURL:  fs.String("oauth-redirect-url", "", ""),
-		stateDir:     fs.String("oauth-state-dir", "", ""),
-		tokenStore:   fs.String("oauth-token-store", "", ""),
-		login:        fs.Bool("login", false, ""),
-	}
+func addOAuthFlags(fs *flag.FlagSet) *oauthFlags {
+	f := &oauthFlags{}
+	fs.Bool("oauth", false, "")
+	fs.StringVar(&f.grant, "oauth-grant", "", "")
+	fs.StringVar(&f.clientID, "oauth-client-id", "", "")
+	fs.StringVar(&f.clientSecret, "oauth-client-secret", "", "")
+	fs.StringVar(&f.clientKey, "oauth-client-key", "", "")
+	fs.StringVar(&f.metadataURL, "oauth-client-metadata-url", "", "")
+	fs.StringVar(&f.redirectURL, "oauth-redirect-url", "", "")
+	fs.StringVar(&f.stateDir, "oauth-state-dir", "", "")
+	fs.StringVar(&f.tokenStore, "oauth-token-store", "", "")
+	fs.BoolVar(&f.login, "login", false, "")
+	return f
 }
 
 // enabled reports whether OAuth is asked for: --oauth, --login or any
 // --oauth-* flag given.
-func (f oauthFlags) enabled(set map[string]bool) bool {
-	for _, name := range []string{"oauth", "oauth-grant", "oauth-client-id", "oauth-client-secret", "oauth-client-key",
-		"oauth-client-metadata-url", "oauth-redirect-url", "oauth-state-dir", "oauth-token-store", "login"} {
-		if set[name] {
+func (f *oauthFlags) enabled(set map[string]bool) bool {
+	for name := range set {
+		if name == "login" || strings.HasPrefix(name, "oauth") {
 			return true
 		}
 	}
@@ -60,15 +54,15 @@ func (f oauthFlags) enabled(set map[string]bool) bool {
 // relayOAuthClient returns the OAuth client of a --url relay, its tokens
 // kept under --oauth-state-dir (default oauth.DefaultDir) in a file named
 // for the URL. stderr gets the authorization URL of a --login.
-func relayOAuthClient(url string, f oauthFlags, stderr io.Writer, log *slog.Logger) (*oauth.Client, error) {
-	secret, err := expandEnv(*f.clientSecret)
+func relayOAuthClient(url string, f *oauthFlags, stderr io.Writer, log *slog.Logger) (*oauth.Client, error) {
+	secret, err := expandEnv(f.clientSecret)
 	if err != nil {
 		return nil, fmt.Errorf("--oauth-client-secret: %v", err)
 	}
 	var store oauth.Store
-	switch *f.tokenStore {
+	switch f.tokenStore {
 	case "", config.TokenStoreFile:
-		dir := *f.stateDir
+		dir := f.stateDir
 		if dir == "" {
 			if dir, err = oauth.DefaultDir(); err != nil {
 				return nil, err
@@ -82,20 +76,20 @@ func relayOAuthClient(url string, f oauthFlags, stderr io.Writer, log *slog.Logg
 		}
 		store = ks
 	default:
-		return nil, fmt.Errorf("--oauth-token-store: want file or keyring, not %q", *f.tokenStore)
+		return nil, fmt.Errorf("--oauth-token-store: want file or keyring, not %q", f.tokenStore)
 	}
 	var key []byte
-	if *f.clientKey != "" {
-		if key, err = os.ReadFile(*f.clientKey); err != nil {
+	if f.clientKey != "" {
+		if key, err = os.ReadFile(f.clientKey); err != nil {
 			return nil, fmt.Errorf("--oauth-client-key: %v", err)
 		}
 	}
 	sum := sha256.Sum256([]byte(url))
-	opts := oauth.Options{URL: url, Grant: *f.grant, ClientID: *f.clientID, ClientSecret: secret, ClientKey: key,
-		ClientMetadataURL: *f.metadataURL, RedirectURL: *f.redirectURL,
+	opts := oauth.Options{URL: url, Grant: f.grant, ClientID: f.clientID, ClientSecret: secret, ClientKey: key,
+		ClientMetadataURL: f.metadataURL, RedirectURL: f.redirectURL,
 		Store: store, Key: "relay-" + hex.EncodeToString(sum[:8]),
 		LoginHint: "switchboard relay --url " + url + " --login", Logger: log}
-	if *f.login {
+	if f.login {
 		opts.Prompt = browserPrompt(stderr, log)
 	}
 	return oauth.New(opts)
