@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"net/url"
 	"path"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -283,11 +282,7 @@ func (d *decoder) finishAuth(c *Config, dir string) {
 		}
 	}
 	if c.TLS != nil {
-		for _, p := range []*string{&c.TLS.Cert, &c.TLS.Key, &c.TLS.ClientCA} {
-			if *p != "" && !filepath.IsAbs(*p) {
-				*p = filepath.Join(dir, *p)
-			}
-		}
+		absPaths(dir, &c.TLS.Cert, &c.TLS.Key, &c.TLS.ClientCA)
 	}
 }
 
@@ -302,20 +297,19 @@ func (d *decoder) validateAuth(c *Config) {
 	a := c.Auth
 	if a.Resource != "" {
 		if u, err := url.Parse(a.Resource); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Fragment != "" || u.RawQuery != "" {
-			d.errorAt("auth.resource", "auth.resource", "%q is not an http(s) URL without query or fragment", a.Resource)
+			d.errorAt("auth.resource", "%q is not an http(s) URL without query or fragment", a.Resource)
 		}
 	}
 	if h := a.IdentityHeader; h != "" && !isToken(h) {
-		d.errorAt("auth.identity_header", "auth.identity_header", "invalid header name %q", h)
+		d.errorAt("auth.identity_header", "invalid header name %q", h)
 	} else if strings.EqualFold(h, "Authorization") || strings.EqualFold(h, "Cookie") {
-		d.errorAt("auth.identity_header", "auth.identity_header", "%q would pass credentials upstream; name a header of its own such as X-Switchboard-Client", h)
+		d.errorAt("auth.identity_header", "%q would pass credentials upstream; name a header of its own such as X-Switchboard-Client", h)
 	}
 	if c.AuthConfigured() {
 		for _, name := range d.order["destinations"] {
 			for i, h := range c.Destinations[name].ForwardHeaders {
 				if strings.EqualFold(h, "Authorization") || strings.EqualFold(h, "X-Api-Key") {
-					p := index(d.paths["destinations."+name]+".forward_headers", i)
-					d.errorAt(p, p, "%s is the caller's credential for the gateway when auth is configured, and is never passed upstream; give the destination its own in headers", h)
+					d.errorAt(index(d.paths["destinations."+name]+".forward_headers", i), "%s is the caller's credential for the gateway when auth is configured, and is never passed upstream; give the destination its own in headers", h)
 				}
 			}
 		}
@@ -323,80 +317,76 @@ func (d *decoder) validateAuth(c *Config) {
 	if !c.AuthConfigured() {
 		for _, f := range []struct{ key, v string }{{"identity_header", a.IdentityHeader}, {"identity_meta", a.IdentityMeta}} {
 			if f.v != "" {
-				d.errorAt("auth."+f.key, "auth."+f.key, "needs clients or auth.oauth: without authentication there is no identity to send")
+				d.errorAt("auth."+f.key, "needs clients or auth.oauth: without authentication there is no identity to send")
 			}
 		}
 	}
 	if k := a.IdentityMeta; k != "" {
 		if !metaKeyRE.MatchString(k) || strings.Contains(k, "modelcontextprotocol") || strings.HasPrefix(k, "mcp/") || strings.Contains(k, ".mcp/") {
-			d.errorAt("auth.identity_meta", "auth.identity_meta", "invalid _meta key %q: want [prefix/]name, e.g. dev.switchboard/client (prefixes of modelcontextprotocol and mcp are reserved)", k)
+			d.errorAt("auth.identity_meta", "invalid _meta key %q: want [prefix/]name, e.g. dev.switchboard/client (prefixes of modelcontextprotocol and mcp are reserved)", k)
 		}
 	}
 	if a.Required && len(c.Clients) == 0 && a.OAuth == nil {
-		d.errorAt("auth.required", "auth", "required with no clients and no oauth: nobody could get in")
+		d.errorIn("auth.required", "auth", "required with no clients and no oauth: nobody could get in")
 	}
 	if o := a.OAuth; o != nil {
 		p := "auth.oauth"
 		if a.Resource == "" {
-			d.errorAt("auth", "auth.resource", "required with oauth: the canonical URL of this gateway (the tokens' audience)")
+			d.errorIn("auth", "auth.resource", "required with oauth: the canonical URL of this gateway (the tokens' audience)")
 		}
 		if o.Issuer == "" {
-			d.errorAt(p, p+".issuer", "required")
+			d.errorIn(p, p+".issuer", "required")
 		} else if u, err := url.Parse(o.Issuer); err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && loopbackURLHost(u))) {
-			d.errorAt(p+".issuer", p+".issuer", "%q is not an https URL (http only on loopback)", o.Issuer)
+			d.errorAt(p+".issuer", "%q is not an https URL (http only on loopback)", o.Issuer)
 		}
 		if o.JWKSURL == "" {
-			d.errorAt(p, p+".jwks_url", "required")
+			d.errorIn(p, p+".jwks_url", "required")
 		} else if u, err := url.Parse(o.JWKSURL); err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && loopbackURLHost(u))) {
-			d.errorAt(p+".jwks_url", p+".jwks_url", "%q is not an https URL (http only on loopback)", o.JWKSURL)
+			d.errorAt(p+".jwks_url", "%q is not an https URL (http only on loopback)", o.JWKSURL)
 		}
 		if len(o.Algorithms) == 0 {
-			d.errorAt(p+".algorithms", p+".algorithms", "must not be empty")
+			d.errorAt(p+".algorithms", "must not be empty")
 		}
 		for i, alg := range o.Algorithms {
 			if !slices.Contains(defaultAlgorithms, alg) {
-				ip := index(p+".algorithms", i)
-				d.errorAt(ip, ip, "%q is not an accepted algorithm: want one of %s (none and HMAC are never accepted)", alg, strings.Join(defaultAlgorithms, ", "))
+				d.errorAt(index(p+".algorithms", i), "%q is not an accepted algorithm: want one of %s (none and HMAC are never accepted)", alg, strings.Join(defaultAlgorithms, ", "))
 			}
 		}
 		if o.GroupsClaim == "" {
-			d.errorAt(p+".groups_claim", p+".groups_claim", "must not be empty")
+			d.errorAt(p+".groups_claim", "must not be empty")
 		}
 	}
 	certNames := map[string]string{}
 	for _, name := range d.order["clients"] {
 		cl, p := c.Clients[name], d.paths["clients."+name]
 		if !nameRE.MatchString(name) {
-			d.errorAt(p, p, "invalid name: want 1 to 64 letters, digits, '_' or '-'")
+			d.errorAt(p, "invalid name: want 1 to 64 letters, digits, '_' or '-'")
 		}
 		if len(cl.Tokens) == 0 && len(cl.Subjects) == 0 && len(cl.Groups) == 0 && len(cl.Scopes) == 0 && len(cl.CertNames) == 0 {
-			d.errorAt(p, p, "no credentials: give it tokens, subjects, groups, scopes or cert_names")
+			d.errorAt(p, "no credentials: give it tokens, subjects, groups, scopes or cert_names")
 		}
 		if (len(cl.Subjects) > 0 || len(cl.Groups) > 0 || len(cl.Scopes) > 0) && a.OAuth == nil {
-			d.errorAt(p, p, "subjects, groups and scopes need auth.oauth")
+			d.errorAt(p, "subjects, groups and scopes need auth.oauth")
 		}
 		if len(cl.CertNames) > 0 && (c.TLS == nil || c.TLS.ClientCA == "") {
-			d.errorAt(p+".cert_names", p+".cert_names", "needs tls.client_ca")
+			d.errorAt(p+".cert_names", "needs tls.client_ca")
 		}
 		for i, n := range cl.CertNames {
 			if other, ok := certNames[n]; ok {
-				ip := index(p+".cert_names", i)
-				d.errorAt(ip, ip, "%q is already a name of client %q", n, other)
+				d.errorAt(index(p+".cert_names", i), "%q is already a name of client %q", n, other)
 			}
 			certNames[n] = name
 		}
 		for i, dst := range cl.Destinations {
 			if _, ok := c.Destinations[dst]; !ok && dst != "*" {
-				ip := index(p+".destinations", i)
-				d.errorAt(ip, ip, "unknown destination %q", dst)
+				d.errorAt(index(p+".destinations", i), "unknown destination %q", dst)
 			}
 		}
 		for i, ns := range cl.Namespaces {
 			_, isNS := c.Namespaces[ns]
 			_, isGroup := c.Groups[ns]
 			if !isNS && !isGroup && ns != "*" && ns != "mcp" {
-				ip := index(p+".namespaces", i)
-				d.errorAt(ip, ip, "unknown namespace or group %q (\"mcp\" is the default view, \"*\" all)", ns)
+				d.errorAt(index(p+".namespaces", i), "unknown namespace or group %q (\"mcp\" is the default view, \"*\" all)", ns)
 			}
 		}
 		for _, f := range []struct {
@@ -412,7 +402,7 @@ func (d *decoder) validateAuth(c *Config) {
 	for _, name := range d.order["limits.destinations"] {
 		dl, p := c.Limits.Destinations[name], "limits.destinations."+name
 		if _, ok := c.Destinations[name]; !ok {
-			d.errorAt(p, p, "unknown destination %q", name)
+			d.errorAt(p, "unknown destination %q", name)
 		}
 		d.validRate(p+".rate_limit", dl.RateLimit)
 		for tool, rl := range dl.Tools {
@@ -421,10 +411,10 @@ func (d *decoder) validateAuth(c *Config) {
 	}
 	if t := c.TLS; t != nil {
 		if t.Cert == "" {
-			d.errorAt("tls", "tls.cert", "required")
+			d.errorIn("tls", "tls.cert", "required")
 		}
 		if t.Key == "" {
-			d.errorAt("tls", "tls.key", "required")
+			d.errorIn("tls", "tls.key", "required")
 		}
 	}
 }
@@ -432,8 +422,7 @@ func (d *decoder) validateAuth(c *Config) {
 func (d *decoder) validGlobs(p string, globs []string) {
 	for i, g := range globs {
 		if _, err := path.Match(g, ""); err != nil {
-			ip := index(p, i)
-			d.errorAt(ip, ip, "invalid glob %q: %v", g, err)
+			d.errorAt(index(p, i), "invalid glob %q: %v", g, err)
 		}
 	}
 }
@@ -443,10 +432,10 @@ func (d *decoder) validRate(p string, rl *RateLimit) {
 		return
 	}
 	if rl.Rate <= 0 {
-		d.errorAt(p, p+".rate", "must be positive (requests per second)")
+		d.errorIn(p, p+".rate", "must be positive (requests per second)")
 	}
 	if rl.Burst < 0 {
-		d.errorAt(p, p+".burst", "must not be negative")
+		d.errorIn(p, p+".burst", "must not be negative")
 	}
 }
 

@@ -3,7 +3,6 @@ package config
 import (
 	"net"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"time"
 )
@@ -117,23 +116,6 @@ func (r *ClusterRedis) setDefaults() {
 	*r = ClusterRedis{KeyPrefix: DefaultKeyPrefix, Events: ClusterEvents{MaxEvents: DefaultMaxEvents, MaxAge: DefaultEventsMaxAge}}
 }
 
-// finishCluster resolves the cluster block's files against dir.
-func (d *decoder) finishCluster(c *Config, dir string) {
-	cl := c.Cluster
-	if cl == nil {
-		return
-	}
-	files := []*string{&cl.KeysFile}
-	if r := cl.Redis; r != nil {
-		files = append(files, &r.PasswordFile, &r.TLS.CAFile, &r.TLS.CertFile, &r.TLS.KeyFile)
-	}
-	for _, p := range files {
-		if *p != "" && !filepath.IsAbs(*p) {
-			*p = filepath.Join(dir, *p)
-		}
-	}
-}
-
 // validateCluster checks the cluster block.
 func (d *decoder) validateCluster(c *Config) {
 	cl := c.Cluster
@@ -142,37 +124,36 @@ func (d *decoder) validateCluster(c *Config) {
 	}
 	switch {
 	case len(cl.Keys) == 0 && cl.KeysFile == "":
-		d.errorAt("cluster", "cluster.keys", "required: at least one sealing secret of %d or more random bytes (or keys_file)", MinClusterKey)
+		d.errorIn("cluster", "cluster.keys", "required: at least one sealing secret of %d or more random bytes (or keys_file)", MinClusterKey)
 	case len(cl.Keys) > 0 && cl.KeysFile != "":
-		d.errorAt("cluster.keys_file", "cluster.keys_file", "give keys or keys_file, not both")
+		d.errorAt("cluster.keys_file", "give keys or keys_file, not both")
 	}
 	for i, k := range cl.Keys {
 		if len(k) < MinClusterKey {
-			p := index("cluster.keys", i)
-			d.errorAt(p, p, "%d bytes; a sealing secret must be at least %d random bytes (openssl rand -base64 32)", len(k), MinClusterKey)
+			d.errorAt(index("cluster.keys", i), "%d bytes; a sealing secret must be at least %d random bytes (openssl rand -base64 32)", len(k), MinClusterKey)
 		}
 	}
 	if cl.HeartbeatTTL > 0 && cl.HeartbeatTTL < time.Second {
-		d.errorAt("cluster.heartbeat_ttl", "cluster.heartbeat_ttl", "%v is below 1s: beats come every third of it", cl.HeartbeatTTL)
+		d.errorAt("cluster.heartbeat_ttl", "%v is below 1s: beats come every third of it", cl.HeartbeatTTL)
 	}
 	if strings.ContainsAny(cl.ReplicaID, "{}") {
-		d.errorAt("cluster.replica_id", "cluster.replica_id", "%q must not contain { or }", cl.ReplicaID)
+		d.errorAt("cluster.replica_id", "%q must not contain { or }", cl.ReplicaID)
 	}
 	for _, k := range []struct{ path, v string }{{"cluster.listen", cl.Listen}, {"cluster.advertise", cl.Advertise}} {
 		if k.v == "" {
 			continue
 		}
 		if _, port, err := net.SplitHostPort(k.v); err != nil || port == "" {
-			d.errorAt(k.path, k.path, "invalid address %q: want host:port", k.v)
+			d.errorAt(k.path, "invalid address %q: want host:port", k.v)
 		}
 	}
 	for _, id := range d.order["cluster.peers"] {
 		p := "cluster.peers." + id
 		if strings.ContainsAny(id, "{}") {
-			d.errorAt(p, p, "replica id %q must not contain { or }", id)
+			d.errorAt(p, "replica id %q must not contain { or }", id)
 		}
 		if _, _, err := net.SplitHostPort(cl.Peers[id]); err != nil {
-			d.errorAt(p, p, "invalid address %q: want host:port", cl.Peers[id])
+			d.errorAt(p, "invalid address %q: want host:port", cl.Peers[id])
 		}
 	}
 	r := cl.Redis
@@ -181,10 +162,10 @@ func (d *decoder) validateCluster(c *Config) {
 	}
 	if u, err := url.Parse(r.URL); r.URL == "" || err != nil || (u.Scheme != "redis" && u.Scheme != "rediss" && u.Scheme != "unix") {
 		// The URL may hold a password: never quoted.
-		d.errorAt("cluster.redis.url", "cluster.redis.url", "want redis://host:port[/db], rediss://… or unix://…")
+		d.errorAt("cluster.redis.url", "want redis://host:port[/db], rediss://… or unix://…")
 	}
 	if r.PasswordEnv != "" && r.PasswordFile != "" {
-		d.errorAt("cluster.redis.password_file", "cluster.redis.password_file", "give password_env or password_file, not both")
+		d.errorAt("cluster.redis.password_file", "give password_env or password_file, not both")
 	}
 }
 

@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"io"
 	"math"
@@ -57,7 +58,6 @@ func (l loader) parse(data []byte, filename string) (*Config, error) {
 	d.applyEnv(c)
 	d.finish(c, dir)
 	d.finishGuards(c, filename)
-	d.finishGuardHook(c, dir)
 	d.validate(c)
 	if len(errs) > 0 {
 		return nil, d.result()
@@ -319,30 +319,39 @@ func (d *decoder) finish(c *Config, dir string) {
 		c.Restart.MaxAttempts = len(c.Restart.Delays)
 	}
 	c.Restart.RetryMax = max(c.Restart.RetryMax, c.Restart.RetryAfter)
-	abs := func(p *string) {
-		if *p != "" && !filepath.IsAbs(*p) {
-			*p = filepath.Join(dir, *p)
+	if p := c.Audit.Path; p != AuditStderr && p != AuditOff && p != "-" {
+		absPaths(dir, &c.Audit.Path)
+	}
+	absPaths(dir, &c.Log.File)
+	d.finishAuth(c, dir)
+	if cl := c.Cluster; cl != nil {
+		absPaths(dir, &cl.KeysFile)
+		if r := cl.Redis; r != nil {
+			absPaths(dir, &r.PasswordFile, &r.TLS.CAFile, &r.TLS.CertFile, &r.TLS.KeyFile)
 		}
 	}
-	if p := c.Audit.Path; p != AuditStderr && p != AuditOff && p != "-" {
-		abs(&c.Audit.Path)
+	if c.Guards != nil && c.Guards.Hook != nil {
+		absPaths(dir, &c.Guards.Hook.TokenFile)
 	}
-	abs(&c.Log.File)
-	d.finishAuth(c, dir)
-	d.finishCluster(c, dir)
 	for _, dst := range c.Destinations {
 		if dst.Type == TypeStdio {
-			if dst.Isolation == "" {
-				dst.Isolation = IsolationShared
-			}
-			abs(&dst.Cwd)
+			dst.Isolation = cmp.Or(dst.Isolation, IsolationShared)
+			absPaths(dir, &dst.Cwd)
 		}
 		if dst.OAuth != nil {
-			abs(&dst.OAuth.TokenDir)
-			abs(&dst.OAuth.ClientKeyFile)
+			absPaths(dir, &dst.OAuth.TokenDir, &dst.OAuth.ClientKeyFile)
 		}
 		for i, h := range dst.ForwardHeaders {
 			dst.ForwardHeaders[i] = textproto.CanonicalMIMEHeaderKey(h)
+		}
+	}
+}
+
+// absPaths resolves each of paths that is relative against dir.
+func absPaths(dir string, paths ...*string) {
+	for _, p := range paths {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(dir, *p)
 		}
 	}
 }

@@ -2,7 +2,6 @@ package config
 
 import (
 	"net/url"
-	"path/filepath"
 	"slices"
 	"time"
 )
@@ -87,16 +86,6 @@ func (h *GuardHook) Sends(dir string) bool {
 	return h != nil && (h.Directions == nil || slices.Contains(h.Directions, dir))
 }
 
-// finishGuardHook resolves the token file against dir.
-func (d *decoder) finishGuardHook(c *Config, dir string) {
-	if c.Guards == nil || c.Guards.Hook == nil {
-		return
-	}
-	if f := &c.Guards.Hook.TokenFile; *f != "" && !filepath.IsAbs(*f) {
-		*f = filepath.Join(dir, *f)
-	}
-}
-
 // validateGuardHook checks the hook block.
 func (d *decoder) validateGuardHook(c *Config) {
 	if c.Guards == nil || c.Guards.Hook == nil {
@@ -106,28 +95,26 @@ func (d *decoder) validateGuardHook(c *Config) {
 	const p = "guards.hook"
 	if u, err := url.Parse(h.URL); h.URL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		// The URL may hold a key: never quoted.
-		d.errorAt(p+".url", p+".url", "required: the hook's http:// or https:// URL")
+		d.errorAt(p+".url", "required: the hook's http:// or https:// URL")
 	}
 	switch h.Fail {
 	case HookFailOpen, HookFailClosed:
 	case "":
-		d.errorAt(p+".fail", p+".fail", "required: open (a failed check lets the message pass) or closed (it refuses it)")
+		d.errorAt(p+".fail", "required: open (a failed check lets the message pass) or closed (it refuses it)")
 	default:
-		d.errorAt(p+".fail", p+".fail", "invalid %q: want open or closed", h.Fail)
+		d.errorAt(p+".fail", "invalid %q: want open or closed", h.Fail)
 	}
 	for i, dir := range h.Directions {
 		if dir != HookArguments && dir != HookResult {
-			ip := index(p+".directions", i)
-			d.errorAt(ip, ip, "unknown direction %q: want arguments or result", dir)
+			d.errorAt(index(p+".directions", i), "unknown direction %q: want arguments or result", dir)
 		}
 	}
 	if h.TokenEnv != "" && h.TokenFile != "" {
-		d.errorAt(p+".token_file", p+".token_file", "give token_env or token_file, not both")
+		d.errorAt(p+".token_file", "give token_env or token_file, not both")
 	}
 	for i, name := range h.Destinations {
 		if _, ok := c.Destinations[name]; !ok {
-			ip := index(p+".destinations", i)
-			d.errorAt(ip, ip, "unknown destination %q", name)
+			d.errorAt(index(p+".destinations", i), "unknown destination %q", name)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -157,35 +158,19 @@ func (g *Guards) For(name string) GuardSettings {
 	s := g.Defaults
 	s.Tools = nil
 	if o := g.Destinations[name]; o != nil {
-		if o.Pinning != "" {
-			s.Pinning = o.Pinning
-		}
+		s.Pinning = cmp.Or(o.Pinning, s.Pinning)
 		if o.Detectors != nil {
 			s.Detectors = o.Detectors
 		}
-		if o.Action != "" {
-			s.Action = o.Action
-		}
-		if o.Descriptions != "" {
-			s.Descriptions = o.Descriptions
-		}
-		if o.Shadowing != "" {
-			s.Shadowing = o.Shadowing
-		}
+		s.Action = cmp.Or(o.Action, s.Action)
+		s.Descriptions = cmp.Or(o.Descriptions, s.Descriptions)
+		s.Shadowing = cmp.Or(o.Shadowing, s.Shadowing)
 		s.Tools = o.Tools
 	}
-	if s.Pinning == "" {
-		s.Pinning = GuardOff
-	}
-	if s.Action == "" {
-		s.Action = GuardMonitor
-	}
-	if s.Descriptions == "" {
-		s.Descriptions = GuardOff
-	}
-	if s.Shadowing == "" {
-		s.Shadowing = GuardOff
-	}
+	s.Pinning = cmp.Or(s.Pinning, GuardOff)
+	s.Action = cmp.Or(s.Action, GuardMonitor)
+	s.Descriptions = cmp.Or(s.Descriptions, GuardOff)
+	s.Shadowing = cmp.Or(s.Shadowing, GuardOff)
 	return s
 }
 
@@ -224,73 +209,69 @@ func (d *decoder) validateGuards(c *Config) {
 		id := g.PII.NationalIDs[name]
 		switch {
 		case !ruleID.MatchString(name) || slices.Contains(PIIRules, name):
-			d.errorAt(p, p, "invalid name %q: want a rule id of lower-case letters, digits and dashes, not email, card or iban", name)
+			d.errorAt(p, "invalid name %q: want a rule id of lower-case letters, digits and dashes, not email, card or iban", name)
 		case id.Pattern == "":
-			d.errorAt(p, p+".pattern", "missing: want the identifier's regular expression")
+			d.errorIn(p, p+".pattern", "missing: want the identifier's regular expression")
 		default:
 			if _, err := regexp.Compile(id.Pattern); err != nil {
-				d.errorAt(p+".pattern", p+".pattern", "invalid regular expression: %v", err)
+				d.errorAt(p+".pattern", "invalid regular expression: %v", err)
 			}
 		}
 		if id.Check != "" && !slices.Contains(PIIChecks, id.Check) {
-			d.errorAt(p+".check", p+".check", "unknown check %q: want luhn, mod97 or us-ssn", id.Check)
+			d.errorAt(p+".check", "unknown check %q: want luhn, mod97 or us-ssn", id.Check)
 		}
 	}
 	for i, r := range g.PII.Disable {
 		if !slices.Contains(PIIRules, r) {
-			ip := index("guards.pii.disable", i)
-			d.errorAt(ip, ip, "unknown rule %q: want email, card or iban", r)
+			d.errorAt(index("guards.pii.disable", i), "unknown rule %q: want email, card or iban", r)
 		}
 	}
 	check := func(p string, s *GuardSettings) {
 		if s.Pinning != "" && !slices.Contains([]string{GuardOff, GuardMonitor, GuardBlock}, s.Pinning) {
-			d.errorAt(p+".pinning", p+".pinning", "invalid mode %q: want off, monitor or block", s.Pinning)
+			d.errorAt(p+".pinning", "invalid mode %q: want off, monitor or block", s.Pinning)
 		}
 		if s.Action != "" && !slices.Contains([]string{GuardMonitor, GuardRedact, GuardBlock}, s.Action) {
-			d.errorAt(p+".action", p+".action", "invalid action %q: want monitor, redact or block", s.Action)
+			d.errorAt(p+".action", "invalid action %q: want monitor, redact or block", s.Action)
 		}
 		if s.Descriptions != "" && !slices.Contains([]string{GuardOff, GuardMonitor, GuardStrip, GuardBlock}, s.Descriptions) {
-			d.errorAt(p+".descriptions", p+".descriptions", "invalid mode %q: want off, monitor, strip or block", s.Descriptions)
+			d.errorAt(p+".descriptions", "invalid mode %q: want off, monitor, strip or block", s.Descriptions)
 		}
 		if s.Shadowing != "" && !slices.Contains([]string{GuardOff, GuardMonitor, GuardBlock}, s.Shadowing) {
-			d.errorAt(p+".shadowing", p+".shadowing", "invalid mode %q: want off, monitor or block", s.Shadowing)
+			d.errorAt(p+".shadowing", "invalid mode %q: want off, monitor or block", s.Shadowing)
 		}
 		for _, tool := range d.order[p+".tools"] {
 			tp := p + ".tools." + tool
 			t := s.Tools[tool]
 			if t.Action != "" && !slices.Contains([]string{GuardMonitor, GuardRedact, GuardBlock}, t.Action) {
-				d.errorAt(tp+".action", tp+".action", "invalid action %q: want monitor, redact or block", t.Action)
+				d.errorAt(tp+".action", "invalid action %q: want monitor, redact or block", t.Action)
 			}
 			for i, a := range t.Allow {
 				if !ruleID.MatchString(a) {
-					ip := index(tp+".allow", i)
-					d.errorAt(ip, ip, "invalid rule %q: want a detector (secrets, pii, hidden, markup) or a rule id such as email or aws-access-token", a)
+					d.errorAt(index(tp+".allow", i), "invalid rule %q: want a detector (secrets, pii, hidden, markup) or a rule id such as email or aws-access-token", a)
 				}
 			}
 		}
 		for i, det := range s.Detectors {
 			if !slices.Contains(Detectors, det) {
-				ip := index(p+".detectors", i)
-				d.errorAt(ip, ip, "unknown detector %q: want hidden, markup, secrets or pii", det)
+				d.errorAt(index(p+".detectors", i), "unknown detector %q: want hidden, markup, secrets or pii", det)
 			}
 		}
 	}
 	check("guards.defaults", &g.Defaults)
 	if g.Defaults.Tools != nil {
-		d.errorAt("guards.defaults.tools", "guards.defaults.tools", "per-tool settings belong to a destination: guards.destinations.NAME.tools")
+		d.errorAt("guards.defaults.tools", "per-tool settings belong to a destination: guards.destinations.NAME.tools")
 	}
 	for _, name := range d.order["guards.destinations"] {
 		p := "guards.destinations." + name
 		if _, ok := c.Destinations[name]; !ok {
-			d.errorAt(p, p, "unknown destination %q", name)
+			d.errorAt(p, "unknown destination %q", name)
 			continue
 		}
 		check(p, g.Destinations[name])
 	}
 	for i, h := range g.AllowHosts {
 		if h == "" || strings.ContainsAny(h, "/:@ ") {
-			ip := index("guards.allow_hosts", i)
-			d.errorAt(ip, ip, "invalid host %q: want a host name such as example.com", h)
+			d.errorAt(index("guards.allow_hosts", i), "invalid host %q: want a host name such as example.com", h)
 		}
 	}
 }

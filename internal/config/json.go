@@ -145,6 +145,7 @@ func (p *jsonParser) value(depth int) (*yaml.Node, error) {
 // '}' or ']', keeping every newline so line numbers stay right.
 func stripJSONC(data []byte) []byte {
 	out := bytes.Clone(data)
+	var commas []int // outside strings; trailing ones are blanked once comments are
 	inString := false
 	for i := 0; i < len(out); i++ {
 		c := out[i]
@@ -157,6 +158,8 @@ func stripJSONC(data []byte) []byte {
 			}
 		case c == '"':
 			inString = true
+		case c == ',':
+			commas = append(commas, i)
 		case c == '/' && i+1 < len(out) && out[i+1] == '/':
 			for ; i < len(out) && out[i] != '\n'; i++ {
 				out[i] = ' '
@@ -175,27 +178,9 @@ func stripJSONC(data []byte) []byte {
 			i--
 		}
 	}
-	// Trailing commas, now that comments are blank.
-	inString = false
-	for i := 0; i < len(out); i++ {
-		c := out[i]
-		switch {
-		case inString:
-			if c == '\\' {
-				i++
-			} else if c == '"' {
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == ',':
-			j := i + 1
-			for j < len(out) && strings.IndexByte(" \t\r\n", out[j]) >= 0 {
-				j++
-			}
-			if j < len(out) && (out[j] == '}' || out[j] == ']') {
-				out[i] = ' '
-			}
+	for _, i := range commas {
+		if rest := bytes.TrimLeft(out[i+1:], " \t\r\n"); len(rest) > 0 && (rest[0] == '}' || rest[0] == ']') {
+			out[i] = ' '
 		}
 	}
 	return out

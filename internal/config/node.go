@@ -65,17 +65,22 @@ func (d *decoder) errorf(n *yaml.Node, path, format string, args ...any) {
 	d.errorLine(line, path, format, args...)
 }
 
-// errorAt reports a problem under msgPath at the line recorded for linePath,
+// errorIn reports a problem under msgPath at the line recorded for linePath,
 // or for its nearest recorded parent.
 //
 // A value already reported (an unset variable, a bad reference, a value of
 // the wrong type: see errorf) gets no second error from validation: the
 // first one says what to fix, a second would describe the placeholder.
-func (d *decoder) errorAt(linePath, msgPath, format string, args ...any) {
+func (d *decoder) errorIn(linePath, msgPath, format string, args ...any) {
 	if d.failed[linePath] {
 		return
 	}
 	d.errorLine(d.line(linePath), msgPath, format, args...)
+}
+
+// errorAt is errorIn with the message under the path whose line it has.
+func (d *decoder) errorAt(path, format string, args ...any) {
+	d.errorIn(path, path, format, args...)
 }
 
 func (d *decoder) errorLine(line int, path, format string, args ...any) {

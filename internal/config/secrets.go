@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -39,16 +40,9 @@ func (s Secrets) GoString() string {
 	if s == nil {
 		return "config.Secrets(nil)"
 	}
-	keys := slices.Sorted(func(yield func(string) bool) {
-		for k := range s {
-			if !yield(k) {
-				return
-			}
-		}
-	})
 	var b strings.Builder
 	b.WriteString("config.Secrets{")
-	for i, k := range keys {
+	for i, k := range slices.Sorted(maps.Keys(s)) {
 		if i > 0 {
 			b.WriteString(", ")
 		}

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"cmp"
+	"maps"
 	"regexp"
 	"slices"
 	"time"
@@ -51,21 +53,11 @@ type Sandbox struct {
 
 // withDefaults fills the zero fields of s.
 func (s Sandbox) withDefaults() Sandbox {
-	if s.Timeout == 0 {
-		s.Timeout = DefaultSandboxTimeout
-	}
-	if s.Memory == 0 {
-		s.Memory = DefaultSandboxMemory
-	}
-	if s.MaxCalls == 0 {
-		s.MaxCalls = DefaultSandboxMaxCalls
-	}
-	if s.MaxOutput == 0 {
-		s.MaxOutput = DefaultSandboxMaxOutput
-	}
-	if s.Concurrency == 0 {
-		s.Concurrency = DefaultSandboxConcurrency
-	}
+	s.Timeout = cmp.Or(s.Timeout, DefaultSandboxTimeout)
+	s.Memory = cmp.Or(s.Memory, DefaultSandboxMemory)
+	s.MaxCalls = cmp.Or(s.MaxCalls, DefaultSandboxMaxCalls)
+	s.MaxOutput = cmp.Or(s.MaxOutput, DefaultSandboxMaxOutput)
+	s.Concurrency = cmp.Or(s.Concurrency, DefaultSandboxConcurrency)
 	return s
 }
 
@@ -97,76 +89,67 @@ func (d *decoder) validateShaping(c *Config, ns *Namespace, p string) {
 		}
 	}
 	walk(ns.Name, map[string]bool{})
-	for _, server := range sortedKeys(ns.Prefix) {
+	for _, server := range slices.Sorted(maps.Keys(ns.Prefix)) {
 		pp := p + ".prefix." + server
 		if !slices.Contains(servers, server) {
-			d.errorAt(pp, p, "prefix: %q is not a server of the namespace", server)
+			d.errorIn(pp, p, "prefix: %q is not a server of the namespace", server)
 		}
 		switch v := ns.Prefix[server]; v {
 		case ToolPrefixAlways, ToolPrefixConflict, ToolPrefixNever:
 		default:
 			if len(v) > MaxCustomPrefix || !customPrefixRE.MatchString(v) {
-				d.errorAt(pp, p, "prefix.%s: %q is neither always, conflict, never nor a custom prefix "+
+				d.errorIn(pp, p, "prefix.%s: %q is neither always, conflict, never nor a custom prefix "+
 					"(1 to %d letters, digits, '-' or single '_')", server, v, MaxCustomPrefix)
 			}
 		}
 	}
 	exposed := map[string]string{} // override name -> server.tool that takes it
-	for _, server := range sortedKeys(ns.Overrides) {
+	for _, server := range slices.Sorted(maps.Keys(ns.Overrides)) {
 		if !slices.Contains(servers, server) {
-			d.errorAt(p+".overrides."+server, p, "overrides: %q is not a server of the namespace", server)
+			d.errorIn(p+".overrides."+server, p, "overrides: %q is not a server of the namespace", server)
 		}
-		for _, tool := range sortedKeys(ns.Overrides[server]) {
+		for _, tool := range slices.Sorted(maps.Keys(ns.Overrides[server])) {
 			o := ns.Overrides[server][tool]
 			op := p + ".overrides." + server + "." + tool
 			if o.Name != "" {
 				if !toolNameRE.MatchString(o.Name) {
-					d.errorAt(op+".name", p, "overrides.%s.%s.name: %q is not a valid tool name (^[a-zA-Z0-9_-]{1,64}$)", server, tool, o.Name)
+					d.errorIn(op+".name", p, "overrides.%s.%s.name: %q is not a valid tool name (^[a-zA-Z0-9_-]{1,64}$)", server, tool, o.Name)
 				}
 				if first, dup := exposed[o.Name]; dup {
-					d.errorAt(op+".name", p, "overrides.%s.%s.name: %q is also the name of %s", server, tool, o.Name, first)
+					d.errorIn(op+".name", p, "overrides.%s.%s.name: %q is also the name of %s", server, tool, o.Name, first)
 				}
 				exposed[o.Name] = server + "." + tool
 			}
-			for _, k := range sortedKeys(o.Annotations) {
+			for _, k := range slices.Sorted(maps.Keys(o.Annotations)) {
 				v := o.Annotations[k]
 				if _, isBool := v.(bool); slices.Contains(boolAnnotations, k) && !isBool {
-					d.errorAt(op+".annotations."+k, p, "overrides.%s.%s.annotations.%s: expected a boolean, got %v", server, tool, k, v)
+					d.errorIn(op+".annotations."+k, p, "overrides.%s.%s.annotations.%s: expected a boolean, got %v", server, tool, k, v)
 				}
 				if _, isString := v.(string); k == "title" && !isString {
-					d.errorAt(op+".annotations."+k, p, "overrides.%s.%s.annotations.title: expected a string, got %v", server, tool, v)
+					d.errorIn(op+".annotations."+k, p, "overrides.%s.%s.annotations.title: expected a string, got %v", server, tool, v)
 				}
 			}
 		}
 	}
 	if ns.sandboxSet = d.has(p + ".sandbox"); ns.sandboxSet && ns.CodeMode == CodeModeOff {
-		d.errorAt(p+".sandbox", p, "sandbox is set but code_mode is off")
+		d.errorIn(p+".sandbox", p, "sandbox is set but code_mode is off")
 	}
 	s := ns.Sandbox
 	switch {
 	case s.Timeout < 0:
-		d.errorAt(p+".sandbox.timeout", p, "sandbox.timeout must be positive")
+		d.errorIn(p+".sandbox.timeout", p, "sandbox.timeout must be positive")
 	case s.Memory < 0 || (s.Memory > 0 && s.Memory < 1<<20):
-		d.errorAt(p+".sandbox.memory", p, "sandbox.memory must be at least 1MiB")
+		d.errorIn(p+".sandbox.memory", p, "sandbox.memory must be at least 1MiB")
 	case s.MaxCalls < 0:
-		d.errorAt(p+".sandbox.max_calls", p, "sandbox.max_calls must be positive")
+		d.errorIn(p+".sandbox.max_calls", p, "sandbox.max_calls must be positive")
 	case s.MaxOutput < 0 || (s.MaxOutput > 0 && s.MaxOutput < 1<<10):
-		d.errorAt(p+".sandbox.max_output", p, "sandbox.max_output must be at least 1KiB")
+		d.errorIn(p+".sandbox.max_output", p, "sandbox.max_output must be at least 1KiB")
 	case s.Concurrency < 0:
-		d.errorAt(p+".sandbox.concurrency", p, "sandbox.concurrency must be positive")
+		d.errorIn(p+".sandbox.concurrency", p, "sandbox.concurrency must be positive")
 	}
 	ns.Sandbox = s.withDefaults()
 	if ns.CodeMode != CodeModeOff && c.Timeout > 0 && ns.Sandbox.Timeout >= c.Timeout {
-		d.errorAt(p+".sandbox.timeout", p, "sandbox.timeout (%s) must be shorter than timeout (%s): the request would time out before the script",
+		d.errorIn(p+".sandbox.timeout", p, "sandbox.timeout (%s) must be shorter than timeout (%s): the request would time out before the script",
 			ns.Sandbox.Timeout, c.Timeout)
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }

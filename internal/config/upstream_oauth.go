@@ -102,57 +102,57 @@ func (d *decoder) validateUpstreamOAuth(dst *Destination, p string) {
 	case "", GrantAuthorizationCode:
 	case GrantClientCredentials:
 		if o.ClientID == "" || o.ClientSecret == "" && o.ClientKeyFile == "" {
-			d.errorAt(op+".grant", p, "oauth: grant client_credentials needs client_id and client_secret (or client_key_file)")
+			d.errorIn(op+".grant", p, "oauth: grant client_credentials needs client_id and client_secret (or client_key_file)")
 		}
 	default:
-		d.errorAt(op+".grant", p, "oauth.grant: want authorization_code or client_credentials")
+		d.errorIn(op+".grant", p, "oauth.grant: want authorization_code or client_credentials")
 	}
 	switch o.TokenStore {
 	case "", TokenStoreFile, TokenStoreKeyring:
 	default:
-		d.errorAt(op+".token_store", p, "oauth.token_store: want file or keyring")
+		d.errorIn(op+".token_store", p, "oauth.token_store: want file or keyring")
 	}
 	if o.ClientKeyFile != "" && o.Grant != GrantClientCredentials {
-		d.errorAt(op+".client_key_file", p, "oauth.client_key_file is for grant client_credentials")
+		d.errorIn(op+".client_key_file", p, "oauth.client_key_file is for grant client_credentials")
 	} else if o.ClientKeyFile != "" && o.ClientSecret != "" {
-		d.errorAt(op+".client_key_file", p, "oauth: give client_secret or client_key_file, not both")
+		d.errorIn(op+".client_key_file", p, "oauth: give client_secret or client_key_file, not both")
 	}
 	if o.ClientSecret != "" && o.ClientID == "" {
-		d.errorAt(op+".client_secret", p, "oauth.client_secret needs oauth.client_id")
+		d.errorIn(op+".client_secret", p, "oauth.client_secret needs oauth.client_id")
 	}
 	if o.ClientMetadataURL != "" {
 		u, err := url.Parse(o.ClientMetadataURL)
 		if err != nil || u.Scheme != "https" || u.Host == "" || strings.Trim(u.Path, "/") == "" {
-			d.errorAt(op+".client_metadata_url", p, "oauth.client_metadata_url: want an https URL with a path, such as https://example.com/switchboard.json")
+			d.errorIn(op+".client_metadata_url", p, "oauth.client_metadata_url: want an https URL with a path, such as https://example.com/switchboard.json")
 		}
 	}
 	if o.RedirectURL != "" {
 		u, err := url.Parse(o.RedirectURL)
 		if err != nil || u.Scheme != "http" || !loopbackHost(u.Hostname()) {
-			d.errorAt(op+".redirect_url", p, "oauth.redirect_url: want http on a loopback address, such as http://127.0.0.1:8976/callback")
+			d.errorIn(op+".redirect_url", p, "oauth.redirect_url: want http on a loopback address, such as http://127.0.0.1:8976/callback")
 		}
 	}
 	if o.CallbackURL != "" {
 		u, err := url.Parse(o.CallbackURL)
 		switch {
 		case o.Grant == GrantClientCredentials:
-			d.errorAt(op+".callback_url", p, "oauth.callback_url is for grant authorization_code (client_credentials needs no login)")
+			d.errorIn(op+".callback_url", p, "oauth.callback_url is for grant authorization_code (client_credentials needs no login)")
 		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" ||
 			!strings.HasSuffix(u.Path, CallbackPath(dst.Name)):
-			d.errorAt(op+".callback_url", p, "oauth.callback_url: want this gateway's URL of %s, such as https://gw.example.com%s", CallbackPath(dst.Name), CallbackPath(dst.Name))
+			d.errorIn(op+".callback_url", p, "oauth.callback_url: want this gateway's URL of %s, such as https://gw.example.com%s", CallbackPath(dst.Name), CallbackPath(dst.Name))
 		}
 	}
 	if dst.AWS != nil {
-		d.errorAt(op, p, "oauth and aws both authorize with the Authorization header: give one")
+		d.errorIn(op, p, "oauth and aws both authorize with the Authorization header: give one")
 	}
 	for k := range dst.Headers {
 		if strings.EqualFold(k, "Authorization") {
-			d.errorAt(op, p, "oauth sets the Authorization header: remove it from headers")
+			d.errorIn(op, p, "oauth sets the Authorization header: remove it from headers")
 		}
 	}
 	for _, k := range dst.ForwardHeaders {
 		if strings.EqualFold(k, "Authorization") {
-			d.errorAt(op, p, "oauth sets the Authorization header: the client's is never passed on with it; remove it from forward_headers")
+			d.errorIn(op, p, "oauth sets the Authorization header: the client's is never passed on with it; remove it from forward_headers")
 		}
 	}
 }

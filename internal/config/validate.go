@@ -44,49 +44,47 @@ func (d *decoder) validate(c *Config) {
 
 func (d *decoder) validateGlobal(c *Config) {
 	if host, port, err := net.SplitHostPort(c.Listen); err != nil {
-		d.errorAt("listen", "listen", "invalid address %q: want host:port", c.Listen)
+		d.errorAt("listen", "invalid address %q: want host:port", c.Listen)
 	} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
-		d.errorAt("listen", "listen", "invalid port %q", port)
+		d.errorAt("listen", "invalid port %q", port)
 	} else if strings.ContainsAny(host, "/ ") {
-		d.errorAt("listen", "listen", "invalid host %q", host)
+		d.errorAt("listen", "invalid host %q", host)
 	}
 	if c.MaxChildren < 0 {
-		d.errorAt("max_children", "max_children", "must not be negative (0 means max_sessions)")
+		d.errorAt("max_children", "must not be negative (0 means max_sessions)")
 	}
 	for i, v := range c.Restart.Delays {
 		if v < 0 {
-			d.errorAt(index("restart.delays", i), index("restart.delays", i), "must not be negative")
+			d.errorAt(index("restart.delays", i), "must not be negative")
 		}
 	}
 	if n := c.Metrics.ToolLabels; n > MaxToolLabels {
-		d.errorAt("metrics.tool_labels", "metrics.tool_labels", "%d is more than %d: each name is a series per outcome; keep the cap small", n, MaxToolLabels)
+		d.errorAt("metrics.tool_labels", "%d is more than %d: each name is a series per outcome; keep the cap small", n, MaxToolLabels)
 	}
 	if r := c.Tracing.SampleRatio; r < 0 || r > 1 {
-		d.errorAt("tracing.sample_ratio", "tracing.sample_ratio", "%g is not between 0 and 1", r)
+		d.errorAt("tracing.sample_ratio", "%g is not between 0 and 1", r)
 	}
 	if e := c.Tracing.Endpoint; e != "" {
 		if u, err := url.Parse(e); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			d.errorAt("tracing.endpoint", "tracing.endpoint", "%q is not an http(s) URL", e)
+			d.errorAt("tracing.endpoint", "%q is not an http(s) URL", e)
 		}
 	}
 	if c.Tracing.ServiceName == "" {
-		d.errorAt("tracing.service_name", "tracing.service_name", "must not be empty")
+		d.errorAt("tracing.service_name", "must not be empty")
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:
-		d.errorAt("log.level", "log.level", "unknown level %q: want debug, info, warn or error", c.Log.Level)
+		d.errorAt("log.level", "unknown level %q: want debug, info, warn or error", c.Log.Level)
 	}
 	for i, o := range c.AllowedOrigins {
 		if o != "*" && !validOrigin(o) {
-			p := index("allowed_origins", i)
-			d.errorAt(p, p, "invalid origin %q: want scheme://host[:port] or \"*\"", o)
+			d.errorAt(index("allowed_origins", i), "invalid origin %q: want scheme://host[:port] or \"*\"", o)
 		}
 	}
 	for i, h := range c.AllowedHosts {
 		if h != "*" && !validHost(h) {
-			p := index("allowed_hosts", i)
-			d.errorAt(p, p, "invalid host %q: want a host name or IP address without a port, or \"*\"", h)
+			d.errorAt(index("allowed_hosts", i), "invalid host %q: want a host name or IP address without a port, or \"*\"", h)
 		}
 	}
 }
@@ -117,7 +115,7 @@ func (d *decoder) checkMins(v reflect.Value, path string) {
 			p, fv := join(path, f.key), v.Field(f.index)
 			if m := v.Type().Field(f.index).Tag.Get("min"); m != "" {
 				if min, _ := strconv.ParseInt(m, 10, 64); fv.Int() < min {
-					d.errorAt(p, p, "%s", minMessages[min])
+					d.errorAt(p, "%s", minMessages[min])
 				}
 			}
 			d.checkMins(fv, p)
@@ -143,16 +141,16 @@ func validHost(h string) bool {
 func (d *decoder) validName(name, p string) {
 	switch {
 	case !nameRE.MatchString(name):
-		d.errorAt(p, p, "invalid name: want 1 to 64 letters, digits, '_' or '-'")
+		d.errorAt(p, "invalid name: want 1 to 64 letters, digits, '_' or '-'")
 	case slices.Contains(reserved, name):
-		d.errorAt(p, p, "name %q is reserved (routes /mcp, /sse, /healthz and /metrics)", name)
+		d.errorAt(p, "name %q is reserved (routes /mcp, /sse, /healthz and /metrics)", name)
 	}
 }
 
 func (d *decoder) validateDestination(dst *Destination, p string) {
 	d.validName(dst.Name, p)
 	if dst.Timeout < 0 {
-		d.errorAt(p+".timeout", p, "timeout must not be negative")
+		d.errorIn(p+".timeout", p, "timeout must not be negative")
 	}
 	switch dst.Type {
 	case TypeStdio:
@@ -166,33 +164,33 @@ func (d *decoder) validateDestination(dst *Destination, p string) {
 			break
 		}
 		if d.imported {
-			d.errorAt(p, p, "needs a command or a url")
+			d.errorAt(p, "needs a command or a url")
 		} else {
 			hint := ""
 			if dst.URL != "" && dst.Command == nil {
 				// mithril-proxy took such an entry as sse at url + /sse.
 				hint = "; for an sse server at url plus /sse, write the destination as just its URL (name: https://host/base)"
 			}
-			d.errorAt(p, p, "type is required: stdio, streamable_http, sse or agentcore%s", hint)
+			d.errorAt(p, "type is required: stdio, streamable_http, sse or agentcore%s", hint)
 		}
 	default:
-		d.errorAt(p+".type", p, "unknown type %q: want stdio, streamable_http, sse or agentcore", dst.Type)
+		d.errorIn(p+".type", p, "unknown type %q: want stdio, streamable_http, sse or agentcore", dst.Type)
 	}
 	switch dst.Protocol {
 	case "", ProtocolAuto, ProtocolLegacy:
 	case ProtocolModern:
 		if dst.Type == TypeSSE {
-			d.errorAt(p+".protocol", p, "protocol modern is not valid for type sse (HTTP+SSE is a legacy transport)")
+			d.errorIn(p+".protocol", p, "protocol modern is not valid for type sse (HTTP+SSE is a legacy transport)")
 		}
 	default:
-		d.errorAt(p+".protocol", p, "unknown protocol %q: want auto, legacy or modern", dst.Protocol)
+		d.errorIn(p+".protocol", p, "unknown protocol %q: want auto, legacy or modern", dst.Protocol)
 	}
 	if slices.Contains([]string{TypeStdio, TypeStreamableHTTP, TypeSSE, TypeAgentCore}, dst.Type) {
 		v := reflect.ValueOf(dst).Elem()
 		for _, f := range fieldsOf(v.Type()) {
 			types := strings.Split(v.Type().Field(f.index).Tag.Get("types"), ",")
 			if types[0] != "" && !v.Field(f.index).IsZero() && !slices.Contains(types, dst.Type) {
-				d.errorAt(p+"."+f.key, p, "%s is not valid for type %s", f.key, dst.Type)
+				d.errorIn(p+"."+f.key, p, "%s is not valid for type %s", f.key, dst.Type)
 			}
 		}
 	}
@@ -222,29 +220,29 @@ func (d *decoder) validateAWS(dst *Destination, p string) {
 	switch {
 	case a.Region == "":
 	case !regionRE.MatchString(a.Region):
-		d.errorAt(ap+".region", p, "aws.region %q: want a region name like us-east-1", a.Region)
+		d.errorIn(ap+".region", p, "aws.region %q: want a region name like us-east-1", a.Region)
 	case dst.Type == TypeAgentCore && runtimeARN.MatchString(dst.ARN) && strings.Split(dst.ARN, ":")[3] != a.Region:
-		d.errorAt(ap+".region", p, "aws.region %q is not the region of the arn (%s); leave it out", a.Region, strings.Split(dst.ARN, ":")[3])
+		d.errorIn(ap+".region", p, "aws.region %q is not the region of the arn (%s); leave it out", a.Region, strings.Split(dst.ARN, ":")[3])
 	}
 	switch {
 	case a.Service == "":
 	case dst.Type == TypeAgentCore:
-		d.errorAt(ap+".service", p, "aws.service is not valid for type agentcore (it always signs as bedrock-agentcore)")
+		d.errorIn(ap+".service", p, "aws.service is not valid for type agentcore (it always signs as bedrock-agentcore)")
 	case !serviceRE.MatchString(a.Service):
-		d.errorAt(ap+".service", p, "aws.service %q: want a signing name like billing-mcp (lower-case letters, digits, '.', '_', '-'); leave it out to infer it from the host", a.Service)
+		d.errorIn(ap+".service", p, "aws.service %q: want a signing name like billing-mcp (lower-case letters, digits, '.', '_', '-'); leave it out to infer it from the host", a.Service)
 	}
 	if strings.ContainsFunc(a.Profile, func(r rune) bool { return r < ' ' || r == 0x7f }) {
-		d.errorAt(ap+".profile", p, "aws.profile contains a control character")
+		d.errorIn(ap+".profile", p, "aws.profile contains a control character")
 	}
 	if a.AssumeRoleARN != "" && !roleARNRE.MatchString(a.AssumeRoleARN) {
-		d.errorAt(ap+".assume_role_arn", p, "aws.assume_role_arn %q is not an IAM role ARN: want arn:aws:iam::ACCOUNT:role/NAME", a.AssumeRoleARN)
+		d.errorIn(ap+".assume_role_arn", p, "aws.assume_role_arn %q is not an IAM role ARN: want arn:aws:iam::ACCOUNT:role/NAME", a.AssumeRoleARN)
 	}
 	switch {
 	case a.RoleSessionName == "":
 	case !roleSessionRE.MatchString(a.RoleSessionName):
-		d.errorAt(ap+".role_session_name", p, "aws.role_session_name %q: want 2 to 64 letters, digits or +=,.@_-", a.RoleSessionName)
+		d.errorIn(ap+".role_session_name", p, "aws.role_session_name %q: want 2 to 64 letters, digits or +=,.@_-", a.RoleSessionName)
 	case a.AssumeRoleARN == "":
-		d.errorAt(ap+".role_session_name", p, "aws.role_session_name needs aws.assume_role_arn")
+		d.errorIn(ap+".role_session_name", p, "aws.role_session_name needs aws.assume_role_arn")
 	}
 }
 
@@ -255,36 +253,36 @@ func (d *decoder) validateAgentCore(dst *Destination, p string) {
 	switch {
 	case dst.ARN == "":
 		if !d.failed[p+".arn"] {
-			d.errorAt(p, p, "arn is required for type agentcore")
+			d.errorAt(p, "arn is required for type agentcore")
 		}
 	case !runtimeARN.MatchString(dst.ARN):
-		d.errorAt(p+".arn", p, "arn %q is not an AgentCore runtime ARN: want arn:aws:bedrock-agentcore:REGION:ACCOUNT:runtime/NAME", dst.ARN)
+		d.errorIn(p+".arn", p, "arn %q is not an AgentCore runtime ARN: want arn:aws:bedrock-agentcore:REGION:ACCOUNT:runtime/NAME", dst.ARN)
 	}
 	if strings.ContainsAny(dst.Qualifier, "/?#&= \t\r\n") {
-		d.errorAt(p+".qualifier", p, "qualifier %q: want an endpoint name (letters, digits, _ and -)", dst.Qualifier)
+		d.errorIn(p+".qualifier", p, "qualifier %q: want an endpoint name (letters, digits, _ and -)", dst.Qualifier)
 	}
 	switch dst.SessionMode {
 	case "", SessionModeSession, SessionModeIdentity, SessionModeRequest:
 	default:
-		d.errorAt(p+".session_mode", p, "unknown session_mode %q: want session, identity or request", dst.SessionMode)
+		d.errorIn(p+".session_mode", p, "unknown session_mode %q: want session, identity or request", dst.SessionMode)
 	}
 }
 
 func (d *decoder) validateStdio(dst *Destination, p string) {
 	if (len(dst.Command) == 0 || dst.Command[0] == "") && !d.failed[p+".command"] {
-		d.errorAt(p+".command", p, "command is required for type stdio")
+		d.errorIn(p+".command", p, "command is required for type stdio")
 	}
 	d.checkArgv(dst.Command, p, "command")
 	d.checkArgv(dst.Args, p, "args")
 	for _, key := range slices.Sorted(maps.Keys(dst.Env)) {
 		if !isEnvName(key) {
-			d.errorAt(p+".env."+key, p, "env: invalid name %q: want letters, digits and _, not starting with a digit", key)
+			d.errorIn(p+".env."+key, p, "env: invalid name %q: want letters, digits and _, not starting with a digit", key)
 		}
 	}
 	switch dst.Isolation {
 	case IsolationShared, IsolationSession:
 	default:
-		d.errorAt(p+".isolation", p, "unknown isolation %q: want shared or session", dst.Isolation)
+		d.errorIn(p+".isolation", p, "unknown isolation %q: want shared or session", dst.Isolation)
 	}
 }
 
@@ -295,7 +293,7 @@ func (d *decoder) validateStdio(dst *Destination, p string) {
 func (d *decoder) checkArgv(argv []string, p, field string) {
 	for i, a := range argv {
 		if strings.IndexByte(a, 0) >= 0 {
-			d.errorAt(index(p+"."+field, i), p, "%s[%d] contains a NUL byte, which no program argument can hold", field, i)
+			d.errorIn(index(p+"."+field, i), p, "%s[%d] contains a NUL byte, which no program argument can hold", field, i)
 			return
 		}
 	}
@@ -305,29 +303,29 @@ func (d *decoder) validateHTTP(dst *Destination, p string) {
 	// Messages never quote the URL: it may hold a substituted secret.
 	if dst.URL == "" {
 		if !d.failed[p+".url"] {
-			d.errorAt(p, p, "url is required for type %s", dst.Type)
+			d.errorAt(p, "url is required for type %s", dst.Type)
 		}
 	} else if u, err := url.Parse(dst.URL); err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		d.errorAt(p+".url", p, "invalid url: %v", err)
+		d.errorIn(p+".url", p, "invalid url: %v", err)
 	} else if u.Scheme != "http" && u.Scheme != "https" {
-		d.errorAt(p+".url", p, "url must start with http:// or https://")
+		d.errorIn(p+".url", p, "url must start with http:// or https://")
 	} else if u.Host == "" {
-		d.errorAt(p+".url", p, "url has no host")
+		d.errorIn(p+".url", p, "url has no host")
 	}
 	for _, name := range slices.Sorted(maps.Keys(dst.Headers)) {
 		if !isToken(name) {
-			d.errorAt(p+".headers", p, "headers: invalid header name %q", name)
+			d.errorIn(p+".headers", p, "headers: invalid header name %q", name)
 		} else if strings.ContainsAny(dst.Headers[name], "\r\n\x00") {
-			d.errorAt(p+".headers", p, "headers: value of %s contains a line break or NUL", name)
+			d.errorIn(p+".headers", p, "headers: value of %s contains a line break or NUL", name)
 		}
 	}
 	for i, name := range dst.ForwardHeaders {
 		if !isToken(name) {
-			d.errorAt(index(p+".forward_headers", i), p, "forward_headers: invalid header name %q", name)
+			d.errorIn(index(p+".forward_headers", i), p, "forward_headers: invalid header name %q", name)
 		}
 	}
 }
@@ -351,18 +349,18 @@ func (d *decoder) validateNamespace(c *Config, ns *Namespace, p string) {
 	d.notDestination(c, ns.Name, p)
 	for i, s := range ns.Servers {
 		if _, ok := c.Destinations[s]; !ok && !d.disabled[s] {
-			d.errorAt(index(p+".servers", i), p, "unknown destination %q in servers", s)
+			d.errorIn(index(p+".servers", i), p, "unknown destination %q in servers", s)
 		}
 	}
 	for i, e := range ns.Extends {
 		if _, ok := c.Namespaces[e]; !ok {
-			d.errorAt(index(p+".extends", i), p, "unknown namespace %q in extends", e)
+			d.errorIn(index(p+".extends", i), p, "unknown namespace %q in extends", e)
 		}
 	}
 	switch ns.ToolPrefix {
 	case ToolPrefixAlways, ToolPrefixConflict, ToolPrefixNever:
 	default:
-		d.errorAt(p+".tool_prefix", p, "unknown tool_prefix %q: want always, conflict or never", ns.ToolPrefix)
+		d.errorIn(p+".tool_prefix", p, "unknown tool_prefix %q: want always, conflict or never", ns.ToolPrefix)
 	}
 	d.checkGlobs(ns.Tools.Allow, p, "tools.allow")
 	d.checkGlobs(ns.Tools.Deny, p, "tools.deny")
@@ -372,7 +370,7 @@ func (d *decoder) validateNamespace(c *Config, ns *Namespace, p string) {
 func (d *decoder) checkGlobs(globs []string, p, field string) {
 	for i, g := range globs {
 		if _, err := path.Match(g, ""); err != nil {
-			d.errorAt(index(p+"."+field, i), p, "%s: invalid pattern %q: %v", field, g, err)
+			d.errorIn(index(p+"."+field, i), p, "%s: invalid pattern %q: %v", field, g, err)
 		}
 	}
 }
@@ -400,7 +398,7 @@ func (d *decoder) checkCycles(c *Config) {
 			case onStack:
 				cycle := append(slices.Clone(stack[slices.Index(stack, e):]), e)
 				p := d.paths["namespaces."+name]
-				d.errorAt(p+".extends", p, "extends cycle: %s", strings.Join(cycle, " -> "))
+				d.errorIn(p+".extends", p, "extends cycle: %s", strings.Join(cycle, " -> "))
 			}
 		}
 		stack = stack[:len(stack)-1]
@@ -417,7 +415,7 @@ func (d *decoder) checkCycles(c *Config) {
 // both would be served at /{name}/mcp (and /{name}/sse).
 func (d *decoder) notDestination(c *Config, name, p string) {
 	if _, ok := c.Destinations[name]; ok {
-		d.errorAt(p, p, "name %q is also a destination: both would be served at /%s/mcp; rename one (the view stays at /mcp/%s too)", name, name, name)
+		d.errorAt(p, "name %q is also a destination: both would be served at /%s/mcp; rename one (the view stays at /mcp/%s too)", name, name, name)
 	}
 }
 
@@ -425,18 +423,18 @@ func (d *decoder) validateGroup(c *Config, g *Group, p string) {
 	d.validName(g.Name, p)
 	d.notDestination(c, g.Name, p)
 	if _, ok := c.Namespaces[g.Name]; ok {
-		d.errorAt(p, p, "name %q is also a namespace", g.Name)
+		d.errorAt(p, "name %q is also a namespace", g.Name)
 	}
 	if len(g.Namespaces) == 0 {
-		d.errorAt(p+".namespaces", p, "namespaces is empty")
+		d.errorIn(p+".namespaces", p, "namespaces is empty")
 	}
 	for i, name := range g.Namespaces {
 		ns, ok := c.Namespaces[name]
 		switch {
 		case !ok:
-			d.errorAt(index(p+".namespaces", i), p, "unknown namespace %q", name)
+			d.errorIn(index(p+".namespaces", i), p, "unknown namespace %q", name)
 		case ns.Isolated && !slices.Contains(g.Forced, name):
-			d.errorAt(index(p+".namespaces", i), p, "namespace %q is isolated; write %q to include it anyway", name, "!"+name)
+			d.errorIn(index(p+".namespaces", i), p, "namespace %q is isolated; write %q to include it anyway", name, "!"+name)
 		}
 	}
 }
