@@ -23,10 +23,11 @@
 package manifest
 
 import (
+	"cmp"
 	"encoding/json"
+	"maps"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -116,10 +117,7 @@ func Build(entries []Entry) *Index {
 	if len(entries) > 0 {
 		ix.avg = total / float64(len(entries))
 	}
-	for t := range ix.df {
-		ix.terms = append(ix.terms, t)
-	}
-	sort.Strings(ix.terms)
+	ix.terms = slices.Sorted(maps.Keys(ix.df))
 	return ix
 }
 
@@ -190,12 +188,7 @@ func (n *schemaNode) walk(depth int, fn func(name, desc string)) {
 	if depth >= maxParamDepth {
 		return
 	}
-	names := make([]string, 0, len(n.Properties))
-	for name := range n.Properties {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(n.Properties)) {
 		p := n.Properties[name]
 		fn(name, strings.TrimSpace(p.Title+" "+p.Description))
 		p.walk(depth+1, fn)
@@ -248,7 +241,7 @@ func (ix *Index) Search(query string, limit int, kind string) []Hit {
 			}
 		}
 		if utf8.RuneCountInString(qt) >= 3 {
-			i := sort.SearchStrings(ix.terms, qt)
+			i, _ := slices.BinarySearch(ix.terms, qt)
 			for ; i < len(ix.terms) && strings.HasPrefix(ix.terms[i], qt); i++ {
 				if t := ix.terms[i]; t != qt && !slices.Contains(q, t) && !slices.ContainsFunc(c, func(x term) bool { return x.t == t }) {
 					c = append(c, term{t, prefixWeight})
@@ -292,11 +285,8 @@ func (ix *Index) Search(query string, limit int, kind string) []Hit {
 			hits = append(hits, Hit{Entry: &ix.entries[i], Score: score})
 		}
 	}
-	sort.SliceStable(hits, func(i, j int) bool { return hits[i].Score > hits[j].Score })
-	if len(hits) > limit {
-		hits = hits[:limit]
-	}
-	return hits
+	slices.SortStableFunc(hits, func(a, b Hit) int { return cmp.Compare(b.Score, a.Score) })
+	return hits[:min(limit, len(hits))]
 }
 
 // maxTokens bounds the words taken from one text (a huge description
