@@ -19,6 +19,7 @@
 package statusui
 
 import (
+	"cmp"
 	"embed"
 	"encoding/json"
 	"math"
@@ -203,12 +204,17 @@ type Page struct {
 	opts Options
 	now  func() time.Time
 
-	mu      sync.Mutex
-	recent  map[string]*ring        // guarded by mu: by destination (audit Destination)
-	history map[string]*history     // guarded by mu: by destination
-	errs    []*Error                // guarded by mu: error groups, most recent last; at most MaxErrors
-	tools   map[string]*listedTools // guarded by mu: by endpoint (audit View, else Destination)
-	totals  map[string]*[2]uint64   // guarded by mu: calls and errors by destination
+	mu    sync.Mutex
+	dests map[string]*destStats   // guarded by mu: by destination (audit Destination)
+	errs  []*Error                // guarded by mu: error groups, most recent last; at most MaxErrors
+	tools map[string]*listedTools // guarded by mu: by endpoint (audit View, else Destination)
+}
+
+// destStats is what the page observed of one destination's calls.
+type destStats struct {
+	recent        ring
+	history       history
+	calls, errors uint64
 }
 
 // history is a destination's chart data: a ring of HistoryPoints steps.
@@ -270,8 +276,7 @@ func New(opts Options) *Page {
 	if now == nil {
 		now = time.Now
 	}
-	return &Page{opts: opts, now: now, recent: map[string]*ring{}, history: map[string]*history{},
-		tools: map[string]*listedTools{}, totals: map[string]*[2]uint64{}}
+	return &Page{opts: opts, now: now, dests: map[string]*destStats{}, tools: map[string]*listedTools{}}
 }
 
 // Observe takes in one finished request's record. Calls are MCP requests
@@ -296,10 +301,7 @@ func (p *Page) Observe(r *audit.Record) {
 	}
 	msg := ""
 	if failed {
-		msg = r.Error
-		if msg == "" {
-			msg = http.StatusText(r.Status)
-		}
+		msg = cmp.Or(r.Error, http.StatusText(r.Status))
 		if p.opts.Redact != nil {
 			msg = p.opts.Redact(msg)
 		}
@@ -308,29 +310,24 @@ func (p *Page) Observe(r *audit.Record) {
 	if r.Time.IsZero() {
 		end = p.now()
 	}
-	endpoint := r.Destination
-	if r.View != "" {
-		endpoint = r.View
-	}
+	endpoint := cmp.Or(r.View, r.Destination)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if call && r.Destination != "" {
-		rg := p.recent[r.Destination]
-		if rg == nil {
-			rg = &ring{}
-			p.recent[r.Destination] = rg
-			p.totals[r.Destination] = &[2]uint64{}
-			p.history[r.Destination] = &history{}
+		ds := p.dests[r.Destination]
+		if ds == nil {
+			ds = &destStats{}
+			p.dests[r.Destination] = ds
 		}
+		rg := &ds.recent
 		i := rg.n % RecentCalls
 		rg.at[i], rg.lat[i] = end.UnixNano(), r.Latency
 		rg.n++
-		t := p.totals[r.Destination]
-		t[0]++
+		ds.calls++
 		if failed {
-			t[1]++
+			ds.errors++
 		}
-		p.history[r.Destination].add(end, r.Latency)
+		ds.history.add(end, r.Latency)
 	}
 	if failed {
 		p.addError(errorKey{r.Destination, r.View, r.MCPMethod, r.Status, msg}, end.UTC())
@@ -353,22 +350,21 @@ func (p *Page) Observe(r *audit.Record) {
 // addError counts an error in its group, which becomes the most recent;
 // a new group pushes out the least recent one past MaxErrors. p.mu is held.
 func (p *Page) addError(k errorKey, at time.Time) {
-	for i, e := range p.errs {
-		if e.Destination == k.dest && e.View == k.view && e.Method == k.method && e.Status == k.status && e.Message == k.msg {
-			e.Count++
-			e.Time = at
-			copy(p.errs[i:], p.errs[i+1:])
-			p.errs[len(p.errs)-1] = e
-			return
+	i := slices.IndexFunc(p.errs, func(e *Error) bool {
+		return errorKey{e.Destination, e.View, e.Method, e.Status, e.Message} == k
+	})
+	var e *Error
+	if i >= 0 {
+		e = p.errs[i]
+		p.errs = slices.Delete(p.errs, i, i+1)
+	} else {
+		if len(p.errs) == MaxErrors {
+			p.errs = slices.Delete(p.errs, 0, 1)
 		}
+		e = &Error{First: at, Destination: k.dest, View: k.view, Method: k.method, Status: k.status, Message: k.msg}
 	}
-	e := &Error{Time: at, First: at, Destination: k.dest, View: k.view, Method: k.method, Status: k.status,
-		Message: k.msg, Count: 1}
-	if len(p.errs) == MaxErrors {
-		copy(p.errs, p.errs[1:])
-		p.errs[len(p.errs)-1] = e
-		return
-	}
+	e.Count++
+	e.Time = at
 	p.errs = append(p.errs, e)
 }
 
@@ -453,17 +449,13 @@ func (p *Page) fill(st *Status) {
 	defer p.mu.Unlock()
 	for i := range st.Destinations {
 		d := &st.Destinations[i]
-		if t := p.totals[d.Name]; t != nil {
-			d.Calls, d.Errors = t[0], t[1]
-		}
-		d.History = []Point{}
-		if h := p.history[d.Name]; h != nil {
-			d.History = h.points(now)
-		}
-		rg := p.recent[d.Name]
-		if rg == nil {
+		ds := p.dests[d.Name]
+		if ds == nil {
+			d.History = []Point{}
 			continue
 		}
+		d.Calls, d.Errors, d.History = ds.calls, ds.errors, ds.history.points(now)
+		rg := &ds.recent
 		rateFrom, latFrom := now.Add(-RateWindow).UnixNano(), now.Add(-LatencyWindow).UnixNano()
 		var lats []time.Duration
 		inRate := 0
@@ -483,8 +475,8 @@ func (p *Page) fill(st *Status) {
 		}
 	}
 	st.Errors = make([]Error, 0, len(p.errs))
-	for i := len(p.errs) - 1; i >= 0; i-- { // most recent first
-		st.Errors = append(st.Errors, *p.errs[i])
+	for _, e := range slices.Backward(p.errs) { // most recent first
+		st.Errors = append(st.Errors, *e)
 	}
 }
 
