@@ -334,15 +334,12 @@ func (d *decoder) validateAuth(c *Config) {
 		if a.Resource == "" {
 			d.errorIn("auth", "auth.resource", "required with oauth: the canonical URL of this gateway (the tokens' audience)")
 		}
-		if o.Issuer == "" {
-			d.errorIn(p, p+".issuer", "required")
-		} else if u, err := url.Parse(o.Issuer); err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && loopbackURLHost(u))) {
-			d.errorAt(p+".issuer", "%q is not an https URL (http only on loopback)", o.Issuer)
-		}
-		if o.JWKSURL == "" {
-			d.errorIn(p, p+".jwks_url", "required")
-		} else if u, err := url.Parse(o.JWKSURL); err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && loopbackURLHost(u))) {
-			d.errorAt(p+".jwks_url", "%q is not an https URL (http only on loopback)", o.JWKSURL)
+		for _, f := range []struct{ key, v string }{{"issuer", o.Issuer}, {"jwks_url", o.JWKSURL}} {
+			if f.v == "" {
+				d.errorIn(p, p+"."+f.key, "required")
+			} else if u, err := url.Parse(f.v); err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && loopbackURLHost(u))) {
+				d.errorAt(p+"."+f.key, "%q is not an https URL (http only on loopback)", f.v)
+			}
 		}
 		if len(o.Algorithms) == 0 {
 			d.errorAt(p+".algorithms", "must not be empty")

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -129,6 +130,9 @@ func isNull(n *yaml.Node) bool {
 	return n == nil || n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
 }
 
+// scalarKinds names the scalars of the YAML tags in type errors.
+var scalarKinds = map[string]string{"!!str": "a string", "!!int": "an integer", "!!float": "a number", "!!bool": "a boolean", "!!null": "null"}
+
 // describe names the kind of n for type errors.
 func describe(n *yaml.Node) string {
 	switch n.Kind {
@@ -137,19 +141,7 @@ func describe(n *yaml.Node) string {
 	case yaml.SequenceNode:
 		return "a list"
 	case yaml.ScalarNode:
-		switch n.ShortTag() {
-		case "!!str":
-			return "a string"
-		case "!!int":
-			return "an integer"
-		case "!!float":
-			return "a number"
-		case "!!bool":
-			return "a boolean"
-		case "!!null":
-			return "null"
-		}
-		return n.ShortTag()
+		return cmp.Or(scalarKinds[n.ShortTag()], n.ShortTag())
 	}
 	return "a document"
 }

@@ -209,20 +209,14 @@ var plainYAML = regexp.MustCompile(`^[A-Za-z0-9_./=+~-][A-Za-z0-9_./=+~@%-]*$`)
 // yamlList renders argv as a YAML flow sequence, quoting where needed: an
 // item that would not read back as a string (~, true, 12) is quoted too.
 func yamlList(argv []string) string {
-	var b strings.Builder
-	b.WriteByte('[')
+	items := make([]string, len(argv))
 	for i, a := range argv {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		if plainYAML.MatchString(a) && a != "-" && (&yaml.Node{Kind: yaml.ScalarNode, Value: a}).ShortTag() == "!!str" {
-			b.WriteString(a)
-		} else {
-			b.WriteString(strconv.Quote(a))
+		items[i] = a
+		if !plainYAML.MatchString(a) || a == "-" || (&yaml.Node{Kind: yaml.ScalarNode, Value: a}).ShortTag() != "!!str" {
+			items[i] = strconv.Quote(a)
 		}
 	}
-	b.WriteByte(']')
-	return b.String()
+	return "[" + strings.Join(items, ", ") + "]"
 }
 
 // yamlCommand renders argv as a command key with the list form.
@@ -240,19 +234,15 @@ func jsonString(s string) string {
 // jsonCommand renders argv as the "command" and "args" members of a client
 // configuration's server entry.
 func jsonCommand(argv []string) string {
-	var b strings.Builder
-	b.WriteString(`"command": ` + jsonString(argv[0]))
+	s := `"command": ` + jsonString(argv[0])
 	if len(argv) > 1 {
-		b.WriteString(`, "args": [`)
+		args := make([]string, len(argv)-1)
 		for i, a := range argv[1:] {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString(jsonString(a))
+			args[i] = jsonString(a)
 		}
-		b.WriteByte(']')
+		s += `, "args": [` + strings.Join(args, ", ") + "]"
 	}
-	return b.String()
+	return s
 }
 
 // commandLineError explains issue, found in the command line s, with the
