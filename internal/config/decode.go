@@ -20,22 +20,15 @@ import (
 
 // parse runs the whole pipeline described in the package documentation.
 func (l loader) parse(data []byte, filename string) (*Config, error) {
-	file := filename
-	if file == "" {
-		file = "config"
-	}
 	var errs []*posError
-	d := newDecoder(file, l.lookupEnv, &errs)
+	d := newDecoder(cmp.Or(filename, "config"), l.lookupEnv, &errs)
 	c := defaultConfig()
 
-	var root *yaml.Node
-	var err error
-	isJS := isJSON(data)
+	parseDoc, isJS := parseYAML, isJSON(data)
 	if isJS {
-		root, err = parseJSON(data)
-	} else {
-		root, err = parseYAML(data)
+		parseDoc = parseJSON
 	}
+	root, err := parseDoc(data)
 	if err != nil {
 		d.syntaxErr(err)
 		return nil, d.result()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -65,21 +66,19 @@ func parseJSON(data []byte) (*yaml.Node, error) {
 			err = nil
 		}
 	}
-	if err != nil {
-		var se *json.SyntaxError
-		switch {
-		case errors.As(err, &se):
-			return nil, &syntaxError{line: lineAt(se.Offset - 1), msg: "invalid JSON: " + se.Error()}
-		case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
-			return nil, &syntaxError{line: len(newlines) + 1, msg: "invalid JSON: unexpected end of input"}
-		}
-		var syn *syntaxError
-		if errors.As(err, &syn) {
-			return nil, err
-		}
-		return nil, &syntaxError{line: lineAt(dec.InputOffset()), msg: "invalid JSON: " + err.Error()}
+	var se *json.SyntaxError
+	var syn *syntaxError
+	switch {
+	case err == nil:
+		return n, nil
+	case errors.As(err, &syn):
+		return nil, err
+	case errors.As(err, &se):
+		return nil, &syntaxError{line: lineAt(se.Offset - 1), msg: "invalid JSON: " + se.Error()}
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+		return nil, &syntaxError{line: len(newlines) + 1, msg: "invalid JSON: unexpected end of input"}
 	}
-	return n, nil
+	return nil, &syntaxError{line: lineAt(dec.InputOffset()), msg: "invalid JSON: " + err.Error()}
 }
 
 type jsonParser struct {
@@ -131,11 +130,7 @@ func (p *jsonParser) value(depth int) (*yaml.Node, error) {
 		}
 		return &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: string(t), Line: line}, nil
 	case bool:
-		v := "false"
-		if t {
-			v = "true"
-		}
-		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: v, Line: line}, nil
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: strconv.FormatBool(t), Line: line}, nil
 	default: // nil
 		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null", Line: line}, nil
 	}
