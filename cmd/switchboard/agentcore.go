@@ -66,9 +66,7 @@ func runAgentCore(args []string, stderr io.Writer) int {
 		return fail(2, "--contract %q: want mcp, http or both", *contract)
 	}
 	serveMCP, serveHTTP := *contract != "http", *contract != "mcp"
-	if *httpListen == "" {
-		*httpListen = net.JoinHostPort(cmp.Or(os.Getenv("SERVER_HOST"), "0.0.0.0"), cmp.Or(os.Getenv("SERVER_PORT"), "8080"))
-	}
+	*httpListen = cmp.Or(*httpListen, net.JoinHostPort(cmp.Or(os.Getenv("SERVER_HOST"), "0.0.0.0"), cmp.Or(os.Getenv("SERVER_PORT"), "8080")))
 	level, err := agentcoreLogLevel(*logLevelFlag)
 	if err != nil {
 		return fail(2, "%v", err)
@@ -123,20 +121,15 @@ func agentcoreLogLevel(flagValue string) (string, error) {
 	if v == "" && os.Getenv("MCP_PROXY_DEBUG") == "1" {
 		return "debug", nil
 	}
-	switch strings.ToLower(strings.TrimSpace(v)) {
-	case "":
-		return "info", nil
-	case "debug", "trace":
-		return "debug", nil
-	case "info":
-		return "info", nil
-	case "warn", "warning":
-		return "warn", nil
-	case "error", "critical", "fatal":
-		return "error", nil
+	if l, ok := agentcoreLevels[strings.ToLower(strings.TrimSpace(v))]; ok {
+		return l, nil
 	}
 	return "", fmt.Errorf("%s %q: want debug, info, warn or error", from, v)
 }
+
+// agentcoreLevels maps the level names taken, lower-cased, to the gateway's.
+var agentcoreLevels = map[string]string{"": "info", "debug": "debug", "trace": "debug", "info": "info",
+	"warn": "warn", "warning": "warn", "error": "error", "critical": "error", "fatal": "error"}
 
 // agentcoreEnv picks what the child gets on top of the stdio allowlist:
 // every AWS_* variable (the runtime role's credentials and region, which a

@@ -114,29 +114,20 @@ func runAuth(args []string, stdout, stderr io.Writer) int {
 		}
 		switch sub {
 		case "login":
-			prompt := browserPrompt(stderr, log)
-			if *noBrowser {
-				prompt = func(_ context.Context, u string) error {
-					fmt.Fprintf(stderr, "switchboard: to authorize, open this URL in a browser:\n\n    %s\n\n", u)
-					return nil
-				}
-			}
 			fmt.Fprintf(stderr, "switchboard: logging in to %s (%s)\n", d.Name, d.URL)
-			if err := oc.Login(ctx, prompt); err != nil {
-				fmt.Fprintf(stderr, "switchboard auth login: %s: %v\n", d.Name, err)
-				code = 1
-				break
+			if err = oc.Login(ctx, browserPrompt(stderr, log, !*noBrowser)); err == nil {
+				fmt.Fprintf(stdout, "%s: logged in; %s\n", d.Name, describe(oc.Status()))
 			}
-			fmt.Fprintf(stdout, "%s: logged in; %s\n", d.Name, describe(oc.Status()))
 		case "logout":
-			if err := oc.Logout(); err != nil {
-				fmt.Fprintf(stderr, "switchboard auth logout: %s: %v\n", d.Name, err)
-				code = 1
-				break
+			if err = oc.Logout(); err == nil {
+				fmt.Fprintf(stdout, "%s: logged out\n", d.Name)
 			}
-			fmt.Fprintf(stdout, "%s: logged out\n", d.Name)
 		case "status":
 			fmt.Fprintf(stdout, "%s: %s\n", d.Name, describe(oc.Status()))
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "switchboard auth %s: %s: %v\n", sub, d.Name, err)
+			code = 1
 		}
 		oc.Close()
 	}
@@ -145,35 +136,31 @@ func runAuth(args []string, stdout, stderr io.Writer) int {
 
 // describe is a Status in words, without any token.
 func describe(st oauth.Status) string {
-	var b strings.Builder
-	switch {
-	case st.State == oauth.StateNeedsLogin:
-		fmt.Fprintf(&b, "needs_login (%s)", st.Reason)
-		return b.String()
-	case st.State == oauth.StateReady:
-		b.WriteString("ok")
+	switch st.State {
+	case oauth.StateNeedsLogin:
+		return "needs_login (" + st.Reason + ")"
+	case oauth.StateReady:
 	default:
-		b.WriteString("no login needed yet (client credentials)")
-		return b.String()
+		return "no login needed yet (client credentials)"
 	}
+	parts := []string{"ok"}
 	if !st.Expiry.IsZero() {
-		left := time.Until(st.Expiry).Round(time.Second)
-		if left > 0 {
-			fmt.Fprintf(&b, ", access token expires %s (in %v)", st.Expiry.UTC().Format(time.RFC3339), left)
+		if left := time.Until(st.Expiry).Round(time.Second); left > 0 {
+			parts = append(parts, fmt.Sprintf("access token expires %s (in %v)", st.Expiry.UTC().Format(time.RFC3339), left))
 		} else {
-			fmt.Fprintf(&b, ", access token expired %s", st.Expiry.UTC().Format(time.RFC3339))
+			parts = append(parts, "access token expired "+st.Expiry.UTC().Format(time.RFC3339))
 		}
 	}
 	if st.Refreshable {
-		b.WriteString(", refresh token held")
+		parts = append(parts, "refresh token held")
 	}
 	if st.ClientID != "" {
-		fmt.Fprintf(&b, ", client %s", st.ClientID)
+		parts = append(parts, "client "+st.ClientID)
 	}
 	if len(st.Scopes) > 0 {
-		fmt.Fprintf(&b, ", scopes %s", strings.Join(st.Scopes, " "))
+		parts = append(parts, "scopes "+strings.Join(st.Scopes, " "))
 	}
-	return b.String()
+	return strings.Join(parts, ", ")
 }
 
 // oauthNotes prints, for `check`, the login state of each destination

@@ -261,10 +261,7 @@ func serve(args []string, stderr io.Writer) int {
 // configPath is the --config flag's path, else DESTINATIONS_CONFIG
 // (mithril-proxy's variable); "" after telling stderr that neither is set.
 func configPath(cmd, path string, stderr io.Writer) string {
-	if path == "" {
-		path = os.Getenv("DESTINATIONS_CONFIG")
-	}
-	if path == "" {
+	if path = cmp.Or(path, os.Getenv("DESTINATIONS_CONFIG")); path == "" {
 		fmt.Fprintf(stderr, "switchboard %s: --config is required (or set DESTINATIONS_CONFIG)\n", cmd)
 	}
 	return path
@@ -313,14 +310,10 @@ func check(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg, err := config.Load(*cfgPath)
 	if err != nil {
+		fmt.Fprintln(stderr, err) // config.Errors: one line per error
 		var errs config.Errors
 		if errors.As(err, &errs) {
-			for _, e := range errs {
-				fmt.Fprintln(stderr, e)
-			}
 			fmt.Fprintf(stderr, "%s: %d error(s)\n", *cfgPath, len(errs))
-		} else {
-			fmt.Fprintln(stderr, err)
 		}
 		return 1
 	}

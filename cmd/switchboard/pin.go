@@ -52,10 +52,7 @@ func pin(args []string, stdout, stderr io.Writer) int {
 	}
 	var names []string
 	for _, n := range cfg.Names {
-		if *dest != "" && n != *dest {
-			continue
-		}
-		if *dest != "" || cfg.Guards.For(n).Pinning != config.GuardOff {
+		if n == *dest || *dest == "" && cfg.Guards.For(n).Pinning != config.GuardOff {
 			names = append(names, n)
 		}
 	}

@@ -90,19 +90,22 @@ func relayOAuthClient(url string, f *oauthFlags, stderr io.Writer, log *slog.Log
 		Store: store, Key: "relay-" + hex.EncodeToString(sum[:8]),
 		LoginHint: "switchboard relay --url " + url + " --login", Logger: log}
 	if f.login {
-		opts.Prompt = browserPrompt(stderr, log)
+		opts.Prompt = browserPrompt(stderr, log, true)
 	}
 	return oauth.New(opts)
 }
 
-// browserPrompt shows an authorization URL: on w always, and in a browser
-// when there is one: $BROWSER (a program, run with the URL as its one
-// argument, never through a shell), else xdg-open with a display, else
-// open on macOS. The browser is started, not waited for, beyond its exit
-// (reaped by the goroutine that waits for it).
-func browserPrompt(w io.Writer, log *slog.Logger) oauth.Prompt {
+// browserPrompt shows an authorization URL: on w always, and with open
+// in a browser when there is one: $BROWSER (a program, run with the URL as
+// its one argument, never through a shell), else xdg-open with a display,
+// else open on macOS. The browser is started, not waited for, beyond its
+// exit (reaped by the goroutine that waits for it).
+func browserPrompt(w io.Writer, log *slog.Logger, open bool) oauth.Prompt {
 	return func(ctx context.Context, authURL string) error {
 		fmt.Fprintf(w, "switchboard: to authorize, open this URL in a browser:\n\n    %s\n\n", authURL)
+		if !open {
+			return nil
+		}
 		prog := os.Getenv("BROWSER")
 		if prog == "" {
 			switch {
