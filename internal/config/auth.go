@@ -380,9 +380,7 @@ func (d *decoder) validateAuth(c *Config) {
 			}
 		}
 		for i, ns := range cl.Namespaces {
-			_, isNS := c.Namespaces[ns]
-			_, isGroup := c.Groups[ns]
-			if !isNS && !isGroup && ns != "*" && ns != "mcp" {
+			if c.Namespaces[ns] == nil && c.Groups[ns] == nil && ns != "*" && ns != "mcp" {
 				d.errorAt(index(p+".namespaces", i), "unknown namespace or group %q (\"mcp\" is the default view, \"*\" all)", ns)
 			}
 		}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"net/textproto"
 	"net/url"
 	"strconv"
@@ -158,27 +159,22 @@ func (d *decoder) importServer(name string, n *yaml.Node, path string) (dst *Des
 		}
 		dst.Command = []string{command}
 	}
-	switch strings.ToLower(typ) {
-	case "":
-		switch {
-		case dst.URL != "" && !httpURL && isSSEPath(dst.URL):
-			dst.Type = TypeSSE
-		case dst.URL != "":
-			dst.Type = TypeStreamableHTTP
-		case dst.Command != nil:
-			dst.Type = TypeStdio
-		}
-	case "stdio":
-		dst.Type = TypeStdio
-	case "sse":
+	switch {
+	case typ != "":
+		dst.Type = cmp.Or(importTypes[strings.ToLower(typ)], typ) // an unknown one is reported by validate
+	case dst.URL != "" && !httpURL && isSSEPath(dst.URL):
 		dst.Type = TypeSSE
-	case "http", "streamable-http", "streamable_http", "streamablehttp":
+	case dst.URL != "":
 		dst.Type = TypeStreamableHTTP
-	default:
-		dst.Type = typ // reported by validate
+	case dst.Command != nil:
+		dst.Type = TypeStdio
 	}
 	return dst, enabled && !disabled
 }
+
+// importTypes maps the lower-cased types the clients write to ours.
+var importTypes = map[string]string{"stdio": TypeStdio, "sse": TypeSSE, "http": TypeStreamableHTTP,
+	"streamable-http": TypeStreamableHTTP, "streamable_http": TypeStreamableHTTP, "streamablehttp": TypeStreamableHTTP}
 
 // isSSEPath reports whether rawURL's path ends in /sse, the convention for
 // legacy HTTP+SSE endpoints.
