@@ -115,11 +115,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "check":
 		return check(args[1:], stdout, stderr)
 	case "relay":
-		if relayCmd == nil {
-			fmt.Fprintln(stderr, "switchboard: relay is not built in")
-			return 2
-		}
-		return relayCmd(args[1:], os.Stdin, stdout, stderr)
+		return runRelay(args[1:], os.Stdin, stdout, stderr)
 	case "agentcore":
 		return runAgentCore(args[1:], stderr)
 	case "health":
@@ -332,6 +328,3 @@ func check(args []string, stdout, stderr io.Writer) int {
 	}
 	return 0
 }
-
-// relayCmd runs the relay subcommand (relay.go).
-var relayCmd func(args []string, stdin io.Reader, stdout, stderr io.Writer) int

@@ -18,8 +18,6 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/upstream"
 )
 
-func init() { relayCmd = runRelay }
-
 const relayUsage = `usage:
   switchboard relay --url URL [options]             a stdio MCP server forwarding to a remote one
   switchboard relay --agentcore-arn ARN [options]   ... to an Amazon Bedrock AgentCore runtime (SigV4-signed)
