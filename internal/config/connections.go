@@ -1,8 +1,6 @@
 package config
 
-import (
-	"time"
-)
+import "time"
 
 // Connections bounds what clients' connections may hold of the gateway
 // (`connections`), so that no client, address or flood can starve the
@@ -62,9 +60,3 @@ const (
 	DefaultReadHeaderTimeout = 10 * time.Second
 	DefaultBodyTimeout       = time.Minute
 )
-
-// defaultConnections is Connections with its defaults.
-func defaultConnections() Connections {
-	return Connections{Reserved: DefaultConnReserved, GetStreams: DefaultGetStreams,
-		ReadHeaderTimeout: DefaultReadHeaderTimeout, BodyTimeout: DefaultBodyTimeout}
-}

@@ -342,17 +342,6 @@ func (d *decoder) setString(p *string, n *yaml.Node, path string, sc scope) {
 	*p = d.interp(n, path, n.Value, sc)
 }
 
-// setAnyString is setString that takes any scalar as written, for env and
-// header values where `PORT: 8080` means "8080".
-func (d *decoder) setAnyString(p *string, n *yaml.Node, path string, sc scope) {
-	if n = resolve(n); isNull(n) {
-		return
-	}
-	if s, _, ok := d.scalar(n, path, "a string", sc); ok {
-		*p = s
-	}
-}
-
 // setScalar decodes the scalar n into *p: want names the type in errors,
 // tags are the YAML tags it may have (a string holding a ${VAR} reference
 // passes for any), and parse turns the text into the value or the error to
@@ -466,8 +455,9 @@ func (d *decoder) setDurations(p *[]time.Duration, n *yaml.Node, path string) {
 	}
 }
 
-// setStringMap decodes a mapping of scalars, passing each key through
-// canon (which may be nil) and reporting keys that collide after it.
+// setStringMap decodes a mapping of scalars, each taken as written (for env
+// and header values, where `PORT: 8080` means "8080"), passing each key
+// through canon (which may be nil) and reporting keys that collide after it.
 func (d *decoder) setStringMap(p *map[string]string, n *yaml.Node, path string, sc scope, canon func(string) string) {
 	if n = resolve(n); isNull(n) {
 		return
@@ -484,13 +474,11 @@ func (d *decoder) setStringMap(p *map[string]string, n *yaml.Node, path string, 
 			first[c] = key
 			key = c
 		}
-		var s string
 		if v = resolve(v); isNull(v) {
 			d.typeErr(v, kpath, "a string")
 			return
 		}
-		d.setAnyString(&s, v, kpath, sc)
-		out[key] = s
+		out[key], _, _ = d.scalar(v, kpath, "a string", sc) // "" when reported
 	})
 	if ok {
 		*p = out
