@@ -14,14 +14,14 @@ import (
 )
 
 // Auth configures inbound authentication (`auth`). With no auth block and
-// no clients, every endpoint is open, as before.
+// no clients, every endpoint is open.
 type Auth struct {
 	// Required makes every endpoint but /health and the protected-resource
 	// metadata demand credentials (`required`): a static token of a client,
 	// an OAuth access token, or a client certificate. Without credentials,
 	// or with wrong ones, the answer is 401 with WWW-Authenticate; a client
 	// outside its scope gets 403. Default false with no clients and no
-	// oauth (everything open, as before); true when either is configured.
+	// oauth (everything open); true when either is configured.
 	// Written false, requests without credentials are served unrestricted
 	// while those with credentials get their client's scope.
 	Required bool `yaml:"required"`
@@ -211,7 +211,7 @@ var metaKeyRE = regexp.MustCompile(`^([a-zA-Z]([a-zA-Z0-9-]*[a-zA-Z0-9])?(\.[a-z
 // Default OAuth algorithms: every asymmetric JWS algorithm.
 var defaultAlgorithms = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
 
-// authConfigured reports whether c turns authentication on.
+// AuthConfigured reports whether c turns authentication on.
 func (c *Config) AuthConfigured() bool {
 	return c.Auth.Required || len(c.Clients) > 0 || c.Auth.OAuth != nil
 }

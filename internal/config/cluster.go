@@ -8,7 +8,7 @@ import (
 )
 
 // Cluster runs the gateway as one replica of several behind a load
-// balancer (`cluster`, issue 24; docs/cluster.md). Absent (nil, the
+// balancer (`cluster`; docs/cluster.md). Absent (nil, the
 // default): a single replica, exactly as without it.
 type Cluster struct {
 	// ReplicaID is this replica's id in session ids and membership
