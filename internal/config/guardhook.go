@@ -105,9 +105,8 @@ func (d *decoder) validateGuardHook(c *Config) {
 		d.errorAt(p+".fail", "invalid %q: want open or closed", h.Fail)
 	}
 	for i, dir := range h.Directions {
-		if dir != HookArguments && dir != HookResult {
-			d.errorAt(index(p+".directions", i), "unknown direction %q: want arguments or result", dir)
-		}
+		ip := index(p+".directions", i)
+		d.oneOf(ip, ip, "unknown direction", dir, HookArguments, HookResult)
 	}
 	if h.TokenEnv != "" && h.TokenFile != "" {
 		d.errorAt(p+".token_file", "give token_env or token_file, not both")

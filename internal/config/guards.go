@@ -222,29 +222,19 @@ func (d *decoder) validateGuards(c *Config) {
 		}
 	}
 	for i, r := range g.PII.Disable {
-		if !slices.Contains(PIIRules, r) {
-			d.errorAt(index("guards.pii.disable", i), "unknown rule %q: want email, card or iban", r)
-		}
+		ip := index("guards.pii.disable", i)
+		d.oneOf(ip, ip, "unknown rule", r, PIIRules...)
 	}
 	check := func(p string, s *GuardSettings) {
-		if s.Pinning != "" && !slices.Contains([]string{GuardOff, GuardMonitor, GuardBlock}, s.Pinning) {
-			d.errorAt(p+".pinning", "invalid mode %q: want off, monitor or block", s.Pinning)
-		}
-		if s.Action != "" && !slices.Contains([]string{GuardMonitor, GuardRedact, GuardBlock}, s.Action) {
-			d.errorAt(p+".action", "invalid action %q: want monitor, redact or block", s.Action)
-		}
-		if s.Descriptions != "" && !slices.Contains([]string{GuardOff, GuardMonitor, GuardStrip, GuardBlock}, s.Descriptions) {
-			d.errorAt(p+".descriptions", "invalid mode %q: want off, monitor, strip or block", s.Descriptions)
-		}
-		if s.Shadowing != "" && !slices.Contains([]string{GuardOff, GuardMonitor, GuardBlock}, s.Shadowing) {
-			d.errorAt(p+".shadowing", "invalid mode %q: want off, monitor or block", s.Shadowing)
-		}
+		// "" inherits.
+		d.oneOf(p+".pinning", p+".pinning", "invalid mode", s.Pinning, "", GuardOff, GuardMonitor, GuardBlock)
+		d.oneOf(p+".action", p+".action", "invalid action", s.Action, "", GuardMonitor, GuardRedact, GuardBlock)
+		d.oneOf(p+".descriptions", p+".descriptions", "invalid mode", s.Descriptions, "", GuardOff, GuardMonitor, GuardStrip, GuardBlock)
+		d.oneOf(p+".shadowing", p+".shadowing", "invalid mode", s.Shadowing, "", GuardOff, GuardMonitor, GuardBlock)
 		for _, tool := range d.order[p+".tools"] {
 			tp := p + ".tools." + tool
 			t := s.Tools[tool]
-			if t.Action != "" && !slices.Contains([]string{GuardMonitor, GuardRedact, GuardBlock}, t.Action) {
-				d.errorAt(tp+".action", "invalid action %q: want monitor, redact or block", t.Action)
-			}
+			d.oneOf(tp+".action", tp+".action", "invalid action", t.Action, "", GuardMonitor, GuardRedact, GuardBlock)
 			for i, a := range t.Allow {
 				if !ruleID.MatchString(a) {
 					d.errorAt(index(tp+".allow", i), "invalid rule %q: want a detector (secrets, pii, hidden, markup) or a rule id such as email or aws-access-token", a)
@@ -252,9 +242,8 @@ func (d *decoder) validateGuards(c *Config) {
 			}
 		}
 		for i, det := range s.Detectors {
-			if !slices.Contains(Detectors, det) {
-				d.errorAt(index(p+".detectors", i), "unknown detector %q: want hidden, markup, secrets or pii", det)
-			}
+			ip := index(p+".detectors", i)
+			d.oneOf(ip, ip, "unknown detector", det, Detectors...)
 		}
 	}
 	check("guards.defaults", &g.Defaults)

@@ -84,6 +84,17 @@ func (d *decoder) errorAt(path, format string, args ...any) {
 	d.errorIn(path, path, format, args...)
 }
 
+// oneOf reports v as errorIn does, as `what "v": want a, b or c`, unless
+// it is one of valid. An empty string in valid accepts an empty v and is
+// not named in the message.
+func (d *decoder) oneOf(linePath, msgPath, what, v string, valid ...string) {
+	if slices.Contains(valid, v) {
+		return
+	}
+	want := slices.DeleteFunc(slices.Clone(valid), func(s string) bool { return s == "" })
+	d.errorIn(linePath, msgPath, "%s %q: want %s or %s", what, v, strings.Join(want[:len(want)-1], ", "), want[len(want)-1])
+}
+
 func (d *decoder) errorLine(line int, path, format string, args ...any) {
 	*d.errs = append(*d.errs, &posError{file: d.file, line: line, path: path, msg: fmt.Sprintf(format, args...)})
 }

@@ -72,11 +72,7 @@ func (d *decoder) validateGlobal(c *Config) {
 	if c.Tracing.ServiceName == "" {
 		d.errorAt("tracing.service_name", "must not be empty")
 	}
-	switch c.Log.Level {
-	case "debug", "info", "warn", "error":
-	default:
-		d.errorAt("log.level", "unknown level %q: want debug, info, warn or error", c.Log.Level)
-	}
+	d.oneOf("log.level", "log.level", "unknown level", c.Log.Level, "debug", "info", "warn", "error")
 	for i, o := range c.AllowedOrigins {
 		if o != "*" && !validOrigin(o) {
 			d.errorAt(index("allowed_origins", i), "invalid origin %q: want scheme://host[:port] or \"*\"", o)
@@ -261,11 +257,7 @@ func (d *decoder) validateAgentCore(dst *Destination, p string) {
 	if strings.ContainsAny(dst.Qualifier, "/?#&= \t\r\n") {
 		d.errorIn(p+".qualifier", p, "qualifier %q: want an endpoint name (letters, digits, _ and -)", dst.Qualifier)
 	}
-	switch dst.SessionMode {
-	case "", SessionModeSession, SessionModeIdentity, SessionModeRequest:
-	default:
-		d.errorIn(p+".session_mode", p, "unknown session_mode %q: want session, identity or request", dst.SessionMode)
-	}
+	d.oneOf(p+".session_mode", p, "unknown session_mode", dst.SessionMode, "", SessionModeSession, SessionModeIdentity, SessionModeRequest)
 }
 
 func (d *decoder) validateStdio(dst *Destination, p string) {
@@ -279,11 +271,7 @@ func (d *decoder) validateStdio(dst *Destination, p string) {
 			d.errorIn(p+".env."+key, p, "env: invalid name %q: want letters, digits and _, not starting with a digit", key)
 		}
 	}
-	switch dst.Isolation {
-	case IsolationShared, IsolationSession:
-	default:
-		d.errorIn(p+".isolation", p, "unknown isolation %q: want shared or session", dst.Isolation)
-	}
+	d.oneOf(p+".isolation", p, "unknown isolation", dst.Isolation, IsolationShared, IsolationSession)
 }
 
 // checkArgv reports an argument holding a NUL byte, which no program
@@ -357,11 +345,7 @@ func (d *decoder) validateNamespace(c *Config, ns *Namespace, p string) {
 			d.errorIn(index(p+".extends", i), p, "unknown namespace %q in extends", e)
 		}
 	}
-	switch ns.ToolPrefix {
-	case ToolPrefixAlways, ToolPrefixConflict, ToolPrefixNever:
-	default:
-		d.errorIn(p+".tool_prefix", p, "unknown tool_prefix %q: want always, conflict or never", ns.ToolPrefix)
-	}
+	d.oneOf(p+".tool_prefix", p, "unknown tool_prefix", ns.ToolPrefix, ToolPrefixAlways, ToolPrefixConflict, ToolPrefixNever)
 	d.checkGlobs(ns.Tools.Allow, p, "tools.allow")
 	d.checkGlobs(ns.Tools.Deny, p, "tools.deny")
 	d.validateShaping(c, ns, p)
