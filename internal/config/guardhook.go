@@ -97,12 +97,10 @@ func (d *decoder) validateGuardHook(c *Config) {
 		// The URL may hold a key: never quoted.
 		d.errorAt(p+".url", "required: the hook's http:// or https:// URL")
 	}
-	switch h.Fail {
-	case HookFailOpen, HookFailClosed:
-	case "":
+	if h.Fail == "" {
 		d.errorAt(p+".fail", "required: open (a failed check lets the message pass) or closed (it refuses it)")
-	default:
-		d.errorAt(p+".fail", "invalid %q: want open or closed", h.Fail)
+	} else {
+		d.oneOf(p+".fail", p+".fail", "invalid", h.Fail, HookFailOpen, HookFailClosed)
 	}
 	for i, dir := range h.Directions {
 		ip := index(p+".directions", i)

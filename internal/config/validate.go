@@ -172,14 +172,9 @@ func (d *decoder) validateDestination(dst *Destination, p string) {
 	default:
 		d.errorIn(p+".type", p, "unknown type %q: want stdio, streamable_http, sse or agentcore", dst.Type)
 	}
-	switch dst.Protocol {
-	case "", ProtocolAuto, ProtocolLegacy:
-	case ProtocolModern:
-		if dst.Type == TypeSSE {
-			d.errorIn(p+".protocol", p, "protocol modern is not valid for type sse (HTTP+SSE is a legacy transport)")
-		}
-	default:
-		d.errorIn(p+".protocol", p, "unknown protocol %q: want auto, legacy or modern", dst.Protocol)
+	d.oneOf(p+".protocol", p, "unknown protocol", dst.Protocol, "", ProtocolAuto, ProtocolLegacy, ProtocolModern)
+	if dst.Protocol == ProtocolModern && dst.Type == TypeSSE {
+		d.errorIn(p+".protocol", p, "protocol modern is not valid for type sse (HTTP+SSE is a legacy transport)")
 	}
 	if slices.Contains([]string{TypeStdio, TypeStreamableHTTP, TypeSSE, TypeAgentCore}, dst.Type) {
 		v := reflect.ValueOf(dst).Elem()
