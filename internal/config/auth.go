@@ -3,6 +3,7 @@ package config
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"net/netip"
 	"net/url"
 	"path"
 	"regexp"
@@ -435,6 +436,10 @@ func (d *decoder) validRate(p string, rl *RateLimit) {
 }
 
 func loopbackURLHost(u *url.URL) bool {
-	h := strings.ToLower(u.Hostname())
-	return h == "localhost" || h == "127.0.0.1" || h == "::1" || strings.HasPrefix(h, "127.")
+	h := u.Hostname()
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(h)
+	return err == nil && ip.IsLoopback()
 }

@@ -62,6 +62,7 @@ func init() {
 		{"oauth_issuer_http.bad.yaml", `auth.oauth.issuer: "http://issuer.example.com" is not an https URL (http only on loopback)`},
 		{"oauth_no_jwks.bad.yaml", `auth.oauth.jwks_url: required`},
 		{"oauth_jwks_url.bad.yaml", `auth.oauth.jwks_url: "ftp://issuer.example.com/jwks" is not an https URL`},
+		{"oauth_jwks_url_127_name.bad.yaml", `auth.oauth.jwks_url: "http://127.evil.example/jwks" is not an https URL (http only on loopback)`},
 		{"oauth_alg_none.bad.yaml", `auth.oauth.algorithms[0]: "none" is not an accepted algorithm`},
 		{"oauth_alg_hmac.bad.yaml", `auth.oauth.algorithms[1]: "HS256" is not an accepted algorithm`},
 		{"oauth_algs_empty.bad.yaml", `auth.oauth.algorithms: must not be empty`},
