@@ -475,7 +475,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, rec *audit.Record)
 		h.listenLogged(ctx, ev, s, headerValue(r.Header, "Last-Event-Id"))
 		return
 	}
-	if m := ev.Messages(ctx, s.Listen(), h.opts.KeepAlive, s.Ended(), h.opts.Done); m != nil {
+	if m := ev.Messages(ctx, s.Listen(), h.opts.KeepAlive, s.Ended(), h.opts.Done, nil); m != nil {
 		s.Deliver(m) // the stream broke: keep the message for another
 	}
 }

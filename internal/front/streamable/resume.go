@@ -174,7 +174,7 @@ func (h *Handler) listenLogged(ctx context.Context, ev *sse.Writer, s *session.S
 		}
 		return tag + "_" + c
 	}
-	if m := ev.MessagesWithIDs(ctx, s.Listen(), h.opts.KeepAlive, s.Ended(), h.opts.Done, id); m != nil {
+	if m := ev.Messages(ctx, s.Listen(), h.opts.KeepAlive, s.Ended(), h.opts.Done, id); m != nil {
 		s.Deliver(m) // the stream broke: keep the message for another
 	}
 }
