@@ -87,12 +87,12 @@ func (g *Gateway) build(cfg *config.Config, prev *state) (*state, []*destination
 		srv := g.server(cfg, name, d, pins) // guards.go: d itself without guards
 		servers[name] = srv
 		front := g.guarded(cfg, srv, policy.DestinationEndpoint(name))
-		t.Fronts[name+"/mcp"] = streamable.NewHandler(front, streamable.Options{
-			Name: name, Sessions: g.sessions, Timeout: timeoutOf(dc, cfg), MaxBody: cfg.MaxBodyBytes,
-			KeepAlive: keepAlive(cfg), GetStreams: cfg.Connections.GetStreams, Done: g.done, Logger: g.log, ParamHeaders: d.ParamHeaders,
-			Cluster: g.cluster.frontCluster(), Drain: g.draining, Events: g.cluster.events,
-		})
-		t.Fronts[name+"/sse"], t.Fronts[name+"/message"] = g.legacyFront(cfg, name, front, dc)
+		mcpFront, stream, message := g.fronts(cfg, front, streamable.Options{Name: name, Timeout: timeoutOf(dc, cfg),
+			ParamHeaders: d.ParamHeaders}, "/"+name+"/message")
+		if !dc.LegacySSE {
+			stream, message = edge.Gone(name), edge.Gone(name)
+		}
+		t.Fronts[name+"/mcp"], t.Fronts[name+"/sse"], t.Fronts[name+"/message"] = mcpFront, stream, message
 		if cb := d.OAuthCallback(); cb != nil {
 			if t.OAuthCallbacks == nil {
 				t.OAuthCallbacks = map[string]http.Handler{}

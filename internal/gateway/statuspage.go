@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"net/http"
 	"sort"
 
@@ -40,7 +41,7 @@ func (g *Gateway) uiStatus(r *http.Request) statusui.Status {
 	g.reloadMu.Unlock()
 	st := statusui.Status{Version: buildinfo.Version(), ConfigLoaded: cur.loadedAt.UTC(),
 		LastReload: statusui.Reload{Time: last.Time.UTC(), OK: last.OK, Error: last.Error}}
-	for _, d := range g.destinationStatus(cur) {
+	for _, d := range g.destinationStatus(context.Background(), cur) {
 		st.Destinations = append(st.Destinations, statusui.Destination{Name: d.Name, Type: d.Type, State: d.State,
 			Error: g.redactor.String(d.err), Restarts: d.Restarts, Sessions: d.Sessions, Members: d.Members, InFlight: d.InFlight})
 	}
