@@ -262,14 +262,6 @@ func keepAlive(cfg *config.Config) time.Duration {
 	return cfg.KeepAlive
 }
 
-// orDefault is d, or def when d is zero.
-func orDefault(d, def time.Duration) time.Duration {
-	if d == 0 {
-		return def
-	}
-	return d
-}
-
 func timeoutOf(dc *config.Destination, cfg *config.Config) time.Duration {
 	if dc.Timeout > 0 {
 		return dc.Timeout
@@ -497,11 +489,11 @@ func (g *Gateway) serveAll(ctx context.Context, lns []listener) error {
 	g.startShared(g.state())
 	errc := make(chan error, len(lns))
 	srvs := make([]*http.Server, len(lns))
-	idle, bodyIdle := orDefault(g.opts.IdleTimeout, defaultIdleTimeout), orDefault(g.opts.BodyIdleTimeout, defaultBodyIdleTimeout)
+	idle, bodyIdle := cmp.Or(g.opts.IdleTimeout, defaultIdleTimeout), cmp.Or(g.opts.BodyIdleTimeout, defaultBodyIdleTimeout)
 	cc := g.static.Connections
 	lim := connlimit.New(g.maxConns(), cc.Reserved, cc.PerAddress, g.log)
 	g.lim.Store(lim)
-	headerTimeout := orDefault(cc.ReadHeaderTimeout, readHeaderTimeout)
+	headerTimeout := cmp.Or(cc.ReadHeaderTimeout, readHeaderTimeout)
 	for i, l := range lns {
 		// ReadTimeout is the body's idle bound: reqbody.Read renews it
 		// before every read after the first, within BodyTimeout.

@@ -88,11 +88,9 @@ func (g *Gateway) logListening(l listener) {
 		base = "https://" + l.ln.Addr().String()
 	}
 	var views []string
-	if cur.routers != nil {
-		for n := range cur.routers {
-			if n != "" {
-				views = append(views, base+"/"+viewKey(n))
-			}
+	for n := range cur.routers {
+		if n != "" {
+			views = append(views, base+"/"+viewKey(n))
 		}
 	}
 	slices.Sort(views)

@@ -261,7 +261,7 @@ func (g *Gateway) watch(ctx context.Context) {
 	last := g.watchSum
 	// Watch the directories: editors and config managers replace files by
 	// renaming, which a watch on the file itself would lose.
-	events, stop, err := watchDirs(g.watchDirs(), func(dir string, err error) {
+	events, stop, err := watchDirs(dirsOf(g.watchFiles()), func(dir string, err error) {
 		g.log.Warn("config watch failed", "dir", dir, "err", err)
 	})
 	if err != nil {
@@ -328,9 +328,10 @@ func (g *Gateway) watchFiles() []string {
 	return files
 }
 
-func (g *Gateway) watchDirs() []string {
+// dirsOf returns the directories of files, each once.
+func dirsOf(files []string) []string {
 	var dirs []string
-	for _, f := range g.watchFiles() {
+	for _, f := range files {
 		if d := filepath.Dir(f); !slices.Contains(dirs, d) {
 			dirs = append(dirs, d)
 		}

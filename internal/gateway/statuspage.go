@@ -2,8 +2,9 @@ package gateway
 
 import (
 	"context"
+	"maps"
 	"net/http"
-	"sort"
+	"slices"
 
 	"github.com/switchboard-mcp/switchboard/internal/buildinfo"
 	"github.com/switchboard-mcp/switchboard/internal/edge"
@@ -57,13 +58,8 @@ func (g *Gateway) uiViews(cur *state) []statusui.View {
 	if cur.routers == nil {
 		return []statusui.View{}
 	}
-	names := make([]string, 0, len(cur.routers))
-	for n := range cur.routers {
-		names = append(names, n)
-	}
-	sort.Strings(names) // "" (the default view) first
-	out := make([]statusui.View, 0, len(names))
-	for _, n := range names {
+	out := make([]statusui.View, 0, len(cur.routers))
+	for _, n := range slices.Sorted(maps.Keys(cur.routers)) { // "" (the default view) first
 		v := cur.routers[n].View()
 		uv := statusui.View{Name: n, Path: "/" + viewKey(n), Prefix: v.Prefix, Servers: []string{}, Tools: []statusui.Tool{}}
 		for _, s := range v.Servers {
