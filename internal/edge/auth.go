@@ -179,10 +179,7 @@ func (e *Edge) serveMetadata(w http.ResponseWriter, r *http.Request) {
 func (e *Edge) sessionOwner(w http.ResponseWriter, r *http.Request, id *auth.Identity) bool {
 	sid := r.Header.Get(mcp.HeaderSessionID)
 	if sid == "" {
-		sid = r.URL.Query().Get("session_id")
-	}
-	if sid == "" {
-		sid = r.URL.Query().Get("sessionId")
+		sid = querySession(r)
 	}
 	if sid == "" {
 		return true
