@@ -367,7 +367,7 @@ func (w *statusWriter) noteStatus(code int) {
 	}
 }
 
-// endStream uncounts what noteStream counted; the request has ended.
+// endStream uncounts what noteStatus counted; the request has ended.
 func (w *statusWriter) endStream() {
 	if w.stream {
 		w.m.StreamClosed(w.streamDest, w.streamView)

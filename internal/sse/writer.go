@@ -15,7 +15,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 )
@@ -257,4 +256,11 @@ func appendLines(b []byte, prefix string, p []byte) []byte {
 	return append(b, '\n')
 }
 
-func validField(s string) bool { return !strings.ContainsAny(s, "\r\n") }
+func validField(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' || s[i] == '\r' {
+			return false
+		}
+	}
+	return true
+}

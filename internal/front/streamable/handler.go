@@ -321,14 +321,12 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, rec *audit.Record
 			return
 		}
 		releaseBody(rec, body, h.answer(w, r, rec, call, jsonOK, sseOK, false))
-	case msg.IsNotification():
-		if err := b.Notify(r.Context(), msg); err != nil {
-			h.fail(w, msg, err)
-			return
-		}
-		w.WriteHeader(http.StatusAccepted)
 	default:
-		if err := b.Respond(r.Context(), msg); err != nil {
+		send := b.Respond
+		if msg.IsNotification() {
+			send = b.Notify
+		}
+		if err := send(r.Context(), msg); err != nil {
 			h.fail(w, msg, err)
 			return
 		}
