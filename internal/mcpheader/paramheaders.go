@@ -214,11 +214,24 @@ func DecodeHeaderValue(v string) (string, bool) {
 // characters, leading or trailing whitespace, or one that looks encoded)
 // is sent as =?base64?…?=.
 func EncodeHeaderValue(v string) string {
-	unsafe := strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r > 0x7e }) // invalid UTF-8 is U+FFFD
-	if unsafe || strings.Trim(v, " \t") != v || strings.HasPrefix(v, base64Prefix) && strings.HasSuffix(v, base64Suffix) {
-		return base64Prefix + base64.StdEncoding.EncodeToString([]byte(v)) + base64Suffix
+	safe := true
+	for i := 0; i < len(v); i++ {
+		if v[i] < 0x20 || v[i] > 0x7e {
+			safe = false
+			break
+		}
 	}
-	return v
+	if safe && v != "" {
+		first, last := v[0], v[len(v)-1]
+		if first == ' ' || first == '\t' || last == ' ' || last == '\t' ||
+			(strings.HasPrefix(v, base64Prefix) && strings.HasSuffix(v, base64Suffix)) {
+			safe = false
+		}
+	}
+	if safe {
+		return v
+	}
+	return base64Prefix + base64.StdEncoding.EncodeToString([]byte(v)) + base64Suffix
 }
 
 // ParamHeaderValues returns the Mcp-Param-* headers a 2026-07-28 tools/call

@@ -216,7 +216,13 @@ func accepts(r *http.Request) (jsonOK, sseOK, preferSSE bool) {
 // parameters this package never reads, on every request.
 func mediaRange(v string) string {
 	v, _, _ = strings.Cut(v, ";")
-	return strings.ToLower(strings.TrimSpace(v)) // no copy when already lower case
+	v = strings.TrimSpace(v)
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c >= 'A' && c <= 'Z' {
+			return strings.ToLower(v)
+		}
+	}
+	return v
 }
 
 // errSessionNotFound answers a session id this endpoint does not hold.
