@@ -127,7 +127,15 @@ func (l *Limit) signalLocked() {
 	}
 }
 
-// connState is the servers' ConnState hook.
+// changedLocked returns the channel signalLocked closes next.
+func (l *Limit) changedLocked() <-chan struct{} {
+	if l.changed == nil {
+		l.changed = make(chan struct{})
+	}
+	return l.changed
+}
+
+// ConnState is the servers' ConnState hook.
 func (l *Limit) ConnState(nc net.Conn, st http.ConnState) {
 	c := asLimited(nc)
 	if c == nil {
@@ -173,12 +181,13 @@ func (l *Limit) oldestIdleLocked(ok func(*limitedConn) bool) *limitedConn {
 
 func isMain(c *limitedConn) bool     { return !c.reserved }
 func isReserved(c *limitedConn) bool { return c.reserved }
+func anyConn(*limitedConn) bool      { return true }
 
 // roomLocked reports whether a connection could be taken now: under the
 // cap, an idle one to close for it, or room in the reserve.
 func (l *Limit) roomLocked() bool {
 	return l.nMain < l.max || l.nRes < l.reserve ||
-		l.oldestIdleLocked(func(*limitedConn) bool { return true }) != nil
+		l.oldestIdleLocked(anyConn) != nil
 }
 
 // wait returns once there is room for a connection, or false when done is
@@ -190,10 +199,7 @@ func (l *Limit) wait(done <-chan struct{}) bool {
 			l.mu.Unlock()
 			return true
 		}
-		if l.changed == nil {
-			l.changed = make(chan struct{})
-		}
-		ch := l.changed
+		ch := l.changedLocked()
 		l.mu.Unlock()
 		select {
 		case <-ch:
@@ -217,34 +223,24 @@ func (l *Limit) evictLocked(v *limitedConn) {
 func (l *Limit) add(nc net.Conn) *limitedConn {
 	c := &limitedConn{Conn: nc, lim: l, addr: remoteIP(nc), idle: true, since: time.Now()} // new: idle until its first request
 	var victims []*limitedConn
-	evict := func(v *limitedConn) {
-		l.evictLocked(v)
-		victims = append(victims, v)
+	// take closes the idle connection longest that ok accepts, if any, for c.
+	take := func(ok func(*limitedConn) bool) bool {
+		v := l.oldestIdleLocked(ok)
+		if v != nil {
+			l.evictLocked(v)
+			victims = append(victims, v)
+		}
+		return v != nil
 	}
 	l.mu.Lock()
 	main := true
 	if l.perAddr > 0 && l.byAddr[c.addr] >= l.perAddr {
-		if v := l.oldestIdleLocked(func(o *limitedConn) bool { return o.addr == c.addr }); v != nil {
-			evict(v)
-		} else {
-			main = false
-		}
+		main = take(func(o *limitedConn) bool { return o.addr == c.addr })
 	}
 	if main && l.nMain >= l.max {
-		if v := l.oldestIdleLocked(isMain); v != nil {
-			evict(v)
-		} else {
-			main = false
-		}
+		main = take(isMain)
 	}
-	ok := true
-	if !main && l.nRes >= l.reserve {
-		if v := l.oldestIdleLocked(isReserved); v != nil {
-			evict(v)
-		} else {
-			ok = false
-		}
-	}
+	ok := main || l.nRes < l.reserve || take(isReserved)
 	if ok {
 		c.reserved = !main
 		l.conns[c] = struct{}{}
@@ -317,7 +313,7 @@ func (e *logEvery) add(now time.Time, n int) (count int, due bool) {
 	return count, true
 }
 
-// listen wraps ln so that its connections are counted.
+// Listen wraps ln so that its connections are counted.
 func (l *Limit) Listen(ln net.Listener) net.Listener {
 	return &limitListener{Listener: ln, lim: l, done: make(chan struct{})}
 }
@@ -353,11 +349,9 @@ func (ll *limitListener) Accept() (net.Conn, error) {
 			if wait.Waits() == 0 {
 				ll.lim.log.Warn("accept: out of file descriptors; closing idle connections and retrying", "err", err)
 			}
-			t := time.NewTimer(wait.Next())
 			select {
-			case <-t.C:
+			case <-time.After(wait.Next()):
 			case <-ll.done:
-				t.Stop()
 				return nil, net.ErrClosed
 			}
 			continue
@@ -445,10 +439,7 @@ func (l *Limit) Wait(ctx context.Context, cond func(Counts) bool) (Counts, error
 			l.mu.Unlock()
 			return c, nil
 		}
-		if l.changed == nil {
-			l.changed = make(chan struct{})
-		}
-		ch := l.changed
+		ch := l.changedLocked()
 		l.mu.Unlock()
 		select {
 		case <-ch:

@@ -232,10 +232,6 @@ func New(opts Options) *Destination {
 		}
 	case opts.HTTP != nil:
 		h := opts.HTTP
-		dial := dialStreamable
-		if h.SSE {
-			dial = dialSSE
-		}
 		d.aws = newAWSClient(h, dlog)
 		d.oauth = newOAuthTarget(opts.Name, h, dlog)
 		if d.oauth != nil && d.oauth.oc != nil {
@@ -264,7 +260,7 @@ func New(opts Options) *Destination {
 						return nil, err
 					}
 				}
-				c, err := dial(ctx, h.URL, hdr, client, maxMsg, dlog, d.traced, deliver, oversize)
+				c, err := dialHTTP(ctx, h, hdr, client, maxMsg, dlog, d.traced, deliver, oversize)
 				return c, d.oauth.permanent(err)
 			}
 		}
@@ -492,14 +488,7 @@ func (d *Destination) nativeStateless(ctx context.Context, req *jsonrpc.Message)
 		return nil, jsonrpc.Errorf(jsonrpc.UnsupportedProtocolVersion,
 			"destination %s is a legacy HTTP+SSE server; send initialize (protocol 2025-11-25 or earlier)", d.name)
 	}
-	if d.traced {
-		return d.tracedSend(ctx, req, d.modern.CallStateless)
-	}
-	c, err := d.modern.CallStateless(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	return c, nil
+	return d.send(ctx, req, d.modern.CallStateless)
 }
 
 // release stops a private upstream whose session ended. The upstream stays
@@ -527,19 +516,10 @@ func (d *Destination) release(up *upstream.Upstream) {
 // Close stops every process of the destination and waits for them.
 func (d *Destination) Close(ctx context.Context) {
 	d.mu.Lock()
-	d.closed = true
-	var ups []*upstream.Upstream
-	for _, up := range []*upstream.Upstream{d.shared, d.modern} {
-		if up != nil {
-			ups = append(ups, up)
-		}
-	}
-	for up := range d.private {
-		ups = append(ups, up)
-	}
+	d.closed = true // from now on private only shrinks by this Close
 	d.mu.Unlock()
 	var wg sync.WaitGroup
-	for _, up := range ups {
+	for _, up := range d.upstreams() {
 		wg.Go(func() { _ = up.Close(ctx) })
 	}
 	wg.Go(func() { d.eras.close(ctx) })
@@ -553,10 +533,8 @@ func (d *Destination) Close(ctx context.Context) {
 // it reports whether there was one.
 func (d *Destination) Retry() bool {
 	retried := false
-	for _, up := range []*upstream.Upstream{d.shared, d.modern} {
-		if up != nil && up.Retry() {
-			retried = true
-		}
+	for _, up := range d.sharedUpstreams() {
+		retried = up.Retry() || retried
 	}
 	return retried
 }
@@ -586,15 +564,21 @@ func (d *Destination) Usage() (members, children int) {
 	return n, 0
 }
 
-// upstreams returns every upstream of the destination: shared, modern and
-// per-session ones.
-func (d *Destination) upstreams() []*upstream.Upstream {
+// sharedUpstreams returns the shared and modern upstreams, those that exist.
+func (d *Destination) sharedUpstreams() []*upstream.Upstream {
 	var ups []*upstream.Upstream
 	for _, up := range []*upstream.Upstream{d.shared, d.modern} {
 		if up != nil {
 			ups = append(ups, up)
 		}
 	}
+	return ups
+}
+
+// upstreams returns every upstream of the destination: shared, modern and
+// per-session ones.
+func (d *Destination) upstreams() []*upstream.Upstream {
+	ups := d.sharedUpstreams()
 	d.mu.Lock()
 	for up := range d.private {
 		ups = append(ups, up)
@@ -617,10 +601,8 @@ func (d *Destination) InFlight() int {
 // unexpected end, those of per-session upstreams since released included.
 func (d *Destination) Restarts() uint64 {
 	var n uint64
-	for _, up := range []*upstream.Upstream{d.shared, d.modern} {
-		if up != nil {
-			n += up.Restarts()
-		}
+	for _, up := range d.sharedUpstreams() {
+		n += up.Restarts()
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -730,14 +712,7 @@ func (b *memberBackend) Call(ctx context.Context, req *jsonrpc.Message) (session
 }
 
 func (b *memberBackend) call(ctx context.Context, req *jsonrpc.Message) (session.Call, error) {
-	if b.d.traced {
-		return b.d.tracedSend(ctx, req, b.Member.Call)
-	}
-	c, err := b.Member.Call(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	return c, nil
+	return b.d.send(ctx, req, b.Member.Call)
 }
 
 func (b *memberBackend) Leave() {

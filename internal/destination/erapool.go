@@ -290,14 +290,7 @@ func (p *legacyPool) retire(c *poolConn) {
 // Call sends one of the member's requests (traced when the destination
 // traces). The destination's limits are not applied again.
 func (m *poolMember) Call(ctx context.Context, req *jsonrpc.Message) (session.Call, error) {
-	if m.p.d.traced {
-		return m.p.d.tracedSend(ctx, req, m.Member.Call)
-	}
-	c, err := m.Member.Call(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	return c, nil
+	return m.p.d.send(ctx, req, m.Member.Call)
 }
 
 // SetParked marks a lent member as waiting for a client's retry (package

@@ -11,19 +11,22 @@ import (
 )
 
 // Tracing (internal/tracing): every upstream call a traced request makes
-// gets a client span (tracedCall) and carries its context in
+// gets a client span (send, tracedCall) and carries its context in
 // params._meta.traceparent, which streamable HTTP connections copy into
 // their traceparent header.
 
-// tracedSend sends req with send under a client span when ctx carries a
-// traced request (else as it is), the span's context in the params._meta
-// of what is sent.
-func (d *Destination) tracedSend(ctx context.Context, req *jsonrpc.Message, send func(context.Context, *jsonrpc.Message) (*upstream.Call, error)) (session.Call, error) {
-	q := tracing.FromContext(ctx)
+// send sends req with send: under a client span when the destination
+// traces and ctx carries a traced request, the span's context in the
+// params._meta of what is sent; else as it is.
+func (d *Destination) send(ctx context.Context, req *jsonrpc.Message, send func(context.Context, *jsonrpc.Message) (*upstream.Call, error)) (session.Call, error) {
+	var q *tracing.Request
+	if d.traced {
+		q = tracing.FromContext(ctx)
+	}
 	if q == nil {
 		c, err := send(ctx, req)
 		if err != nil {
-			return nil, err
+			return nil, err // not a nil *upstream.Call inside a non-nil session.Call
 		}
 		return c, nil
 	}

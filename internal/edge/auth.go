@@ -106,14 +106,11 @@ func (e *Edge) forward(w http.ResponseWriter, r *http.Request, id *auth.Identity
 // legacy message endpoints belong to their stream's. "" for other routes.
 func endpointOf(p string) string {
 	segs := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	stream := func(s string) bool { return s == "mcp" || s == "sse" }
 	switch {
-	case len(segs) == 1 && (segs[0] == "mcp" || segs[0] == "sse"):
-		return p
 	case len(segs) == 1 && segs[0] == "message":
 		return "/sse"
-	case len(segs) == 2 && (segs[0] == "mcp" || segs[0] == "sse"):
-		return p
-	case len(segs) == 2 && segs[1] == "mcp", len(segs) == 2 && segs[1] == "sse":
+	case len(segs) == 1 && stream(segs[0]), len(segs) == 2 && (stream(segs[0]) || stream(segs[1])):
 		return p
 	case len(segs) == 2 && segs[1] == "message":
 		return "/" + segs[0] + "/sse"
@@ -179,10 +176,7 @@ func (e *Edge) serveMetadata(w http.ResponseWriter, r *http.Request) {
 func (e *Edge) sessionOwner(w http.ResponseWriter, r *http.Request, id *auth.Identity) bool {
 	sid := r.Header.Get(mcp.HeaderSessionID)
 	if sid == "" {
-		sid = r.URL.Query().Get("session_id")
-	}
-	if sid == "" {
-		sid = r.URL.Query().Get("sessionId")
+		sid = querySession(r)
 	}
 	if sid == "" {
 		return true

@@ -308,18 +308,12 @@ type statusWriter struct {
 func (w *statusWriter) Record() *audit.Record { return w.rec }
 
 func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = int32(code)
-		w.noteStream()
-	}
+	w.noteStatus(code)
 	w.ResponseWriter.WriteHeader(code)
 }
 
 func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-		w.noteStream()
-	}
+	w.noteStatus(http.StatusOK)
 	n, err := w.ResponseWriter.Write(b)
 	w.rec.BytesOut += int64(n)
 	return n, err
@@ -356,10 +350,15 @@ func (e *Edge) observe(rec *audit.Record) {
 	}
 }
 
-// noteStream counts an answer that is an event stream in
-// switchboard_open_streams, when the headers are written.
-func (w *statusWriter) noteStream() {
-	if w.m == nil || w.stream {
+// noteStatus records the status of the headers being written, the first
+// time, and counts an answer that is an event stream in
+// switchboard_open_streams.
+func (w *statusWriter) noteStatus(code int) {
+	if w.status != 0 {
+		return
+	}
+	w.status = int32(code)
+	if w.m == nil {
 		return
 	}
 	if ct := w.ResponseWriter.Header()["Content-Type"]; len(ct) > 0 && strings.HasPrefix(ct[0], "text/event-stream") {
@@ -368,7 +367,7 @@ func (w *statusWriter) noteStream() {
 	}
 }
 
-// endStream uncounts what noteStream counted; the request has ended.
+// endStream uncounts what noteStatus counted; the request has ended.
 func (w *statusWriter) endStream() {
 	if w.stream {
 		w.m.StreamClosed(w.streamDest, w.streamView)

@@ -56,25 +56,22 @@ func NewGuard(listen string, allowedHosts, allowedOrigins []string) Guard {
 
 // check serves r with next, or answers 403.
 func (p *Guard) check(w http.ResponseWriter, r *http.Request, next http.Handler) {
-	hosts, origins, anyOrigin := p.hosts, p.origins, p.anyOrigin
-	{
-		if p.checkHost {
-			host := r.Host
-			if h, _, err := net.SplitHostPort(host); err == nil {
-				host = h
-			}
-			host = strings.Trim(strings.ToLower(host), "[]")
-			if !isLoopbackHost(host) && !hosts[host] {
-				forbid(w, "Host "+r.Host+" is not allowed (allowed_hosts)")
-				return
-			}
+	if p.checkHost {
+		host := r.Host
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
 		}
-		if o := canonicalHeader(r.Header, "Origin"); o != "" && !anyOrigin && !origins[strings.ToLower(o)] && !loopbackOrigin(o) {
-			forbid(w, "Origin "+o+" is not allowed (allowed_origins)")
+		host = strings.Trim(strings.ToLower(host), "[]")
+		if !isLoopbackHost(host) && !p.hosts[host] {
+			forbid(w, "Host "+r.Host+" is not allowed (allowed_hosts)")
 			return
 		}
-		next.ServeHTTP(w, r)
 	}
+	if o := canonicalHeader(r.Header, "Origin"); o != "" && !p.anyOrigin && !p.origins[strings.ToLower(o)] && !loopbackOrigin(o) {
+		forbid(w, "Origin "+o+" is not allowed (allowed_origins)")
+		return
+	}
+	next.ServeHTTP(w, r)
 }
 
 func forbid(w http.ResponseWriter, msg string) {
@@ -94,9 +91,10 @@ func isLoopbackHost(h string) bool {
 }
 
 func loopbackOrigin(o string) bool {
-	rest, ok := strings.CutPrefix(strings.ToLower(o), "http://")
+	o = strings.ToLower(o)
+	rest, ok := strings.CutPrefix(o, "http://")
 	if !ok {
-		rest, ok = strings.CutPrefix(strings.ToLower(o), "https://")
+		rest, ok = strings.CutPrefix(o, "https://")
 	}
 	if !ok {
 		return false

@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -12,16 +13,24 @@ import (
 // it takes precedence over the path.
 const HeaderNamespace = "X-Namespace"
 
-// routeViews registers the aggregated endpoints.
+// viewHandlers pick the current views' handlers of each endpoint.
+var viewHandlers = map[string]func(*Table) map[string]http.Handler{
+	"mcp":     func(t *Table) map[string]http.Handler { return t.MCP },
+	"sse":     func(t *Table) map[string]http.Handler { return t.Stream },
+	"message": func(t *Table) map[string]http.Handler { return t.Message },
+}
+
+// routeViews registers the aggregated endpoints: /mcp, /sse and /message,
+// each with and without /{name}.
 func (e *Edge) routeViews(mux *http.ServeMux) {
-	for _, p := range []string{"/mcp", "/mcp/{name}"} {
-		mux.HandleFunc(p, e.serveView(e.currentViews(func(t *Table) map[string]http.Handler { return t.MCP }), ""))
-	}
-	for _, p := range []string{"/sse", "/sse/{name}"} {
-		mux.HandleFunc(p, e.serveView(e.currentViews(func(t *Table) map[string]http.Handler { return t.Stream }), ""))
-	}
-	for _, p := range []string{"/message", "/message/{name}"} {
-		mux.HandleFunc(p, e.serveView(e.currentViews(func(t *Table) map[string]http.Handler { return t.Message }), "message"))
+	for ep, pick := range viewHandlers {
+		shadowed := "" // a destination's routes may share /message/{name}
+		if ep == "message" {
+			shadowed = ep
+		}
+		h := e.serveView(pick, shadowed)
+		mux.HandleFunc("/"+ep, h)
+		mux.HandleFunc("/"+ep+"/{name}", h)
 	}
 }
 
@@ -32,25 +41,19 @@ func (e *Edge) routeViews(mux *http.ServeMux) {
 // destination of the same name would take these paths; config validation
 // refuses that (`switchboard check` reports it).
 func (e *Edge) viewRoutes() map[string]http.HandlerFunc {
-	return map[string]http.HandlerFunc{
-		"mcp":     e.serveView(e.currentViews(func(t *Table) map[string]http.Handler { return t.MCP }), ""),
-		"sse":     e.serveView(e.currentViews(func(t *Table) map[string]http.Handler { return t.Stream }), ""),
-		"message": e.serveView(e.currentViews(func(t *Table) map[string]http.Handler { return t.Message }), ""),
+	out := map[string]http.HandlerFunc{}
+	for ep, pick := range viewHandlers {
+		out[ep] = e.serveView(pick, "")
 	}
-}
-
-// currentViews returns a func that picks, with f, the handlers of the
-// current configuration's views.
-func (e *Edge) currentViews(f func(*Table) map[string]http.Handler) func() map[string]http.Handler {
-	return func() map[string]http.Handler { return f(e.table()) }
+	return out
 }
 
 // serveView dispatches to the handler of the view the request names.
 // shadowed is the first path segment that a destination's routes may share
 // ("message").
-func (e *Edge) serveView(current func() map[string]http.Handler, shadowed string) http.HandlerFunc {
+func (e *Edge) serveView(pick func(*Table) map[string]http.Handler, shadowed string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		handlers := current()
+		handlers := pick(e.table())
 		name := r.PathValue("name")
 		header := canonicalHeader(r.Header, HeaderNamespace)
 		if shadowed != "" && header == "" && name != "" {
@@ -89,12 +92,15 @@ func (e *Edge) serveView(current func() map[string]http.Handler, shadowed string
 
 // sessionDest returns the destination of the session a legacy POST names.
 func (e *Edge) sessionDest(r *http.Request) string {
-	id := r.URL.Query().Get("session_id")
-	if id == "" {
-		id = r.URL.Query().Get("sessionId")
-	}
-	if s := e.opts.Sessions.Get(id); s != nil {
+	if s := e.opts.Sessions.Get(querySession(r)); s != nil {
 		return s.Dest
 	}
 	return ""
+}
+
+// querySession is the session a legacy POST names in its query:
+// session_id, or sessionId.
+func querySession(r *http.Request) string {
+	q := r.URL.Query()
+	return cmp.Or(q.Get("session_id"), q.Get("sessionId"))
 }

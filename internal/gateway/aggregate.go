@@ -12,7 +12,6 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/buildinfo"
 	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/edge"
-	"github.com/switchboard-mcp/switchboard/internal/front/sse"
 	stdiofront "github.com/switchboard-mcp/switchboard/internal/front/stdio"
 	"github.com/switchboard-mcp/switchboard/internal/front/streamable"
 	"github.com/switchboard-mcp/switchboard/internal/guard/gate"
@@ -67,9 +66,9 @@ func (g *Gateway) buildViews(cfg *config.Config, dests map[string]gate.Server, t
 		}
 	}
 	for name, v := range vs {
+		key := viewKey(name)
 		rt := g.routers[name]
 		if rt == nil {
-			key := viewKey(name)
 			auditScript := func(rec *audit.Record) { // a code-mode script's call, through this view
 				rec.View = key
 				g.audit.Log(rec)
@@ -79,24 +78,14 @@ func (g *Gateway) buildViews(cfg *config.Config, dests map[string]gate.Server, t
 		} else {
 			rt.Update(v)
 		}
-		key := viewKey(name)
 		out[name] = rt
 		front := g.guarded(cfg, rt, policy.ViewEndpoint(name))
-		t.MCP[name] = streamable.NewHandler(front, streamable.Options{
-			Name: key, View: true, Sessions: g.sessions, Timeout: cfg.Timeout, MaxBody: cfg.MaxBodyBytes,
-			KeepAlive: keepAlive(cfg), GetStreams: cfg.Connections.GetStreams, Done: g.done, Logger: g.log, ParamHeaders: rt.ParamHeaders,
-			Cluster: g.cluster.frontCluster(), Drain: g.draining, Events: g.cluster.events,
-		})
 		msgPath := "/message"
 		if name != "" {
 			msgPath += "/" + name
 		}
-		h := sse.NewServer(front, sse.ServerOptions{
-			Name: key, View: true, Sessions: g.sessions, Timeout: cfg.Timeout, MaxBody: cfg.MaxBodyBytes,
-			KeepAlive: keepAlive(cfg), Done: g.done, Logger: g.log, MessagePath: msgPath,
-		})
-		t.Stream[name] = http.HandlerFunc(h.ServeStream)
-		t.Message[name] = http.HandlerFunc(h.ServeMessage)
+		t.MCP[name], t.Stream[name], t.Message[name] = g.fronts(cfg, front,
+			streamable.Options{Name: key, View: true, Timeout: cfg.Timeout, ParamHeaders: rt.ParamHeaders}, msgPath)
 		names := make([]string, 0, len(v.Servers))
 		for _, s := range v.Servers {
 			names = append(names, s.Name())

@@ -81,12 +81,8 @@ func destinationLimits(cfg *config.Config) destination.Limits {
 func restartDelays(r config.Restart) []time.Duration {
 	out := make([]time.Duration, r.MaxAttempts)
 	for i := range out {
-		switch {
-		case len(r.Delays) == 0:
-		case i < len(r.Delays):
-			out[i] = r.Delays[i]
-		default:
-			out[i] = r.Delays[len(r.Delays)-1]
+		if n := len(r.Delays); n > 0 {
+			out[i] = r.Delays[min(i, n-1)] // the last delay repeats
 		}
 	}
 	return out

@@ -12,6 +12,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -23,7 +24,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,6 +35,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/destination"
 	"github.com/switchboard-mcp/switchboard/internal/edge"
 	"github.com/switchboard-mcp/switchboard/internal/front/sse"
+	"github.com/switchboard-mcp/switchboard/internal/front/streamable"
 	"github.com/switchboard-mcp/switchboard/internal/guard/gate"
 	"github.com/switchboard-mcp/switchboard/internal/metrics"
 	"github.com/switchboard-mcp/switchboard/internal/policy"
@@ -261,14 +262,6 @@ func keepAlive(cfg *config.Config) time.Duration {
 	return cfg.KeepAlive
 }
 
-// orDefault is d, or def when d is zero.
-func orDefault(d, def time.Duration) time.Duration {
-	if d == 0 {
-		return def
-	}
-	return d
-}
-
 func timeoutOf(dc *config.Destination, cfg *config.Config) time.Duration {
 	if dc.Timeout > 0 {
 		return dc.Timeout
@@ -284,8 +277,6 @@ func parseLevel(s string) slog.Level {
 	return l
 }
 
-// openOutput opens a log file for appending ("" is stderr). Files are closed
-// when the gateway stops.
 // auditOutput opens where the audit log goes (config.Audit.Path): w when
 // not nil, stderr, a file, or nil for "off". The default file
 // (config.DefaultAuditPath) falls back to stderr, with a warning, when it
@@ -326,6 +317,8 @@ func (g *Gateway) auditOutput(cfg *config.Config, w io.Writer) (io.Writer, error
 	return f, nil
 }
 
+// openOutput opens a log file for appending ("" is stderr). Files are closed
+// when the gateway stops.
 func (g *Gateway) openOutput(path string) (io.Writer, error) {
 	if path == "" || path == "-" {
 		return os.Stderr, nil
@@ -341,17 +334,15 @@ func (g *Gateway) openOutput(path string) (io.Writer, error) {
 	return f, nil
 }
 
-// legacyFront returns the handlers of /{d}/sse and /{d}/message.
-func (g *Gateway) legacyFront(cfg *config.Config, name string, d sse.Destination, dc *config.Destination) (http.Handler, http.Handler) {
-	if !dc.LegacySSE {
-		gone := edge.Gone(name)
-		return gone, gone
-	}
-	h := sse.NewServer(d, sse.ServerOptions{
-		Name: name, Sessions: g.sessions, Timeout: timeoutOf(dc, cfg), MaxBody: cfg.MaxBodyBytes,
-		KeepAlive: keepAlive(cfg), Done: g.done, Logger: g.log, MessagePath: "/" + name + "/message",
-	})
-	return http.HandlerFunc(h.ServeStream), http.HandlerFunc(h.ServeMessage)
+// fronts returns the Streamable HTTP front of d and the legacy SSE front's
+// stream and message handlers (the messages POSTed to msgPath), with the
+// settings common to every endpoint added to o.
+func (g *Gateway) fronts(cfg *config.Config, d policy.Destination, o streamable.Options, msgPath string) (mcp, stream, message http.Handler) {
+	o.Sessions, o.MaxBody, o.KeepAlive, o.GetStreams = g.sessions, cfg.MaxBodyBytes, keepAlive(cfg), cfg.Connections.GetStreams
+	o.Done, o.Logger, o.Cluster, o.Drain, o.Events = g.done, g.log, g.cluster.frontCluster(), g.draining, g.cluster.events
+	s := sse.NewServer(d, sse.ServerOptions{Name: o.Name, View: o.View, Sessions: o.Sessions, Timeout: o.Timeout,
+		MaxBody: o.MaxBody, KeepAlive: o.KeepAlive, Done: o.Done, Logger: o.Logger, MessagePath: msgPath})
+	return streamable.NewHandler(d, o), http.HandlerFunc(s.ServeStream), http.HandlerFunc(s.ServeMessage)
 }
 
 // Handler returns the gateway's HTTP handler (internal/edge): audit,
@@ -375,17 +366,16 @@ func (g *Gateway) perClientBound() int {
 	case n > 0:
 		return n
 	}
-	m := g.opts.MaxConns
-	if m == 0 {
-		m = g.static.Connections.Max
+	if m := g.maxConns(); m > 0 {
+		return max(1, m/2)
 	}
-	if m == 0 {
-		m = connlimit.DefaultMax()
-	}
-	if m < 0 {
-		return 0
-	}
-	return max(1, m/2)
+	return 0
+}
+
+// maxConns is the connection cap: Options.MaxConns, else the config's
+// connections.max, else connlimit.DefaultMax; negative means none.
+func (g *Gateway) maxConns() int {
+	return cmp.Or(g.opts.MaxConns, g.static.Connections.Max, connlimit.DefaultMax())
 }
 
 // healthz reports each destination's state and when the config was loaded.
@@ -415,30 +405,17 @@ func (g *Gateway) healthz(w http.ResponseWriter, r *http.Request) {
 		LastReload   reloadStatus `json:"last_reload"`
 		Destinations []dest       `json:"destinations"`
 	}{Status: "ok", ConfigLoaded: cur.loadedAt.UTC().Format(time.RFC3339Nano), LastReload: last}
-	names := make([]string, 0, len(cur.dests))
-	for n := range cur.dests {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	out.Destinations = make([]dest, len(names))
-	var wg sync.WaitGroup // remote probes may take a while: all at once
-	for i, n := range names {
-		wg.Go(func() {
-			d := cur.dests[n]
-			st, msg := d.State(r.Context())
-			members, children := d.Usage()
-			out.Destinations[i] = dest{Name: n, Type: cur.cfg.Destinations[n].Type, State: st,
-				Error: g.redactor.String(msg), Sessions: g.sessions.Count(n), Members: members, Children: children}
-			if at := d.NextRetry(); st == "failed" && !at.IsZero() {
-				out.Destinations[i].NextRetry = at.UTC().Format(time.RFC3339Nano)
-			}
-		})
-	}
-	wg.Wait()
-	for _, d := range out.Destinations {
+	out.Destinations = make([]dest, 0, len(cur.dests))
+	for _, d := range g.destinationStatus(r.Context(), cur) {
+		h := dest{Name: d.Name, Type: d.Type, State: d.State, Error: g.redactor.String(d.err),
+			Sessions: d.Sessions, Members: d.Members, Children: d.Children}
+		if d.State == "failed" && !d.next.IsZero() {
+			h.NextRetry = d.next.UTC().Format(time.RFC3339Nano)
+		}
 		if d.State == "failed" || d.State == "unreachable" || d.State == "needs_login" {
 			out.Status = "degraded"
 		}
+		out.Destinations = append(out.Destinations, h)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(out)
@@ -512,18 +489,11 @@ func (g *Gateway) serveAll(ctx context.Context, lns []listener) error {
 	g.startShared(g.state())
 	errc := make(chan error, len(lns))
 	srvs := make([]*http.Server, len(lns))
-	idle, bodyIdle := orDefault(g.opts.IdleTimeout, defaultIdleTimeout), orDefault(g.opts.BodyIdleTimeout, defaultBodyIdleTimeout)
+	idle, bodyIdle := cmp.Or(g.opts.IdleTimeout, defaultIdleTimeout), cmp.Or(g.opts.BodyIdleTimeout, defaultBodyIdleTimeout)
 	cc := g.static.Connections
-	maxConns := g.opts.MaxConns
-	if maxConns == 0 {
-		maxConns = cc.Max
-	}
-	if maxConns == 0 {
-		maxConns = connlimit.DefaultMax()
-	}
-	lim := connlimit.New(maxConns, cc.Reserved, cc.PerAddress, g.log)
+	lim := connlimit.New(g.maxConns(), cc.Reserved, cc.PerAddress, g.log)
 	g.lim.Store(lim)
-	headerTimeout := orDefault(cc.ReadHeaderTimeout, readHeaderTimeout)
+	headerTimeout := cmp.Or(cc.ReadHeaderTimeout, readHeaderTimeout)
 	for i, l := range lns {
 		// ReadTimeout is the body's idle bound: reqbody.Read renews it
 		// before every read after the first, within BodyTimeout.

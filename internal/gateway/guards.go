@@ -170,19 +170,12 @@ func gateHook(hc *config.GuardHook) (*gate.Hook, error) {
 	return h, nil
 }
 
-func mode(s string) guard.Mode {
-	switch s {
-	case config.GuardMonitor:
-		return guard.Monitor
-	case config.GuardRedact:
-		return guard.Redact
-	case config.GuardStrip:
-		return guard.Strip
-	case config.GuardBlock:
-		return guard.Block
-	}
-	return guard.Off
-}
+// modes are the guard modes of the config's words; any other word is
+// guard.Off (the zero Mode).
+var modes = map[string]guard.Mode{config.GuardMonitor: guard.Monitor, config.GuardRedact: guard.Redact,
+	config.GuardStrip: guard.Strip, config.GuardBlock: guard.Block}
+
+func mode(s string) guard.Mode { return modes[s] }
 
 // Listing is what a destination lists: its tools (as the server wrote
 // them) and its instructions (nil: none).

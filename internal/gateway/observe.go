@@ -2,14 +2,14 @@ package gateway
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/config"
-
 	"github.com/switchboard-mcp/switchboard/internal/destination"
 	"github.com/switchboard-mcp/switchboard/internal/metrics"
 	"github.com/switchboard-mcp/switchboard/internal/upstream"
@@ -37,28 +37,26 @@ func (g *Gateway) metricsStatus() metrics.Status {
 	g.reloadMu.Unlock()
 	st := metrics.Status{Reloads: ok, ReloadFailures: failed, LastReloadOK: last.OK, LastReload: last.Time,
 		ConfigLoaded: cur.loadedAt, AuditWriteErrors: g.audit.WriteErrors(), Stalled: upstream.StalledTotal()}
-	for _, d := range g.destinationStatus(cur) {
+	for _, d := range g.destinationStatus(context.Background(), cur) {
 		st.Destinations = append(st.Destinations, d.Destination)
 	}
 	return st
 }
 
-// destStatus is one destination's state, and why it is not ready.
+// destStatus is one destination's state, why it is not ready, and when a
+// failed one accepts work again (zero unless failed).
 type destStatus struct {
 	metrics.Destination
-	err string
+	err  string
+	next time.Time
 }
 
 // destinationStatus reads every destination's state, as /healthz does
 // (remote probes concurrently; each is cached for a few seconds).
-func (g *Gateway) destinationStatus(cur *state) []destStatus {
-	names := make([]string, 0, len(cur.dests))
-	for n := range cur.dests {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+func (g *Gateway) destinationStatus(ctx context.Context, cur *state) []destStatus {
+	names := slices.Sorted(maps.Keys(cur.dests))
 	out := make([]destStatus, len(names))
-	ctx, cancel := context.WithTimeout(context.Background(), destination.ProbeTimeout)
+	ctx, cancel := context.WithTimeout(ctx, destination.ProbeTimeout)
 	defer cancel()
 	var wg sync.WaitGroup
 	for i, n := range names {
@@ -68,7 +66,7 @@ func (g *Gateway) destinationStatus(cur *state) []destStatus {
 			members, children := d.Usage()
 			out[i] = destStatus{Destination: metrics.Destination{Name: n, Type: cur.cfg.Destinations[n].Type, State: st,
 				Sessions: g.sessions.Count(n), Members: members, Children: children,
-				InFlight: d.InFlight(), Restarts: d.Restarts()}, err: msg}
+				InFlight: d.InFlight(), Restarts: d.Restarts()}, err: msg, next: d.NextRetry()}
 		})
 	}
 	wg.Wait()
@@ -90,11 +88,9 @@ func (g *Gateway) logListening(l listener) {
 		base = "https://" + l.ln.Addr().String()
 	}
 	var views []string
-	if cur.routers != nil {
-		for n := range cur.routers {
-			if n != "" {
-				views = append(views, base+"/"+viewKey(n))
-			}
+	for n := range cur.routers {
+		if n != "" {
+			views = append(views, base+"/"+viewKey(n))
 		}
 	}
 	slices.Sort(views)

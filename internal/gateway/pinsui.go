@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -43,13 +43,8 @@ func (g *Gateway) pinGates(cur *state) map[string]*gate.Gate {
 // uiPins is the page's pins section.
 func (g *Gateway) uiPins(cur *state) []statusui.PinStanding {
 	gates := g.pinGates(cur)
-	names := make([]string, 0, len(gates))
-	for n := range gates {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	out := []statusui.PinStanding{}
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(gates)) {
 		gt := gates[n]
 		st := gt.Standing()
 		ps := statusui.PinStanding{Destination: n, Mode: string(gt.Settings().Pinning), Listed: st.Listed, Tools: []statusui.PinTool{}}

@@ -87,12 +87,12 @@ func (g *Gateway) build(cfg *config.Config, prev *state) (*state, []*destination
 		srv := g.server(cfg, name, d, pins) // guards.go: d itself without guards
 		servers[name] = srv
 		front := g.guarded(cfg, srv, policy.DestinationEndpoint(name))
-		t.Fronts[name+"/mcp"] = streamable.NewHandler(front, streamable.Options{
-			Name: name, Sessions: g.sessions, Timeout: timeoutOf(dc, cfg), MaxBody: cfg.MaxBodyBytes,
-			KeepAlive: keepAlive(cfg), GetStreams: cfg.Connections.GetStreams, Done: g.done, Logger: g.log, ParamHeaders: d.ParamHeaders,
-			Cluster: g.cluster.frontCluster(), Drain: g.draining, Events: g.cluster.events,
-		})
-		t.Fronts[name+"/sse"], t.Fronts[name+"/message"] = g.legacyFront(cfg, name, front, dc)
+		mcpFront, stream, message := g.fronts(cfg, front, streamable.Options{Name: name, Timeout: timeoutOf(dc, cfg),
+			ParamHeaders: d.ParamHeaders}, "/"+name+"/message")
+		if !dc.LegacySSE {
+			stream, message = edge.Gone(name), edge.Gone(name)
+		}
+		t.Fronts[name+"/mcp"], t.Fronts[name+"/sse"], t.Fronts[name+"/message"] = mcpFront, stream, message
 		if cb := d.OAuthCallback(); cb != nil {
 			if t.OAuthCallbacks == nil {
 				t.OAuthCallbacks = map[string]http.Handler{}
@@ -261,7 +261,7 @@ func (g *Gateway) watch(ctx context.Context) {
 	last := g.watchSum
 	// Watch the directories: editors and config managers replace files by
 	// renaming, which a watch on the file itself would lose.
-	events, stop, err := watchDirs(g.watchDirs(), func(dir string, err error) {
+	events, stop, err := watchDirs(dirsOf(g.watchFiles()), func(dir string, err error) {
 		g.log.Warn("config watch failed", "dir", dir, "err", err)
 	})
 	if err != nil {
@@ -328,9 +328,10 @@ func (g *Gateway) watchFiles() []string {
 	return files
 }
 
-func (g *Gateway) watchDirs() []string {
+// dirsOf returns the directories of files, each once.
+func dirsOf(files []string) []string {
 	var dirs []string
-	for _, f := range g.watchFiles() {
+	for _, f := range files {
 		if d := filepath.Dir(f); !slices.Contains(dirs, d) {
 			dirs = append(dirs, d)
 		}

@@ -1,8 +1,10 @@
 package gateway
 
 import (
+	"context"
+	"maps"
 	"net/http"
-	"sort"
+	"slices"
 
 	"github.com/switchboard-mcp/switchboard/internal/buildinfo"
 	"github.com/switchboard-mcp/switchboard/internal/edge"
@@ -40,7 +42,7 @@ func (g *Gateway) uiStatus(r *http.Request) statusui.Status {
 	g.reloadMu.Unlock()
 	st := statusui.Status{Version: buildinfo.Version(), ConfigLoaded: cur.loadedAt.UTC(),
 		LastReload: statusui.Reload{Time: last.Time.UTC(), OK: last.OK, Error: last.Error}}
-	for _, d := range g.destinationStatus(cur) {
+	for _, d := range g.destinationStatus(context.Background(), cur) {
 		st.Destinations = append(st.Destinations, statusui.Destination{Name: d.Name, Type: d.Type, State: d.State,
 			Error: g.redactor.String(d.err), Restarts: d.Restarts, Sessions: d.Sessions, Members: d.Members, InFlight: d.InFlight})
 	}
@@ -56,13 +58,8 @@ func (g *Gateway) uiViews(cur *state) []statusui.View {
 	if cur.routers == nil {
 		return []statusui.View{}
 	}
-	names := make([]string, 0, len(cur.routers))
-	for n := range cur.routers {
-		names = append(names, n)
-	}
-	sort.Strings(names) // "" (the default view) first
-	out := make([]statusui.View, 0, len(names))
-	for _, n := range names {
+	out := make([]statusui.View, 0, len(cur.routers))
+	for _, n := range slices.Sorted(maps.Keys(cur.routers)) { // "" (the default view) first
 		v := cur.routers[n].View()
 		uv := statusui.View{Name: n, Path: "/" + viewKey(n), Prefix: v.Prefix, Servers: []string{}, Tools: []statusui.Tool{}}
 		for _, s := range v.Servers {

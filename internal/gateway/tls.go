@@ -84,13 +84,7 @@ func (t *tlsFiles) watch(ctx context.Context) {
 	if t.cfg.ClientCA != "" {
 		files = append(files, filepath.Clean(t.cfg.ClientCA))
 	}
-	var dirs []string
-	for _, f := range files {
-		if d := filepath.Dir(f); !slices.Contains(dirs, d) {
-			dirs = append(dirs, d)
-		}
-	}
-	events, stop, err := watchDirs(dirs, func(dir string, err error) {
+	events, stop, err := watchDirs(dirsOf(files), func(dir string, err error) {
 		t.log.Warn("tls watch failed", "dir", dir, "err", err)
 	})
 	if err != nil {

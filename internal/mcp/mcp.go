@@ -44,10 +44,8 @@ func Known(v string) bool { return v == ModernVersion || IsLegacy(v) }
 // SupportedVersions returns every version Switchboard serves, newest
 // first (as server/discover lists them), in a new slice.
 func SupportedVersions() []string {
-	out := []string{ModernVersion}
-	for i := len(legacyVersions) - 1; i >= 0; i-- {
-		out = append(out, legacyVersions[i])
-	}
+	out := append([]string{ModernVersion}, legacyVersions...)
+	slices.Reverse(out[1:])
 	return out
 }
 

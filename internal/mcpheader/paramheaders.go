@@ -10,9 +10,10 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -58,12 +59,7 @@ func collectBindings(schema json.RawMessage, prefix []string, out []ParamBinding
 	if err := json.Unmarshal(props, &m); err != nil {
 		return out
 	}
-	names := make([]string, 0, len(m))
-	for name := range m {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(m)) {
 		raw := m[name]
 		path := append(append(make([]string, 0, len(prefix)+1), prefix...), name)
 		if hv := jsonrpc.Member(raw, "x-mcp-header"); hv != nil {
@@ -163,12 +159,19 @@ func primitiveOf(raw json.RawMessage) any {
 	case string, bool:
 		return v
 	case float64:
-		if math.IsNaN(v) || math.IsInf(v, 0) || v != math.Trunc(v) || v < minSafeInteger || v > maxSafeInteger {
-			return nil
+		if i, ok := safeInteger(v); ok {
+			return i
 		}
-		return int64(v)
 	}
 	return nil
+}
+
+// safeInteger returns f as an integer when it is one a header can carry.
+func safeInteger(f float64) (int64, bool) {
+	if math.IsNaN(f) || math.IsInf(f, 0) || f != math.Trunc(f) || f < minSafeInteger || f > maxSafeInteger {
+		return 0, false
+	}
+	return int64(f), true
 }
 
 // primitiveEqual reports whether the decoded header value equals the body
@@ -177,10 +180,8 @@ func primitiveEqual(s string, body any) bool {
 	switch v := body.(type) {
 	case int64:
 		f, err := strconv.ParseFloat(s, 64)
-		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f != math.Trunc(f) || f < minSafeInteger || f > maxSafeInteger {
-			return false
-		}
-		return int64(f) == v
+		i, ok := safeInteger(f)
+		return err == nil && ok && i == v
 	case bool:
 		return s == strconv.FormatBool(v)
 	case string:
@@ -223,14 +224,14 @@ func EncodeHeaderValue(v string) string {
 	if safe && v != "" {
 		first, last := v[0], v[len(v)-1]
 		if first == ' ' || first == '\t' || last == ' ' || last == '\t' ||
-			(strings.HasPrefix(v, "=?base64?") && strings.HasSuffix(v, "?=")) {
+			(strings.HasPrefix(v, base64Prefix) && strings.HasSuffix(v, base64Suffix)) {
 			safe = false
 		}
 	}
 	if safe {
 		return v
 	}
-	return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(v)) + "?="
+	return base64Prefix + base64.StdEncoding.EncodeToString([]byte(v)) + base64Suffix
 }
 
 // ParamHeaderValues returns the Mcp-Param-* headers a 2026-07-28 tools/call

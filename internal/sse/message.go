@@ -200,14 +200,7 @@ func (f *lineFeeder) skipEvent() error {
 // eventPrefix returns the start of the current event's data, and its id
 // field if one was seen.
 func (f *lineFeeder) eventPrefix() (prefix []byte, id string, hasID bool) {
-	rest := f.event
-	for len(rest) > 0 {
-		line := rest
-		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
-			line, rest = rest[:i], rest[i+1:]
-		} else {
-			rest = nil
-		}
+	for line := range bytes.SplitSeq(f.event, []byte("\n")) {
 		field, value, _ := bytes.Cut(line, []byte(":"))
 		value = bytes.TrimPrefix(value, []byte(" "))
 		switch string(field) {

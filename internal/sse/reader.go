@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 	"time"
 )
 
@@ -201,19 +202,9 @@ func (r *Reader) dispatch() (Event, bool) {
 
 // parseRetry parses a retry field: ASCII digits only, in milliseconds.
 func parseRetry(v []byte) (time.Duration, bool) {
-	if len(v) == 0 {
+	ms, err := strconv.ParseUint(string(v), 10, 64)
+	if err != nil || ms > math.MaxInt64/uint64(time.Millisecond) {
 		return 0, false
-	}
-	const maxMs = math.MaxInt64 / int64(time.Millisecond)
-	var ms int64
-	for _, c := range v {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		ms = ms*10 + int64(c-'0')
-		if ms > maxMs {
-			return 0, false
-		}
 	}
 	return time.Duration(ms) * time.Millisecond, true
 }

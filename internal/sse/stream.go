@@ -9,19 +9,13 @@ import (
 
 // Messages writes the messages of q as "message" events, with a keep-alive
 // comment every keepAlive (non-positive: none), until q is closed and
-// drained, a write fails, or ctx, ended or done ends (nil: never). It
-// returns the message whose write failed, for the caller to keep for
-// another stream; nil otherwise.
-func (w *Writer) Messages(ctx context.Context, q *jsonrpc.Queue, keepAlive time.Duration, ended, done <-chan struct{}) (unsent *jsonrpc.Message) {
-	return w.MessagesWithIDs(ctx, q, keepAlive, ended, done, nil)
-}
-
-// MessagesWithIDs is Messages with event ids: id, called with each
-// message's encoding as it is taken from q, returns the event's id ("":
-// none). A message whose event had an id is kept by whoever gave it (an
-// event log, for Last-Event-ID): when its write fails, it is not returned.
-// A nil id is Messages.
-func (w *Writer) MessagesWithIDs(ctx context.Context, q *jsonrpc.Queue, keepAlive time.Duration, ended, done <-chan struct{}, id func(data []byte) string) (unsent *jsonrpc.Message) {
+// drained, a write fails, or ctx, ended or done ends (nil: never). id, when
+// not nil, is called with each message's encoding as it is taken from q and
+// returns the event's id ("": none). It returns the message whose write
+// failed, for the caller to keep for another stream; nil otherwise. A
+// message whose event had an id is kept by whoever gave it (an event log,
+// for Last-Event-ID): when its write fails, it is not returned.
+func (w *Writer) Messages(ctx context.Context, q *jsonrpc.Queue, keepAlive time.Duration, ended, done <-chan struct{}, id func(data []byte) string) (unsent *jsonrpc.Message) {
 	keep := NewKeepAlive(keepAlive)
 	defer keep.Stop()
 	for {

@@ -36,7 +36,7 @@ func TestWriterMessages(t *testing.T) {
 		q.Push(note("b"), true)
 		q.Close()
 		var out bytes.Buffer
-		if m := NewWriter(&out).Messages(t.Context(), &q, 0, nil, nil); m != nil {
+		if m := NewWriter(&out).Messages(t.Context(), &q, 0, nil, nil, nil); m != nil {
 			t.Errorf("unsent %v", m)
 		}
 		if got := out.String(); strings.Count(got, "event: message\n") != 2 || !strings.Contains(got, "n/b") {
@@ -49,7 +49,7 @@ func TestWriterMessages(t *testing.T) {
 		q.Push(note("a"), true)
 		q.Push(note("b"), true)
 		w := &failAfter{n: 1}
-		if m := NewWriter(w).Messages(t.Context(), &q, 0, nil, nil); m == nil || m.Method != "n/b" {
+		if m := NewWriter(w).Messages(t.Context(), &q, 0, nil, nil, nil); m == nil || m.Method != "n/b" {
 			t.Errorf("unsent %v, want n/b", m)
 		}
 	})
@@ -60,7 +60,7 @@ func TestWriterMessages(t *testing.T) {
 			ended := make(chan struct{})
 			var out bytes.Buffer
 			go func() { time.Sleep(35 * time.Second); close(ended) }() // synctest's clock
-			NewWriter(&out).Messages(context.Background(), &q, 10*time.Second, ended, nil)
+			NewWriter(&out).Messages(context.Background(), &q, 10*time.Second, ended, nil, nil)
 			if got := strings.Count(out.String(), ": keep-alive\n"); got != 3 {
 				t.Errorf("%d keep-alives in 35 s at 10 s, want 3: %q", got, out.String())
 			}

@@ -232,24 +232,14 @@ func (w *Writer) flushLocked() error {
 // LF, CRLF and CR. An empty p gives one empty line; a trailing terminator
 // gives a trailing empty line, so the reader rebuilds the same text.
 func appendLines(b []byte, prefix string, p []byte) []byte {
-	if bytes.IndexByte(p, '\r') < 0 {
-		// Fast path: LF only, which IndexByte finds with SIMD.
-		for {
-			i := bytes.IndexByte(p, '\n')
-			if i < 0 {
-				break
-			}
-			b = append(b, prefix...)
-			b = append(b, p[:i]...)
-			b = append(b, '\n')
-			p = p[i+1:]
-		}
-		b = append(b, prefix...)
-		b = append(b, p...)
-		return append(b, '\n')
-	}
+	cr := bytes.IndexByte(p, '\r') >= 0 // without CR, IndexByte finds LF with SIMD
 	for {
-		i := bytes.IndexAny(p, "\r\n")
+		var i int
+		if cr {
+			i = bytes.IndexAny(p, "\r\n")
+		} else {
+			i = bytes.IndexByte(p, '\n')
+		}
 		if i < 0 {
 			break
 		}

@@ -28,6 +28,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -75,19 +76,16 @@ func New(next http.Handler, opts Options) *Front {
 }
 
 // MCP is the handler of the MCP-protocol contract: /mcp, and /ping.
-func (f *Front) MCP() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/mcp", f.forward)
-	mux.HandleFunc("GET /ping", f.ping)
-	mux.HandleFunc("/", notFound)
-	return mux
-}
+func (f *Front) MCP() http.Handler { return f.mux("/mcp") }
 
 // HTTP is the handler of the HTTP-protocol contract: /invocations and
 // GET /ping.
-func (f *Front) HTTP() http.Handler {
+func (f *Front) HTTP() http.Handler { return f.mux("/invocations") }
+
+// mux serves the contract's endpoint at path, and GET /ping.
+func (f *Front) mux(path string) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/invocations", f.forward)
+	mux.HandleFunc(path, f.forward)
 	mux.HandleFunc("GET /ping", f.ping)
 	mux.HandleFunc("/", notFound)
 	return mux
@@ -183,14 +181,7 @@ func (f *Front) isInitialize(r *http.Request) bool {
 		return one.Method == "initialize"
 	}
 	var batch []msg
-	if json.Unmarshal(head, &batch) == nil {
-		for _, m := range batch {
-			if m.Method == "initialize" {
-				return true
-			}
-		}
-	}
-	return false
+	return json.Unmarshal(head, &batch) == nil && slices.ContainsFunc(batch, func(m msg) bool { return m.Method == "initialize" })
 }
 
 func (f *Front) lookup(rid string) string {
@@ -211,13 +202,10 @@ func (f *Front) bind(rid, sid string) {
 		f.order = f.order[1:]
 	}
 	if len(f.order) > 2*f.opts.MaxBindings { // drop ids already unbound
-		live := f.order[:0]
-		for _, id := range f.order {
-			if _, ok := f.bound[id]; ok {
-				live = append(live, id)
-			}
-		}
-		f.order = live
+		f.order = slices.DeleteFunc(f.order, func(id string) bool {
+			_, ok := f.bound[id]
+			return !ok
+		})
 	}
 }
 

@@ -114,7 +114,7 @@ func (s *Server) ServeStream(w http.ResponseWriter, r *http.Request) {
 	if err := ev.Event("endpoint", "", []byte(endpoint)); err != nil {
 		return
 	}
-	ev.Messages(r.Context(), sess.Listen(), s.opts.KeepAlive, sess.Ended(), s.opts.Done) // the session ends with its stream
+	ev.Messages(r.Context(), sess.Listen(), s.opts.KeepAlive, sess.Ended(), s.opts.Done, nil) // the session ends with its stream
 }
 
 // ServeMessage handles POST /{d}/message?session_id=…

@@ -10,6 +10,7 @@ package stdio
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -152,7 +153,7 @@ func (f *front) listen() {
 }
 
 func (f *front) handle(line []byte, wg *sync.WaitGroup) {
-	if len(trimSpace(line)) == 0 {
+	if len(bytes.Trim(line, " \t\r")) == 0 {
 		return
 	}
 	msg, err := jsonrpc.Decode(line)
@@ -190,7 +191,7 @@ func (f *front) handle(line []byte, wg *sync.WaitGroup) {
 					f.write(jsonrpc.NewError(msg.ID, mcp.RPCError(err)))
 					return
 				}
-				f.pump(msg.ID, call)
+				f.pump(f.ctx, msg.ID, call)
 			})
 		}
 	case msg.IsNotification():
@@ -238,25 +239,13 @@ func (f *front) stateless(msg *jsonrpc.Message) {
 		f.write(jsonrpc.NewError(msg.ID, mcp.RPCError(err)))
 		return
 	}
-	f.pumpCtx(ctx, msg.ID, call)
+	f.pump(ctx, msg.ID, call)
 }
 
-func (f *front) pump(id []byte, call session.Call) { f.pumpCtx(f.ctx, id, call) }
-
-// pumpCtx writes a call's messages, in order, until its response, with the
+// pump writes a call's messages, in order, until its response, with the
 // response timeout (restarted by progress).
-func (f *front) pumpCtx(ctx context.Context, id []byte, call session.Call) {
+func (f *front) pump(ctx context.Context, id []byte, call session.Call) {
 	if session.Forward(call, f.opts.Timeout, ctx.Done(), nil, f.write) {
 		f.write(jsonrpc.NewError(id, jsonrpc.Errorf(mcp.CodeUpstreamTimeout, "no response within %s", f.opts.Timeout)))
 	}
-}
-
-func trimSpace(b []byte) []byte {
-	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\r') {
-		b = b[1:]
-	}
-	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t' || b[len(b)-1] == '\r') {
-		b = b[:len(b)-1]
-	}
-	return b
 }

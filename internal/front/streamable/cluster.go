@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/cluster/replica"
-	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/internal/sealed"
 	"github.com/switchboard-mcp/switchboard/internal/session"
 )
@@ -29,14 +28,14 @@ func (h *Handler) clusterSession(w http.ResponseWriter, r *http.Request, token s
 	defer h.adoptMu.Unlock()
 	if s := h.opts.Sessions.Get(token); s != nil {
 		if s.Dest != h.opts.Name || s.Backend() == nil {
-			writeError(w, http.StatusNotFound, nil, jsonrpc.Errorf(jsonrpc.InvalidRequest, "session not found (it ended or expired); initialize a new one"))
+			writeError(w, http.StatusNotFound, nil, errSessionNotFound)
 			return nil
 		}
 		return s // adopted by a request that came first
 	}
 	a, err := h.opts.Cluster.Adopt(r.Context(), r.URL.Path, token)
 	if errors.Is(err, sealed.ErrInvalid) {
-		writeError(w, http.StatusNotFound, nil, jsonrpc.Errorf(jsonrpc.InvalidRequest, "session not found (it ended or expired); initialize a new one"))
+		writeError(w, http.StatusNotFound, nil, errSessionNotFound)
 		return nil
 	}
 	if err != nil {

@@ -215,9 +215,7 @@ func accepts(r *http.Request) (jsonOK, sseOK, preferSSE bool) {
 // parameters. It is cheaper than mime.ParseMediaType, which builds a map of
 // parameters this package never reads, on every request.
 func mediaRange(v string) string {
-	if i := strings.IndexByte(v, ';'); i >= 0 {
-		v = v[:i]
-	}
+	v, _, _ = strings.Cut(v, ";")
 	v = strings.TrimSpace(v)
 	for i := 0; i < len(v); i++ {
 		if c := v[i]; c >= 'A' && c <= 'Z' {
@@ -226,6 +224,9 @@ func mediaRange(v string) string {
 	}
 	return v
 }
+
+// errSessionNotFound answers a session id this endpoint does not hold.
+var errSessionNotFound = jsonrpc.Errorf(jsonrpc.InvalidRequest, "session not found (it ended or expired); initialize a new one")
 
 // lookupSession validates the Mcp-Session-Id header and finds the session.
 // It writes the error answer and returns nil when there is none.
@@ -239,7 +240,7 @@ func (h *Handler) lookupSession(w http.ResponseWriter, r *http.Request, id strin
 	}
 	s := h.opts.Sessions.Get(id)
 	if s == nil || s.Dest != h.opts.Name || s.Backend() == nil {
-		writeError(w, http.StatusNotFound, nil, jsonrpc.Errorf(jsonrpc.InvalidRequest, "session not found (it ended or expired); initialize a new one"))
+		writeError(w, http.StatusNotFound, nil, errSessionNotFound)
 		return nil
 	}
 	return s
@@ -326,14 +327,12 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, rec *audit.Record
 			return
 		}
 		releaseBody(rec, body, h.answer(w, r, rec, call, jsonOK, sseOK, false))
-	case msg.IsNotification():
-		if err := b.Notify(r.Context(), msg); err != nil {
-			h.fail(w, msg, err)
-			return
-		}
-		w.WriteHeader(http.StatusAccepted)
 	default:
-		if err := b.Respond(r.Context(), msg); err != nil {
+		send := b.Respond
+		if msg.IsNotification() {
+			send = b.Notify
+		}
+		if err := send(r.Context(), msg); err != nil {
 			h.fail(w, msg, err)
 			return
 		}
@@ -403,8 +402,8 @@ func checkHeaders(r *http.Request, msg *jsonrpc.Message) *jsonrpc.Error {
 	if !ok || metaVersion == "" {
 		return jsonrpc.Errorf(jsonrpc.InvalidParams, "missing or invalid _meta field %q", mcp.MetaProtocolVersion)
 	}
-	if v := hv; v != metaVersion {
-		return jsonrpc.Errorf(jsonrpc.HeaderMismatch, "MCP-Protocol-Version header %q does not match _meta protocolVersion %q", v, metaVersion)
+	if hv != metaVersion {
+		return jsonrpc.Errorf(jsonrpc.HeaderMismatch, "MCP-Protocol-Version header %q does not match _meta protocolVersion %q", hv, metaVersion)
 	}
 	if v := headerValue(r.Header, mcp.HeaderMethod); v != msg.Method {
 		return jsonrpc.Errorf(jsonrpc.HeaderMismatch, "Mcp-Method header %q does not match method %q", v, msg.Method)
@@ -475,7 +474,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, rec *audit.Record)
 		h.listenLogged(ctx, ev, s, headerValue(r.Header, "Last-Event-Id"))
 		return
 	}
-	if m := ev.Messages(ctx, s.Listen(), h.opts.KeepAlive, s.Ended(), h.opts.Done); m != nil {
+	if m := ev.Messages(ctx, s.Listen(), h.opts.KeepAlive, s.Ended(), h.opts.Done, nil); m != nil {
 		s.Deliver(m) // the stream broke: keep the message for another
 	}
 }

@@ -87,13 +87,8 @@ func newStreamTag() string {
 // false for anything else.
 func parseEventID(id string) (tag, cursor string, ok bool) {
 	tag, cursor, ok = strings.Cut(id, "_")
-	if !ok || len(tag) != 12 || cursor == "" || len(id) > 128 {
+	if !ok || len(tag) != 12 || strings.Trim(tag, "0123456789abcdef") != "" || cursor == "" || len(id) > 128 {
 		return "", "", false
-	}
-	for i := 0; i < len(tag); i++ {
-		if c := tag[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return "", "", false
-		}
 	}
 	return tag, cursor, true
 }
@@ -122,13 +117,11 @@ func (h *Handler) listenLogged(ctx context.Context, ev *sse.Writer, s *session.S
 	key := name + "\x00" + tag
 	if old := h.listening.take(key, me); old != nil {
 		old.cancel() // the client left it: this one takes its place
-		t := time.NewTimer(takeoverWait)
 		select {
 		case <-old.done:
-		case <-t.C:
+		case <-time.After(takeoverWait):
 		case <-ctx.Done():
 		}
-		t.Stop()
 	}
 	defer func() { h.listening.drop(key, me) }() // key may change below
 	if resume {
@@ -174,7 +167,7 @@ func (h *Handler) listenLogged(ctx context.Context, ev *sse.Writer, s *session.S
 		}
 		return tag + "_" + c
 	}
-	if m := ev.MessagesWithIDs(ctx, s.Listen(), h.opts.KeepAlive, s.Ended(), h.opts.Done, id); m != nil {
+	if m := ev.Messages(ctx, s.Listen(), h.opts.KeepAlive, s.Ended(), h.opts.Done, id); m != nil {
 		s.Deliver(m) // the stream broke: keep the message for another
 	}
 }
