@@ -281,9 +281,8 @@ func contentLength(n int) []string {
 	return v
 }
 
-// fail writes the answer for an error returned before any response exists.
-// It is the one place where Go errors become HTTP statuses and JSON-RPC
-// errors for this front.
+// fail writes the answer for an error returned before any response exists,
+// with the status and JSON-RPC error mcp.Classify gives it.
 func (h *Handler) fail(w http.ResponseWriter, msg *jsonrpc.Message, err error) {
 	status, e := mcp.Classify(err)
 	if status >= 500 {
