@@ -13,6 +13,7 @@ package replica
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -109,16 +110,9 @@ func New(opts Options) (*Replica, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster.keys: %w", err)
 	}
-	if opts.MaxAge == 0 {
-		opts.MaxAge = 24 * time.Hour
-	}
-	if opts.MaxBody == 0 {
-		opts.MaxBody = 16 << 20
-	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	opts.MaxAge = cmp.Or(opts.MaxAge, 24*time.Hour)
+	opts.MaxBody = cmp.Or(opts.MaxBody, 16<<20)
+	log := cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	tr := &http.Transport{
 		Proxy:               nil, // a hop goes straight to the owner
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
