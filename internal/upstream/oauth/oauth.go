@@ -25,6 +25,7 @@
 package oauth
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -232,22 +233,17 @@ func New(opts Options) (*Client, error) {
 			return nil, errors.New("oauth: the callback URL must be an absolute http or https URL, such as https://gateway.example.com/oauth/callback/NAME")
 		}
 	}
-	if opts.Key == "" {
-		opts.Key = "default"
-	}
+	opts.Key = cmp.Or(opts.Key, "default")
 	if opts.RefreshMargin <= 0 {
 		opts.RefreshMargin = 30 * time.Second
 	}
 	if opts.LoginTimeout <= 0 {
 		opts.LoginTimeout = 5 * time.Minute
 	}
-	c := &Client{opts: opts, store: opts.Store, log: opts.Logger, http: opts.HTTPClient}
+	c := &Client{opts: opts, store: opts.Store, log: cmp.Or(opts.Logger, slog.New(slog.DiscardHandler)), http: opts.HTTPClient}
 	c.bgCtx, c.bgCancel = context.WithCancel(context.Background())
 	if c.store == nil {
 		c.store = &MemoryStore{}
-	}
-	if c.log == nil {
-		c.log = slog.New(slog.DiscardHandler)
 	}
 	if c.http == nil {
 		c.http = newGuardedHTTPClient(opts.URL)
@@ -402,10 +398,7 @@ func (r *refresher) Token() (*oauth2.Token, error) {
 		return nil, c.needsLogin("the access token expired and there is no refresh token")
 	}
 	cfg := rec.config()
-	resource := rec.Resource
-	if resource == "" {
-		resource = c.opts.URL
-	}
+	resource := cmp.Or(rec.Resource, c.opts.URL)
 	c.mu.Unlock()
 	hc := *c.http
 	hc.Transport = &resourceParam{base: c.http.Transport, tokenURL: cfg.Endpoint.TokenURL, resource: resource}
