@@ -22,6 +22,7 @@
 package auth
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -193,10 +194,7 @@ func New(opts Options) *Authenticator {
 	if now == nil {
 		now = time.Now
 	}
-	hc := opts.HTTPClient
-	if hc == nil {
-		hc = &http.Client{Timeout: 10 * time.Second}
-	}
+	hc := cmp.Or(opts.HTTPClient, &http.Client{Timeout: 10 * time.Second})
 	a := &Authenticator{required: opts.Required, realm: opts.Realm,
 		resource: strings.TrimSuffix(opts.Resource, "/"), byCert: map[string]*Client{}, oauth: opts.OAuth}
 	for _, cc := range opts.Clients {
