@@ -90,13 +90,6 @@ const (
 
 // Enum values and flag bits (trace.proto).
 const (
-	spanKindUnspecified = 0
-	spanKindInternal    = 1
-	spanKindServer      = 2
-	spanKindClient      = 3
-	spanKindProducer    = 4
-	spanKindConsumer    = 5
-
 	statusUnset = 0
 	statusOk    = 1
 	statusError = 2
@@ -260,20 +253,13 @@ func spanFlags(tf trace.TraceFlags, remote bool) uint32 {
 	return f
 }
 
+// spanKind is k as trace.proto numbers it: as the trace package does,
+// from unspecified (0) to consumer (5).
 func spanKind(k trace.SpanKind) uint64 {
-	switch k {
-	case trace.SpanKindInternal:
-		return spanKindInternal
-	case trace.SpanKindServer:
-		return spanKindServer
-	case trace.SpanKindClient:
-		return spanKindClient
-	case trace.SpanKindProducer:
-		return spanKindProducer
-	case trace.SpanKindConsumer:
-		return spanKindConsumer
+	if k < trace.SpanKindUnspecified || k > trace.SpanKindConsumer {
+		return 0
 	}
-	return spanKindUnspecified
+	return uint64(k)
 }
 
 func statusCode(c codes.Code) uint64 {

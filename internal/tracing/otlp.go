@@ -74,43 +74,42 @@ func exporterConfigFrom(endpoint string, getenv func(string) string) (exporterCo
 		// The URL's user info could hold a password: name the variable, not its value.
 		return cfg, fmt.Errorf("OTLP endpoint: %s is not an http(s) URL", endpointSource(endpoint, getenv))
 	}
-	for _, name := range []string{envTracesHeaders, envHeaders} {
-		if v := getenv(name); v != "" {
-			h, err := parseHeaders(v)
-			if err != nil {
-				return cfg, fmt.Errorf("%s: %w", name, err)
-			}
-			cfg.headers = h
-			break
+	if name, v := firstEnv(getenv, envTracesHeaders, envHeaders); v != "" {
+		h, err := parseHeaders(v)
+		if err != nil {
+			return cfg, fmt.Errorf("%s: %w", name, err)
 		}
+		cfg.headers = h
 	}
-	for _, name := range []string{envTracesTimeout, envTimeout} {
-		if v := getenv(name); v != "" {
-			ms, err := strconv.ParseUint(v, 10, 31)
-			if err != nil {
-				return cfg, fmt.Errorf("%s: %q is not a number of milliseconds", name, v)
-			}
-			if ms > 0 { // 0 leaves the bound to the caller's context
-				cfg.timeout = time.Duration(ms) * time.Millisecond
-			} else {
-				cfg.timeout = 0
-			}
-			break
+	if name, v := firstEnv(getenv, envTracesTimeout, envTimeout); v != "" {
+		ms, err := strconv.ParseUint(v, 10, 31)
+		if err != nil {
+			return cfg, fmt.Errorf("%s: %q is not a number of milliseconds", name, v)
 		}
+		// 0 leaves the bound to the caller's context.
+		cfg.timeout = time.Duration(ms) * time.Millisecond
 	}
-	for _, name := range []string{envTracesCompression, envCompression} {
-		if v := getenv(name); v != "" {
-			switch v {
-			case "gzip":
-				cfg.gzip = true
-			case "none":
-			default:
-				return cfg, fmt.Errorf("%s: %q is neither gzip nor none", name, v)
-			}
-			break
+	if name, v := firstEnv(getenv, envTracesCompression, envCompression); v != "" {
+		switch v {
+		case "gzip":
+			cfg.gzip = true
+		case "none":
+		default:
+			return cfg, fmt.Errorf("%s: %q is neither gzip nor none", name, v)
 		}
 	}
 	return cfg, nil
+}
+
+// firstEnv returns the first of the variables names that is set, and its
+// value ("" when none is).
+func firstEnv(getenv func(string) string, names ...string) (name, value string) {
+	for _, name := range names {
+		if v := getenv(name); v != "" {
+			return name, v
+		}
+	}
+	return "", ""
 }
 
 // endpointSource names where the endpoint came from.
