@@ -362,11 +362,7 @@ func (r *Replica) stateOwner(ctx context.Context, body []byte, id *auth.Identity
 	if err != nil {
 		return cluster.Replica{}, false
 	}
-	i := slices.IndexFunc(members, func(m cluster.Replica) bool { return m.ID == st.Owner })
-	if i < 0 {
-		return cluster.Replica{}, false
-	}
-	return members[i], true
+	return findMember(members, st.Owner, "")
 }
 
 // Hop reports whether req was forwarded by another replica, verifying
@@ -425,29 +421,17 @@ func (r *Replica) route(ctx context.Context, path, token string, id *auth.Identi
 	if owner == r.opts.Self.ID {
 		return cluster.Replica{}, false
 	}
-	members, err := r.membership(ctx, false)
-	if err != nil {
-		r.log.Warn("cluster: membership unreadable; serving the session here", "session", sess.ID, "err", err)
-		return cluster.Replica{}, false
-	}
-	live := func(id string) (cluster.Replica, bool) {
-		i := slices.IndexFunc(members, func(m cluster.Replica) bool { return m.ID == id && id != tried })
-		if i < 0 {
+	// An owner not in the membership reused is looked for in a fresh read
+	// before it is taken for gone.
+	var members []cluster.Replica
+	for _, fresh := range []bool{false, true} {
+		if members, err = r.membership(ctx, fresh); err != nil {
+			r.log.Warn("cluster: membership unreadable; serving the session here", "session", sess.ID, "err", err)
 			return cluster.Replica{}, false
 		}
-		return members[i], true
-	}
-	if m, ok := live(owner); ok {
-		return m, true
-	}
-	// Not in the membership reused: read it afresh before taking the
-	// owner for gone.
-	if members, err = r.membership(ctx, true); err != nil {
-		r.log.Warn("cluster: membership unreadable; serving the session here", "session", sess.ID, "err", err)
-		return cluster.Replica{}, false
-	}
-	if m, ok := live(owner); ok {
-		return m, true
+		if m, ok := findMember(members, owner, tried); ok {
+			return m, true
+		}
 	}
 	if st == nil {
 		return cluster.Replica{}, false
@@ -459,11 +443,19 @@ func (r *Replica) route(ctx context.Context, path, token string, id *auth.Identi
 		return cluster.Replica{}, false // claimed (or Redis failed: adopt anyway)
 	}
 	if rec, found, gerr := st.Get(ctx, sess.ID); gerr == nil && found {
-		if m, ok := live(rec.Owner); ok {
-			return m, true
-		}
+		return findMember(members, rec.Owner, tried)
 	}
 	return cluster.Replica{}, false
+}
+
+// findMember returns the replica of members whose id is id, unless id is
+// skip.
+func findMember(members []cluster.Replica, id, skip string) (cluster.Replica, bool) {
+	i := slices.IndexFunc(members, func(m cluster.Replica) bool { return m.ID == id && id != skip })
+	if i < 0 {
+		return cluster.Replica{}, false
+	}
+	return members[i], true
 }
 
 // membership returns the live replicas: the list read less than
