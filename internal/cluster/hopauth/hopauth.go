@@ -123,23 +123,14 @@ func (k *Keys) Verify(r *http.Request, body []byte) error {
 	if len(parts) != 4 || parts[0] != "v1" || len(parts[2]) != 2 {
 		return ErrRefused
 	}
-	ts, err := strconv.ParseInt(parts[1], 10, 64)
-	if err != nil {
-		return ErrRefused
-	}
-	id, err := strconv.ParseUint(parts[2], 16, 8)
-	if err != nil {
-		return ErrRefused
-	}
+	ts, terr := strconv.ParseInt(parts[1], 10, 64)
+	id, ierr := strconv.ParseUint(parts[2], 16, 8)
+	got, gerr := base64.RawURLEncoding.DecodeString(parts[3])
 	key := k.keys[byte(id)]
-	got, err := base64.RawURLEncoding.DecodeString(parts[3])
-	if key == nil || err != nil {
+	if terr != nil || ierr != nil || gerr != nil || key == nil {
 		return ErrRefused
 	}
-	if d := k.now().Sub(time.Unix(ts, 0)); d > MaxSkew || d < -MaxSkew {
-		return ErrRefused
-	}
-	if !hmac.Equal(got, mac(key, r, ts, body)) {
+	if d := k.now().Sub(time.Unix(ts, 0)); d > MaxSkew || d < -MaxSkew || !hmac.Equal(got, mac(key, r, ts, body)) {
 		return ErrRefused
 	}
 	return nil
