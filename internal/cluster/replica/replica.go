@@ -1,5 +1,5 @@
-// Package replica is this replica's part in a cluster (issue 24,
-// docs/cluster.md): it mints and opens the sealed session ids, forwards a
+// Package replica is this replica's part in a cluster (docs/cluster.md):
+// it mints and opens the sealed session ids, forwards a
 // request whose session another live replica owns to that replica over a
 // signed hop, verifies the hops it receives, and adopts the sessions of
 // dead replicas (the handshake to replay and, with Redis, the log level
