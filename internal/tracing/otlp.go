@@ -62,17 +62,18 @@ type exporterConfig struct {
 // option (a base URL, "" for the environment's) and getenv.
 func exporterConfigFrom(endpoint string, getenv func(string) string) (exporterConfig, error) {
 	cfg := exporterConfig{url: defaultEndpoint, timeout: defaultTimeout, headers: http.Header{}}
+	source := envEndpoint // where the endpoint came from
 	switch {
 	case endpoint != "":
-		cfg.url = strings.TrimSuffix(endpoint, "/") + tracesPath
+		cfg.url, source = strings.TrimSuffix(endpoint, "/")+tracesPath, "the configured endpoint"
 	case getenv(envTracesEndpoint) != "":
-		cfg.url = getenv(envTracesEndpoint)
+		cfg.url, source = getenv(envTracesEndpoint), envTracesEndpoint
 	case getenv(envEndpoint) != "":
 		cfg.url = strings.TrimSuffix(getenv(envEndpoint), "/") + tracesPath
 	}
 	if u, err := url.Parse(cfg.url); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		// The URL's user info could hold a password: name the variable, not its value.
-		return cfg, fmt.Errorf("OTLP endpoint: %s is not an http(s) URL", endpointSource(endpoint, getenv))
+		return cfg, fmt.Errorf("OTLP endpoint: %s is not an http(s) URL", source)
 	}
 	if name, v := firstEnv(getenv, envTracesHeaders, envHeaders); v != "" {
 		h, err := parseHeaders(v)
@@ -110,18 +111,6 @@ func firstEnv(getenv func(string) string, names ...string) (name, value string) 
 		}
 	}
 	return "", ""
-}
-
-// endpointSource names where the endpoint came from.
-func endpointSource(endpoint string, getenv func(string) string) string {
-	switch {
-	case endpoint != "":
-		return "the configured endpoint"
-	case getenv(envTracesEndpoint) != "":
-		return envTracesEndpoint
-	default:
-		return envEndpoint
-	}
 }
 
 // parseHeaders reads the OTLP headers format: comma-separated key=value
