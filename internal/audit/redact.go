@@ -362,12 +362,10 @@ func (r *Redactor) attr(a slog.Attr) slog.Attr {
 		a.Value = slog.GroupValue(r.attrs(v.Group())...)
 	case slog.KindAny:
 		x := v.Any()
-		if b, ok := byteSlice(x); ok {
+		if b, ok := byteSlice(x); ok && r.containsBytes(b) {
 			// Text handlers print byte slices as strings.
-			if r.containsBytes(b) {
-				a.Value = slog.StringValue(string(r.Bytes(b)))
-				return a
-			}
+			a.Value = slog.StringValue(string(r.Bytes(b)))
+			return a
 		}
 		a.Value = r.scalar(v)
 	default:
