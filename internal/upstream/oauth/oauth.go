@@ -603,16 +603,14 @@ func (c *Client) recover(ctx context.Context, req *http.Request, resp *http.Resp
 	}
 	if c.opts.Grant == GrantClientCredentials {
 		var ts oauth2.TokenSource
+		var err error
 		if c.signer != nil {
-			var err error
-			if ts, err = c.assertionAuthorize(ctx, req, resp); err != nil {
-				return fmt.Errorf("oauth: client credentials for %s: %v", c.opts.URL, err)
-			}
-		} else {
-			if err := c.cc.Authorize(ctx, req, resp); err != nil {
-				return fmt.Errorf("oauth: client credentials for %s: %v", c.opts.URL, err)
-			}
+			ts, err = c.assertionAuthorize(ctx, req, resp)
+		} else if err = c.cc.Authorize(ctx, req, resp); err == nil {
 			ts, _ = c.cc.TokenSource(ctx)
+		}
+		if err != nil {
+			return fmt.Errorf("oauth: client credentials for %s: %v", c.opts.URL, err)
 		}
 		c.mu.Lock()
 		c.src, c.state, c.reason = ts, StateReady, ""
