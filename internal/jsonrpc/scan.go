@@ -295,10 +295,7 @@ func SkipNumber(b []byte, i int) (int, bool) {
 
 // unquote returns the string a raw JSON string holds.
 func unquote(raw []byte) (string, bool) {
-	if len(raw) < 2 || raw[0] != '"' {
-		return "", false
-	}
-	if raw[len(raw)-1] != '"' {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
 		return "", false
 	}
 	inner := raw[1 : len(raw)-1]
@@ -397,21 +394,12 @@ func Splice(b []byte, start, end int, v []byte) []byte {
 
 // Member returns the raw value of a member of obj, or nil.
 func Member(obj []byte, path ...string) json.RawMessage {
-	v, _, _, ok := Lookup(obj, path...)
-	if !ok {
-		return nil
-	}
+	v, _, _, _ := Lookup(obj, path...) // nil when not found
 	return v
 }
 
 // StringMember returns the string value at path, if it is a string.
-func StringMember(obj []byte, path ...string) (string, bool) {
-	v := Member(obj, path...)
-	if v == nil {
-		return "", false
-	}
-	return unquote(v)
-}
+func StringMember(obj []byte, path ...string) (string, bool) { return unquote(Member(obj, path...)) }
 
 // Valid reports whether b is one syntactically valid JSON value.
 func Valid(b []byte) bool {
