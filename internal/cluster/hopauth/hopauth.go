@@ -60,12 +60,9 @@ func New(secrets [][]byte) (*Keys, error) {
 		if len(s) < 32 {
 			return nil, fmt.Errorf("hopauth: secret %d is %d bytes, want at least 32", i+1, len(s))
 		}
-		key, err := hkdf.Key(sha256.New, s, nil, "switchboard cluster hop v1 hmac-sha256", 32)
-		if err != nil {
-			return nil, err
-		}
-		idb, err := hkdf.Key(sha256.New, s, nil, "switchboard cluster hop v1 key id", 1)
-		if err != nil {
+		key, kerr := hkdf.Key(sha256.New, s, nil, "switchboard cluster hop v1 hmac-sha256", 32)
+		idb, ierr := hkdf.Key(sha256.New, s, nil, "switchboard cluster hop v1 key id", 1)
+		if err := errors.Join(kerr, ierr); err != nil {
 			return nil, err
 		}
 		if _, dup := k.keys[idb[0]]; dup {

@@ -215,12 +215,8 @@ func (r *Replica) Adopt(ctx context.Context, path, token string) (Adoption, erro
 	}
 	a := Adoption{Name: sess.ID}
 	params := map[string]any{"protocolVersion": sess.Protocol,
-		"clientInfo": map[string]string{"name": sess.ClientName, "version": sess.ClientVersion}}
-	if len(sess.Capabilities) > 0 {
-		params["capabilities"] = json.RawMessage(sess.Capabilities)
-	} else {
-		params["capabilities"] = map[string]any{}
-	}
+		"clientInfo":   map[string]string{"name": sess.ClientName, "version": sess.ClientVersion},
+		"capabilities": json.RawMessage(cmp.Or(string(sess.Capabilities), "{}"))}
 	a.Init = jsonrpc.NewRequest(json.RawMessage(`"switchboard-adopt"`), "initialize", jsonrpc.Marshal(params))
 	a.Initialized = jsonrpc.NewNotification("notifications/initialized", nil)
 	st := r.opts.Store
