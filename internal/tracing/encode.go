@@ -427,10 +427,7 @@ func (bt *batch) group(res *resource.Resource, scope instrumentation.Scope) *spa
 	if res != nil {
 		var rm int
 		g.resMsg, rm = beginMessage(nil, fRSResource)
-		for it := res.Iter(); it.Next(); {
-			kv := it.Attribute()
-			g.resMsg = appendKeyValue(g.resMsg, fResourceAttributes, kv.Key, kv.Value)
-		}
+		g.resMsg = appendKeyValues(g.resMsg, fResourceAttributes, res.Attributes())
 		g.resMsg = endMessage(g.resMsg, rm)
 	}
 	if scope != (instrumentation.Scope{}) {
@@ -438,10 +435,7 @@ func (bt *batch) group(res *resource.Resource, scope instrumentation.Scope) *spa
 		g.scopeMsg, sm = beginMessage(nil, fSSScope)
 		g.scopeMsg = appendStringField(g.scopeMsg, fScopeName, scope.Name)
 		g.scopeMsg = appendStringField(g.scopeMsg, fScopeVersion, scope.Version)
-		for it := scope.Attributes.Iter(); it.Next(); {
-			kv := it.Attribute()
-			g.scopeMsg = appendKeyValue(g.scopeMsg, fScopeAttributes, kv.Key, kv.Value)
-		}
+		g.scopeMsg = appendKeyValues(g.scopeMsg, fScopeAttributes, scope.Attributes.ToSlice())
 		g.scopeMsg = endMessage(g.scopeMsg, sm)
 	}
 	// Two tags and two lengths besides the messages.

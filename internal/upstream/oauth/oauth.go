@@ -563,23 +563,14 @@ func closeBody(req *http.Request) {
 // refused reports a response that authorization may cure: 401, or 403
 // with error="insufficient_scope".
 func refused(resp *http.Response) bool {
-	if resp.StatusCode == http.StatusUnauthorized {
-		return true
-	}
-	return resp.StatusCode == http.StatusForbidden && insufficientScope(resp)
+	return resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden && insufficientScope(resp)
 }
 
 func insufficientScope(resp *http.Response) bool {
 	cs, err := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
-	if err != nil {
-		return false
-	}
-	for _, ch := range cs {
-		if strings.EqualFold(ch.Scheme, "bearer") && ch.Params["error"] == "insufficient_scope" {
-			return true
-		}
-	}
-	return false
+	return err == nil && slices.ContainsFunc(cs, func(ch oauthex.Challenge) bool {
+		return strings.EqualFold(ch.Scheme, "bearer") && ch.Params["error"] == "insufficient_scope"
+	})
 }
 
 func discard(resp *http.Response) {
