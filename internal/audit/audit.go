@@ -276,30 +276,15 @@ func (ln *line) appendTo(b []byte) []byte {
 	b = append(b, `{"time":"`...)
 	b = appendTime(b, ln.Time)
 	b = append(b, '"')
-	b = append(b, `,"destination":`...)
-	b = appendJSONString(b, ln.Destination)
-	if ln.View != "" {
-		b = append(b, `,"view":`...)
-		b = appendJSONString(b, ln.View)
-	}
-	if ln.Client != "" {
-		b = append(b, `,"client":`...)
-		b = appendJSONString(b, ln.Client)
-	}
-	b = append(b, `,"session":`...)
-	b = appendJSONString(b, ln.Session)
-	b = append(b, `,"source_ip":`...)
-	b = appendJSONString(b, ln.SourceIP)
-	b = append(b, `,"http_method":`...)
-	b = appendJSONString(b, ln.HTTPMethod)
-	b = append(b, `,"path":`...)
-	b = appendJSONString(b, ln.Path)
-	b = append(b, `,"mcp_method":`...)
-	b = appendJSONString(b, ln.MCPMethod)
-	if ln.Tool != "" {
-		b = append(b, `,"tool":`...)
-		b = appendJSONString(b, ln.Tool)
-	}
+	b = appendField(b, `,"destination":`, ln.Destination, false)
+	b = appendField(b, `,"view":`, ln.View, true)
+	b = appendField(b, `,"client":`, ln.Client, true)
+	b = appendField(b, `,"session":`, ln.Session, false)
+	b = appendField(b, `,"source_ip":`, ln.SourceIP, false)
+	b = appendField(b, `,"http_method":`, ln.HTTPMethod, false)
+	b = appendField(b, `,"path":`, ln.Path, false)
+	b = appendField(b, `,"mcp_method":`, ln.MCPMethod, false)
+	b = appendField(b, `,"tool":`, ln.Tool, true)
 	if len(ln.RPCID) > 0 {
 		b = append(b, `,"rpc_id":`...)
 		b = append(b, ln.RPCID...)
@@ -308,38 +293,26 @@ func (ln *line) appendTo(b []byte) []byte {
 	b = strconv.AppendInt(b, int64(ln.Status), 10)
 	b = append(b, `,"latency_ms":`...)
 	b = strconv.AppendFloat(b, ln.LatencyMS, 'f', -1, 64)
-	if ln.Error != "" {
-		b = append(b, `,"error":`...)
-		b = appendJSONString(b, ln.Error)
-	}
-	if ln.Via != "" {
-		b = append(b, `,"via":`...)
-		b = appendJSONString(b, ln.Via)
-	}
-	if ln.Guard != "" {
-		b = append(b, `,"guard":`...)
-		b = appendJSONString(b, ln.Guard)
-	}
-	if ln.Diff != "" {
-		b = append(b, `,"diff":`...)
-		b = appendJSONString(b, ln.Diff)
-	}
-	if ln.Hook != "" {
-		b = append(b, `,"hook":`...)
-		b = appendJSONString(b, ln.Hook)
-	}
-	if ln.RequestBody != "" {
-		b = append(b, `,"request_body":`...)
-		b = appendJSONString(b, ln.RequestBody)
-	}
-	if ln.ResponseBody != "" {
-		b = append(b, `,"response_body":`...)
-		b = appendJSONString(b, ln.ResponseBody)
-	}
+	b = appendField(b, `,"error":`, ln.Error, true)
+	b = appendField(b, `,"via":`, ln.Via, true)
+	b = appendField(b, `,"guard":`, ln.Guard, true)
+	b = appendField(b, `,"diff":`, ln.Diff, true)
+	b = appendField(b, `,"hook":`, ln.Hook, true)
+	b = appendField(b, `,"request_body":`, ln.RequestBody, true)
+	b = appendField(b, `,"response_body":`, ln.ResponseBody, true)
 	if ln.Truncated {
 		b = append(b, `,"truncated":true`...)
 	}
 	return append(b, "}\n"...)
+}
+
+// appendField appends key and v as a JSON string, or nothing when v is ""
+// and omitEmpty is set.
+func appendField(b []byte, key, v string, omitEmpty bool) []byte {
+	if omitEmpty && v == "" {
+		return b
+	}
+	return appendJSONString(append(b, key...), v)
 }
 
 // appendTime appends t in UTC as time.RFC3339Nano formats it

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Redacted replaces each secret value the [Redactor] finds.
@@ -41,13 +42,11 @@ type Redactor struct {
 // redactorSet is one immutable set of secrets.
 type redactorSet struct {
 	secrets []string // distinct, longest first, each at least minSecretLen bytes
-	raw     [][]byte // secrets as byte slices, for Bytes
 	// The secrets without and with a \u escape, for the contains checks:
 	// text without "\u" (most) is not scanned for the second kind.
-	plain, escaped       []string
-	plainRaw, escapedRaw [][]byte
-	rep                  *strings.Replacer
-	maxLen               int // length of the longest secret
+	plain, escaped []string
+	rep            *strings.Replacer
+	maxLen         int // length of the longest secret
 }
 
 // NewRedactor returns a Redactor for the given secret values. Values shorter
@@ -102,11 +101,10 @@ func newRedactorSet(secrets []string) *redactorSet {
 	}
 	r.secrets = list
 	for _, s := range list {
-		r.raw = append(r.raw, []byte(s))
 		if strings.Contains(s, `\u`) {
-			r.escaped, r.escapedRaw = append(r.escaped, s), append(r.escapedRaw, []byte(s))
+			r.escaped = append(r.escaped, s)
 		} else {
-			r.plain, r.plainRaw = append(r.plain, s), append(r.plainRaw, []byte(s))
+			r.plain = append(r.plain, s)
 		}
 	}
 	r.rep = strings.NewReplacer(pairs...)
@@ -139,9 +137,9 @@ func jsonEscapes(s string) []string {
 
 // uEscape writes s as the inside of a JSON string: with all, every
 // character as \uXXXX; else as Python's json.dumps does by default
-// (\" \\ \n \r \t \b \f, other control characters and everything
-// beyond ASCII as \uXXXX). Characters beyond U+FFFF are surrogate pairs;
-// invalid UTF-8 is U+FFFD.
+// (pyEscapes, other control characters and everything beyond ASCII as
+// \uXXXX). Characters beyond U+FFFF are surrogate pairs; invalid UTF-8 is
+// U+FFFD.
 func uEscape(s, hex string, all bool) string {
 	var b strings.Builder
 	u := func(r rune) {
@@ -151,30 +149,15 @@ func uEscape(s, hex string, all bool) string {
 		}
 	}
 	for _, r := range s {
-		switch {
-		case all:
-		case r == '"' || r == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-			continue
-		case r == '\n':
-			b.WriteString(`\n`)
-			continue
-		case r == '\r':
-			b.WriteString(`\r`)
-			continue
-		case r == '\t':
-			b.WriteString(`\t`)
-			continue
-		case r == '\b':
-			b.WriteString(`\b`)
-			continue
-		case r == '\f':
-			b.WriteString(`\f`)
-			continue
-		case r >= 0x20 && r < utf8.RuneSelf:
-			b.WriteRune(r)
-			continue
+		if !all {
+			if e, ok := pyEscapes[r]; ok {
+				b.WriteString(e)
+				continue
+			}
+			if r >= 0x20 && r < utf8.RuneSelf {
+				b.WriteRune(r)
+				continue
+			}
 		}
 		if r > 0xffff {
 			r1, r2 := utf16.EncodeRune(r)
@@ -186,6 +169,9 @@ func uEscape(s, hex string, all bool) string {
 	}
 	return b.String()
 }
+
+// pyEscapes are the two-character escapes Python's json.dumps writes.
+var pyEscapes = map[rune]string{'"': `\"`, '\\': `\\`, '\n': `\n`, '\r': `\r`, '\t': `\t`, '\b': `\b`, '\f': `\f`}
 
 // String returns s with every secret replaced. It does not allocate when s
 // holds no secret.
@@ -231,24 +217,12 @@ func (r *redactorSet) containsString(s string) bool {
 }
 
 func (r *redactorSet) containsBytes(b []byte) bool {
-	if r == nil || len(b) < minSecretLen {
-		return false
-	}
-	for _, sec := range r.plainRaw {
-		if bytes.Contains(b, sec) {
-			return true
-		}
-	}
-	if len(r.escapedRaw) == 0 || !bytes.Contains(b, []byte(`\u`)) {
-		return false
-	}
-	for _, sec := range r.escapedRaw {
-		if bytes.Contains(b, sec) {
-			return true
-		}
-	}
-	return false
+	return r.containsString(bytesView(b))
 }
+
+// bytesView is b as a string, without a copy: for reading only, while b
+// is not written to, and never kept.
+func bytesView(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // trimHead returns head, the start of a longer text, without a trailing
 // proper prefix of a secret: the rest of a secret the cut went through is
@@ -259,9 +233,9 @@ func (r *redactorSet) trimHead(head []byte) []byte {
 		return head
 	}
 	cut := 0
-	for _, sec := range r.raw {
+	for _, sec := range r.secrets {
 		for k := min(len(sec)-1, len(head)); k > cut; k-- {
-			if bytes.HasSuffix(head, sec[:k]) {
+			if strings.HasSuffix(bytesView(head), sec[:k]) {
 				cut = k
 				break
 			}
@@ -388,12 +362,10 @@ func (r *Redactor) attr(a slog.Attr) slog.Attr {
 		a.Value = slog.GroupValue(r.attrs(v.Group())...)
 	case slog.KindAny:
 		x := v.Any()
-		if b, ok := byteSlice(x); ok {
+		if b, ok := byteSlice(x); ok && r.containsBytes(b) {
 			// Text handlers print byte slices as strings.
-			if r.containsBytes(b) {
-				a.Value = slog.StringValue(string(r.Bytes(b)))
-				return a
-			}
+			a.Value = slog.StringValue(string(r.Bytes(b)))
+			return a
 		}
 		a.Value = r.scalar(v)
 	default:

@@ -22,6 +22,7 @@
 package auth
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -193,10 +194,7 @@ func New(opts Options) *Authenticator {
 	if now == nil {
 		now = time.Now
 	}
-	hc := opts.HTTPClient
-	if hc == nil {
-		hc = &http.Client{Timeout: 10 * time.Second}
-	}
+	hc := cmp.Or(opts.HTTPClient, &http.Client{Timeout: 10 * time.Second})
 	a := &Authenticator{required: opts.Required, realm: opts.Realm,
 		resource: strings.TrimSuffix(opts.Resource, "/"), byCert: map[string]*Client{}, oauth: opts.OAuth}
 	for _, cc := range opts.Clients {
@@ -297,21 +295,15 @@ func (a *Authenticator) staticClient(tok string) *Client {
 // oauthClient maps a token's claims to the first client (file order) one
 // of whose subjects, groups or scopes it matches.
 func (a *Authenticator) oauthClient(sub string, scopes, groups []string) *Client {
+	matchesSub := func(pattern string) bool {
+		ok, _ := path.Match(pattern, sub)
+		return ok
+	}
 	for _, c := range a.clients {
-		for _, g := range c.Spec.Subjects {
-			if ok, _ := path.Match(g, sub); ok {
-				return c
-			}
-		}
-		for _, g := range c.Spec.Groups {
-			if slices.Contains(groups, g) {
-				return c
-			}
-		}
-		for _, s := range c.Spec.Scopes {
-			if slices.Contains(scopes, s) {
-				return c
-			}
+		if slices.ContainsFunc(c.Spec.Subjects, matchesSub) ||
+			slices.ContainsFunc(c.Spec.Groups, func(g string) bool { return slices.Contains(groups, g) }) ||
+			slices.ContainsFunc(c.Spec.Scopes, func(s string) bool { return slices.Contains(scopes, s) }) {
+			return c
 		}
 	}
 	return nil

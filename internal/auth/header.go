@@ -27,15 +27,24 @@ func ParseAuthorization(h string) (token, problem string) {
 		return "", "the Authorization scheme must be Bearer"
 	}
 	tok := strings.TrimLeft(rest, " ")
-	switch {
-	case tok == "":
-		return "", "the Bearer token is empty"
-	case len(tok) > maxTokenLen:
-		return "", "the Bearer token is too long"
-	case !isB64Token(tok):
-		return "", "the Bearer token has characters outside RFC 6750's token68 syntax"
+	if problem := tokenProblem(tok, "the Bearer token"); problem != "" {
+		return "", problem
 	}
 	return tok, ""
+}
+
+// tokenProblem says what is wrong with tok, named what, or "" when it is
+// a credential: not empty, not too long, and of RFC 6750's characters.
+func tokenProblem(tok, what string) string {
+	switch {
+	case tok == "":
+		return what + " is empty"
+	case len(tok) > maxTokenLen:
+		return what + " is too long"
+	case !isB64Token(tok):
+		return what + " has characters outside RFC 6750's token68 syntax"
+	}
+	return ""
 }
 
 // isB64Token reports whether s is 1*( ALPHA / DIGIT / "-" / "." / "_" /
@@ -75,13 +84,8 @@ func credential(r *http.Request) Credential {
 		return Credential{Token: tok, Malformed: problem}
 	}
 	k := strings.TrimSpace(keys[0])
-	switch {
-	case k == "":
-		return Credential{Malformed: "the X-API-Key header is empty"}
-	case len(k) > maxTokenLen:
-		return Credential{Malformed: "the X-API-Key header is too long"}
-	case !isB64Token(k):
-		return Credential{Malformed: "the X-API-Key header has characters outside RFC 6750's token68 syntax"}
+	if problem := tokenProblem(k, "the X-API-Key header"); problem != "" {
+		return Credential{Malformed: problem}
 	}
 	return Credential{Token: k}
 }

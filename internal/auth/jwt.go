@@ -33,14 +33,6 @@ type jwtValidator struct {
 	seen map[[sha256.Size]byte]*verified // by the token's SHA-256
 }
 
-// claims are the parts of a token the gateway reads besides the
-// registered ones.
-type claims struct {
-	Scope  string   `json:"scope"` // RFC 9068: space-separated
-	Scp    []string `json:"scp"`   // a common alternative
-	Groups []string `json:"-"`
-}
-
 // tokenError is a token that is not valid, with a description safe to
 // show the client (it never contains the token).
 type tokenError struct{ desc string }
@@ -125,21 +117,20 @@ func (v *jwtValidator) verify(ctx context.Context, raw string) (*verified, error
 	if e.std.Expiry == nil {
 		return nil, invalid("the token has no exp claim")
 	}
-	var c claims
-	if b, ok := extra["scope"]; ok {
-		if json.Unmarshal(b, &c.Scope) != nil {
+	if b, ok := extra["scope"]; ok { // RFC 9068: space-separated
+		var scope string
+		if json.Unmarshal(b, &scope) != nil {
 			return nil, invalid("the scope claim is not a string")
 		}
-		e.scopes = strings.Fields(c.Scope)
+		e.scopes = strings.Fields(scope)
 	}
-	if b, ok := extra["scp"]; ok && e.scopes == nil {
-		var one string
-		if json.Unmarshal(b, &c.Scp) == nil {
-			e.scopes = c.Scp
-		} else if json.Unmarshal(b, &one) == nil {
+	if b, ok := extra["scp"]; ok && e.scopes == nil { // a common alternative: a list, or a string
+		if json.Unmarshal(b, &e.scopes) != nil {
+			var one string
+			if json.Unmarshal(b, &one) != nil {
+				return nil, invalid("the scp claim is neither a string nor a list of strings")
+			}
 			e.scopes = strings.Fields(one)
-		} else {
-			return nil, invalid("the scp claim is neither a string nor a list of strings")
 		}
 	}
 	if b, ok := extra[v.groupsClaim]; ok {

@@ -125,10 +125,3 @@ func idle() {
 		done()
 	}
 }
-
-// Pooled returns the bytes the pool holds.
-func Pooled() int {
-	pool.mu.Lock()
-	defer pool.mu.Unlock()
-	return pool.bytes
-}

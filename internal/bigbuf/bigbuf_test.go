@@ -46,8 +46,8 @@ func TestPool(t *testing.T) {
 	}
 	small := Get(Min - 1)
 	Put(small)
-	if Pooled() != ClassSize(1<<20+100) {
-		t.Errorf("pooled %d bytes, want %d (one buffer; small ones are not pooled)", Pooled(), ClassSize(1<<20+100))
+	if pooled() != ClassSize(1<<20+100) {
+		t.Errorf("pooled %d bytes, want %d (one buffer; small ones are not pooled)", pooled(), ClassSize(1<<20+100))
 	}
 	var many [][]byte
 	for range 2 * MaxPooled / (16 << 20) {
@@ -56,15 +56,22 @@ func TestPool(t *testing.T) {
 	for _, b := range many {
 		Put(b)
 	}
-	if Pooled() > MaxPooled {
-		t.Errorf("pooled %d bytes, over MaxPooled", Pooled())
+	if pooled() > MaxPooled {
+		t.Errorf("pooled %d bytes, over MaxPooled", pooled())
 	}
 	select {
 	case <-released:
 	case <-time.After(IdleRelease + 30*time.Second):
 		t.Fatal("the pool was not released after going unused")
 	}
-	if Pooled() != 0 {
-		t.Errorf("pooled %d bytes after the idle release", Pooled())
+	if pooled() != 0 {
+		t.Errorf("pooled %d bytes after the idle release", pooled())
 	}
+}
+
+// pooled returns the bytes the pool holds.
+func pooled() int {
+	pool.mu.Lock()
+	defer pool.mu.Unlock()
+	return pool.bytes
 }

@@ -14,6 +14,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -93,10 +94,7 @@ func NewHeartbeat(rdb Redis, opts HeartbeatOptions) (*Heartbeat, error) {
 	if opts.Self.ID == "" || strings.ContainsAny(opts.Self.ID, "{}") {
 		return nil, fmt.Errorf("cluster: bad replica id %q", opts.Self.ID)
 	}
-	ttl := opts.TTL
-	if ttl == 0 {
-		ttl = 15 * time.Second
-	}
+	ttl := cmp.Or(opts.TTL, 15*time.Second)
 	if ttl < time.Second {
 		return nil, fmt.Errorf("cluster: heartbeat TTL %v is under a second", ttl)
 	}

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -101,9 +102,7 @@ func (f TLSFiles) apply(c *tls.Config) error {
 		}
 		c.Certificates = []tls.Certificate{cert}
 	}
-	if f.ServerName != "" {
-		c.ServerName = f.ServerName
-	}
+	c.ServerName = cmp.Or(f.ServerName, c.ServerName)
 	return nil
 }
 

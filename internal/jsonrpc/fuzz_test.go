@@ -361,15 +361,15 @@ func FuzzSkipString(f *testing.F) {
 		if len(b) == 0 || b[0] != '"' {
 			return
 		}
-		gotEnd, gotOK := skipString(b, 0)
+		gotEnd, _, gotOK := ScanString(b, 0)
 		wantEnd, wantOK := skipStringSlow(b)
 		if gotEnd != wantEnd || gotOK != wantOK {
-			t.Fatalf("skipString(%q) = %d %v, want %d %v", b, gotEnd, gotOK, wantEnd, wantOK)
+			t.Fatalf("ScanString(%q) = %d %v, want %d %v", b, gotEnd, gotOK, wantEnd, wantOK)
 		}
 	})
 }
 
-// skipStringSlow is skipString one byte at a time.
+// skipStringSlow is ScanString one byte at a time.
 func skipStringSlow(b []byte) (int, bool) {
 	for i := 1; i < len(b); i++ {
 		switch c := b[i]; {

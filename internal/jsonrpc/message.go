@@ -229,7 +229,7 @@ func (m *Message) MetaAt() (start, end int, ok bool) {
 				s, e = fs, fe
 			}
 		}
-		if !m.setMetaAt(s, e) {
+		if !m.SetMetaAt(s, e) {
 			return s, e, s >= 0 // params too large for a span: not cached
 		}
 	}
@@ -243,11 +243,9 @@ func (m *Message) MetaAt() (start, end int, ok bool) {
 // _meta when start < 0), as LookupMeta would find it: code that splices a
 // _meta into a copy's params knows where it put it, and the copy's params
 // (a file, an image) are then not walked to find it again.
-func (m *Message) SetMetaAt(start, end int) { m.setMetaAt(start, end) }
-
-// setMetaAt is SetMetaAt; false when params are too large for a span
-// (2 GiB), and nothing is cached.
-func (m *Message) setMetaAt(start, end int) bool {
+// It reports false, caching nothing, when params are empty or too large
+// for a span (2 GiB).
+func (m *Message) SetMetaAt(start, end int) bool {
 	if len(m.Params) == 0 {
 		return false
 	}
@@ -593,9 +591,6 @@ func (m *Message) ErrorOf() *Error {
 	}
 	return &e
 }
-
-// Equal reports whether two raw ids are the same id.
-func EqualID(a, b json.RawMessage) bool { return bytes.Equal(a, b) }
 
 // LargestMember returns the length of m's largest member among params,
 // result and error: whether AppendAround would hand one out.

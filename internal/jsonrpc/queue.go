@@ -9,15 +9,14 @@ import (
 // Queue is an ordered hand-off of messages from the reader goroutine (which
 // must never block on a slow client) to the goroutine that writes them to
 // the client. It is bounded for everything but its last item: past max
-// queued messages, pushes of notifications are dropped and counted.
+// queued messages, pushes of notifications are dropped.
 type Queue struct {
-	mu      sync.Mutex
-	items   []*Message    // guarded by mu; backed by first while it holds one
-	first   [1]*Message   // guarded by mu: room for the common single message
-	closed  bool          // guarded by mu; no more pushes are taken
-	dropped int           // guarded by mu
-	signal  chan struct{} // cap 1: "items or closed changed"
-	max     int
+	mu     sync.Mutex
+	items  []*Message    // guarded by mu; backed by first while it holds one
+	first  [1]*Message   // guarded by mu: room for the common single message
+	closed bool          // guarded by mu; no more pushes are taken
+	signal chan struct{} // cap 1: "items or closed changed"
+	max    int
 }
 
 // NewQueue returns a queue holding at most max messages (plus forced ones).
@@ -41,9 +40,6 @@ func (q *Queue) Init(max int) {
 func (q *Queue) Push(m *Message, force bool) bool {
 	q.mu.Lock()
 	if q.closed || (!force && len(q.items) >= q.max) {
-		if !q.closed {
-			q.dropped++
-		}
 		q.mu.Unlock()
 		return false
 	}
@@ -129,6 +125,13 @@ func (q *Queue) Pop(ctx context.Context) (*Message, error) {
 	}
 }
 
+// Len returns the number of queued messages.
+func (q *Queue) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.items)
+}
+
 // TryPop returns a queued message without waiting.
 func (q *Queue) TryPop() *Message {
 	q.mu.Lock()
@@ -137,20 +140,6 @@ func (q *Queue) TryPop() *Message {
 		return nil
 	}
 	return q.take()
-}
-
-// Dropped returns how many pushes were refused because the queue was full.
-func (q *Queue) Dropped() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.dropped
-}
-
-// Len returns the number of queued messages.
-func (q *Queue) Len() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return len(q.items)
 }
 
 // Ready returns a channel that receives when messages were pushed or the

@@ -48,7 +48,7 @@ func walkObject(b []byte, i, depth int, fn func(key, val []byte) error, p *probe
 		if i >= len(b) || b[i] != '"' {
 			return 0, errSyntax
 		}
-		kend, ok := skipString(b, i)
+		kend, _, ok := ScanString(b, i)
 		if !ok {
 			return 0, errSyntax
 		}
@@ -114,13 +114,6 @@ type probe struct {
 	at      int
 	val     []byte
 	meta    []byte
-}
-
-// skipString returns the index just past the string starting at b[i] == '"'.
-// It checks escapes and rejects control characters, as JSON requires.
-func skipString(b []byte, i int) (int, bool) {
-	end, _, ok := ScanString(b, i)
-	return end, ok
 }
 
 // ScanString returns the index just past the string token starting at
@@ -209,7 +202,8 @@ func skipValue(b []byte, i, depth int) (int, bool) {
 	}
 	switch c := b[i]; {
 	case c == '"':
-		return skipString(b, i)
+		end, _, ok := ScanString(b, i)
+		return end, ok
 	case c == '{':
 		end, err := walkObject(b, i, depth+1, nil, nil)
 		return end, err == nil
@@ -242,7 +236,7 @@ func skipValue(b []byte, i, depth int) (int, bool) {
 	case c == 'n':
 		return literal(b, i, "null")
 	case c == '-' || c >= '0' && c <= '9':
-		return skipNumber(b, i)
+		return SkipNumber(b, i)
 	}
 	return 0, false
 }
@@ -256,9 +250,7 @@ func literal(b []byte, i int, lit string) (int, bool) {
 
 // SkipNumber returns the index just past the JSON number starting at
 // b[i]; false when there is none.
-func SkipNumber(b []byte, i int) (int, bool) { return skipNumber(b, i) }
-
-func skipNumber(b []byte, i int) (int, bool) {
+func SkipNumber(b []byte, i int) (int, bool) {
 	start := i
 	if b[i] == '-' {
 		i++
@@ -303,10 +295,7 @@ func skipNumber(b []byte, i int) (int, bool) {
 
 // unquote returns the string a raw JSON string holds.
 func unquote(raw []byte) (string, bool) {
-	if len(raw) < 2 || raw[0] != '"' {
-		return "", false
-	}
-	if raw[len(raw)-1] != '"' {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
 		return "", false
 	}
 	inner := raw[1 : len(raw)-1]
@@ -405,21 +394,12 @@ func Splice(b []byte, start, end int, v []byte) []byte {
 
 // Member returns the raw value of a member of obj, or nil.
 func Member(obj []byte, path ...string) json.RawMessage {
-	v, _, _, ok := Lookup(obj, path...)
-	if !ok {
-		return nil
-	}
+	v, _, _, _ := Lookup(obj, path...) // nil when not found
 	return v
 }
 
 // StringMember returns the string value at path, if it is a string.
-func StringMember(obj []byte, path ...string) (string, bool) {
-	v := Member(obj, path...)
-	if v == nil {
-		return "", false
-	}
-	return unquote(v)
-}
+func StringMember(obj []byte, path ...string) (string, bool) { return unquote(Member(obj, path...)) }
 
 // Valid reports whether b is one syntactically valid JSON value.
 func Valid(b []byte) bool {

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"cmp"
 	"runtime"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,13 +20,10 @@ type stateCollector struct {
 var _ prometheus.Collector = (*stateCollector)(nil)
 
 func newStateCollector(status func() Status, version string) *stateCollector {
-	if version == "" {
-		version = "unknown"
-	}
 	d := []string{"destination"}
 	return &stateCollector{
 		status:  status,
-		version: version,
+		version: cmp.Or(version, "unknown"),
 		info: prometheus.NewDesc("switchboard_destination_info",
 			"A configured destination and its type; always 1.", []string{"destination", "type"}, nil),
 		state: prometheus.NewDesc("switchboard_destination_state",

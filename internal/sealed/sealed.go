@@ -82,12 +82,9 @@ func New(secrets [][]byte) (*Sealer, error) {
 		if len(secret) < MinSecretLen {
 			return nil, fmt.Errorf("sealed: secret %d is %d bytes, want at least %d random bytes", i+1, len(secret), MinSecretLen)
 		}
-		key, err := hkdf.Key(sha256.New, secret, nil, "switchboard sealed v1 aes-256-gcm", 32)
-		if err != nil {
-			return nil, fmt.Errorf("sealed: secret %d: %w", i+1, err)
-		}
-		idb, err := hkdf.Key(sha256.New, secret, nil, "switchboard sealed v1 key id", 1)
-		if err != nil {
+		key, kerr := hkdf.Key(sha256.New, secret, nil, "switchboard sealed v1 aes-256-gcm", 32)
+		idb, ierr := hkdf.Key(sha256.New, secret, nil, "switchboard sealed v1 key id", 1)
+		if err := errors.Join(kerr, ierr); err != nil {
 			return nil, fmt.Errorf("sealed: secret %d: %w", i+1, err)
 		}
 		id := idb[0]

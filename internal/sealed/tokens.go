@@ -58,12 +58,7 @@ func (s *Sealer) SealSession(b Binding, sess Session) (string, Session, error) {
 	if sess.ID == "" {
 		sess.ID = NewID()
 	}
-	pt := []byte{payloadVersion}
-	for _, f := range []string{sess.ID, sess.Owner, sess.Protocol, sess.ClientName, sess.ClientVersion, string(sess.Capabilities)} {
-		pt = appendString(pt, f)
-	}
-	pt = appendTime(pt, sess.Expires)
-	tok := s.seal(KindSession, b, pt)
+	tok := s.sealFields(KindSession, b, sess.Expires, sess.ID, sess.Owner, sess.Protocol, sess.ClientName, sess.ClientVersion, string(sess.Capabilities))
 	if len(tok) > MaxTokenLen {
 		return "", Session{}, fmt.Errorf("sealed: session token would be %d characters, more than %d (capabilities of %d bytes)", len(tok), MaxTokenLen, len(sess.Capabilities))
 	}
@@ -73,22 +68,10 @@ func (s *Sealer) SealSession(b Binding, sess Session) (string, Session, error) {
 // OpenSession opens a session token sealed for b; any failure, expiry
 // included, is ErrInvalid.
 func (s *Sealer) OpenSession(b Binding, token string) (Session, error) {
-	pt, err := s.open(KindSession, b, token)
-	if err != nil {
-		return Session{}, err
-	}
-	r := reader{b: pt}
 	var sess Session
 	var caps string
-	if r.byte() != payloadVersion {
-		return Session{}, ErrInvalid
-	}
-	for _, f := range []*string{&sess.ID, &sess.Owner, &sess.Protocol, &sess.ClientName, &sess.ClientVersion, &caps} {
-		*f = r.string()
-	}
-	sess.Expires = r.time()
-	if r.err != nil || len(r.b) != 0 || s.expired(sess.Expires) {
-		return Session{}, ErrInvalid
+	if err := s.openFields(KindSession, b, token, &sess.Expires, &sess.ID, &sess.Owner, &sess.Protocol, &sess.ClientName, &sess.ClientVersion, &caps); err != nil {
+		return Session{}, err
 	}
 	if caps != "" {
 		sess.Capabilities = []byte(caps)
@@ -98,12 +81,7 @@ func (s *Sealer) OpenSession(b Binding, token string) (Session, error) {
 
 // SealRequestState seals st for b.
 func (s *Sealer) SealRequestState(b Binding, st RequestState) (string, error) {
-	pt := []byte{payloadVersion}
-	for _, f := range []string{st.Owner, st.Handle, st.Method, st.Name} {
-		pt = appendString(pt, f)
-	}
-	pt = appendTime(pt, st.Expires)
-	tok := s.seal(KindRequestState, b, pt)
+	tok := s.sealFields(KindRequestState, b, st.Expires, st.Owner, st.Handle, st.Method, st.Name)
 	if len(tok) > MaxTokenLen {
 		return "", fmt.Errorf("sealed: requestState would be %d characters, more than %d", len(tok), MaxTokenLen)
 	}
@@ -113,23 +91,42 @@ func (s *Sealer) SealRequestState(b Binding, st RequestState) (string, error) {
 // OpenRequestState opens a requestState sealed for b; any failure, expiry
 // included, is ErrInvalid.
 func (s *Sealer) OpenRequestState(b Binding, token string) (RequestState, error) {
-	pt, err := s.open(KindRequestState, b, token)
-	if err != nil {
+	var st RequestState
+	if err := s.openFields(KindRequestState, b, token, &st.Expires, &st.Owner, &st.Handle, &st.Method, &st.Name); err != nil {
 		return RequestState{}, err
 	}
-	r := reader{b: pt}
-	var st RequestState
-	if r.byte() != payloadVersion {
-		return RequestState{}, ErrInvalid
+	return st, nil
+}
+
+// sealFields seals a plaintext of fields and expires as a token of kind k
+// for b.
+func (s *Sealer) sealFields(k Kind, b Binding, expires time.Time, fields ...string) string {
+	pt := []byte{payloadVersion}
+	for _, f := range fields {
+		pt = appendString(pt, f)
 	}
-	for _, f := range []*string{&st.Owner, &st.Handle, &st.Method, &st.Name} {
+	return s.seal(k, b, appendTime(pt, expires))
+}
+
+// openFields opens token, sealed by sealFields as kind k for b, into
+// fields and expires; any failure, expiry included, is ErrInvalid.
+func (s *Sealer) openFields(k Kind, b Binding, token string, expires *time.Time, fields ...*string) error {
+	pt, err := s.open(k, b, token)
+	if err != nil {
+		return err
+	}
+	r := reader{b: pt}
+	if r.byte() != payloadVersion {
+		return ErrInvalid
+	}
+	for _, f := range fields {
 		*f = r.string()
 	}
-	st.Expires = r.time()
-	if r.err != nil || len(r.b) != 0 || s.expired(st.Expires) {
-		return RequestState{}, ErrInvalid
+	*expires = r.time()
+	if r.err != nil || len(r.b) != 0 || s.expired(*expires) {
+		return ErrInvalid
 	}
-	return st, nil
+	return nil
 }
 
 func (s *Sealer) expired(t time.Time) bool { return !t.IsZero() && !s.now().Before(t) }

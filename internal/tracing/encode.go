@@ -90,13 +90,6 @@ const (
 
 // Enum values and flag bits (trace.proto).
 const (
-	spanKindUnspecified = 0
-	spanKindInternal    = 1
-	spanKindServer      = 2
-	spanKindClient      = 3
-	spanKindProducer    = 4
-	spanKindConsumer    = 5
-
 	statusUnset = 0
 	statusOk    = 1
 	statusError = 2
@@ -150,24 +143,16 @@ func appendVarint(b []byte, v uint64) []byte {
 }
 
 // appendString appends s, length-prefixed.
-func appendString(b []byte, s string) []byte {
+func appendString[T ~string | ~[]byte](b []byte, s T) []byte {
 	return append(appendVarint(b, uint64(len(s))), s...)
 }
 
-func appendStringField(b []byte, num protowire.Number, s string) []byte {
-	if s == "" {
-		return b
-	}
-	b = appendTag(b, num, protowire.BytesType)
-	return appendString(b, s)
-}
-
-func appendBytesField(b []byte, num protowire.Number, v []byte) []byte {
+// appendBytesField appends v as field num, unless it is empty.
+func appendBytesField[T ~string | ~[]byte](b []byte, num protowire.Number, v T) []byte {
 	if len(v) == 0 {
 		return b
 	}
-	b = appendTag(b, num, protowire.BytesType)
-	return append(appendVarint(b, uint64(len(v))), v...)
+	return appendString(appendTag(b, num, protowire.BytesType), v)
 }
 
 func appendVarintField(b []byte, num protowire.Number, v uint64) []byte {
@@ -199,13 +184,13 @@ func appendSpan(b []byte, num protowire.Number, sd sdktrace.ReadOnlySpan) []byte
 	b = appendBytesField(b, fSpanTraceID, tid[:])
 	b = appendBytesField(b, fSpanSpanID, sid[:])
 	if ts := sc.TraceState(); ts.Len() > 0 {
-		b = appendStringField(b, fSpanTraceState, ts.String())
+		b = appendBytesField(b, fSpanTraceState, ts.String())
 	}
 	parent := sd.Parent()
 	if psid := parent.SpanID(); psid.IsValid() {
 		b = appendBytesField(b, fSpanParentSpanID, psid[:])
 	}
-	b = appendStringField(b, fSpanName, sd.Name())
+	b = appendBytesField(b, fSpanName, sd.Name())
 	b = appendVarintField(b, fSpanKind, spanKind(sd.SpanKind()))
 	b = appendFixed64Field(b, fSpanStart, unixNano(sd.StartTime()))
 	b = appendFixed64Field(b, fSpanEnd, unixNano(sd.EndTime()))
@@ -215,7 +200,7 @@ func appendSpan(b []byte, num protowire.Number, sd sdktrace.ReadOnlySpan) []byte
 		var es int
 		b, es = beginMessage(b, fSpanEvents)
 		b = appendFixed64Field(b, fEventTime, unixNano(ev.Time))
-		b = appendStringField(b, fEventName, ev.Name)
+		b = appendBytesField(b, fEventName, ev.Name)
 		b = appendKeyValues(b, fEventAttributes, ev.Attributes)
 		b = appendVarintField(b, fEventDroppedAttributes, uint64(clampUint32(ev.DroppedAttributeCount)))
 		b = endMessage(b, es)
@@ -228,7 +213,7 @@ func appendSpan(b []byte, num protowire.Number, sd sdktrace.ReadOnlySpan) []byte
 		b = appendBytesField(b, fLinkTraceID, ltid[:])
 		b = appendBytesField(b, fLinkSpanID, lsid[:])
 		if ts := l.SpanContext.TraceState(); ts.Len() > 0 {
-			b = appendStringField(b, fLinkTraceState, ts.String())
+			b = appendBytesField(b, fLinkTraceState, ts.String())
 		}
 		b = appendKeyValues(b, fLinkAttributes, l.Attributes)
 		b = appendVarintField(b, fLinkDroppedAttributes, uint64(clampUint32(l.DroppedAttributeCount)))
@@ -241,7 +226,7 @@ func appendSpan(b []byte, num protowire.Number, sd sdktrace.ReadOnlySpan) []byte
 	st := sd.Status()
 	var ss int
 	b, ss = beginMessage(b, fSpanStatus)
-	b = appendStringField(b, fStatusMessage, st.Description)
+	b = appendBytesField(b, fStatusMessage, st.Description)
 	b = appendVarintField(b, fStatusCode, statusCode(st.Code))
 	b = endMessage(b, ss)
 	// Never 0: the "has is_remote" bit is always set.
@@ -260,20 +245,13 @@ func spanFlags(tf trace.TraceFlags, remote bool) uint32 {
 	return f
 }
 
+// spanKind is k as trace.proto numbers it: as the trace package does,
+// from unspecified (0) to consumer (5).
 func spanKind(k trace.SpanKind) uint64 {
-	switch k {
-	case trace.SpanKindInternal:
-		return spanKindInternal
-	case trace.SpanKindServer:
-		return spanKindServer
-	case trace.SpanKindClient:
-		return spanKindClient
-	case trace.SpanKindProducer:
-		return spanKindProducer
-	case trace.SpanKindConsumer:
-		return spanKindConsumer
+	if k < trace.SpanKindUnspecified || k > trace.SpanKindConsumer {
+		return 0
 	}
-	return spanKindUnspecified
+	return uint64(k)
 }
 
 func statusCode(c codes.Code) uint64 {
@@ -303,7 +281,7 @@ func appendKeyValues(b []byte, num protowire.Number, kvs []attribute.KeyValue) [
 // appendKeyValue appends key and v as a KeyValue, field num.
 func appendKeyValue(b []byte, num protowire.Number, key attribute.Key, v attribute.Value) []byte {
 	b, start := beginMessage(b, num)
-	b = appendStringField(b, fKVKey, string(key))
+	b = appendBytesField(b, fKVKey, string(key))
 	b = appendAnyValue(b, fKVValue, v)
 	return endMessage(b, start)
 }
@@ -339,9 +317,7 @@ func appendAnyValue(b []byte, num protowire.Number, v attribute.Value) []byte {
 		}
 		b = endMessage(b, as)
 	case attribute.BYTESLICE:
-		b = appendTag(b, fAnyBytes, protowire.BytesType)
-		bs := v.AsByteSlice()
-		b = append(appendVarint(b, uint64(len(bs))), bs...)
+		b = appendString(appendTag(b, fAnyBytes, protowire.BytesType), v.AsByteSlice())
 	case attribute.MAP:
 		var ms int
 		b, ms = beginMessage(b, fAnyKVList)
@@ -441,21 +417,15 @@ func (bt *batch) group(res *resource.Resource, scope instrumentation.Scope) *spa
 	if res != nil {
 		var rm int
 		g.resMsg, rm = beginMessage(nil, fRSResource)
-		for it := res.Iter(); it.Next(); {
-			kv := it.Attribute()
-			g.resMsg = appendKeyValue(g.resMsg, fResourceAttributes, kv.Key, kv.Value)
-		}
+		g.resMsg = appendKeyValues(g.resMsg, fResourceAttributes, res.Attributes())
 		g.resMsg = endMessage(g.resMsg, rm)
 	}
 	if scope != (instrumentation.Scope{}) {
 		var sm int
 		g.scopeMsg, sm = beginMessage(nil, fSSScope)
-		g.scopeMsg = appendStringField(g.scopeMsg, fScopeName, scope.Name)
-		g.scopeMsg = appendStringField(g.scopeMsg, fScopeVersion, scope.Version)
-		for it := scope.Attributes.Iter(); it.Next(); {
-			kv := it.Attribute()
-			g.scopeMsg = appendKeyValue(g.scopeMsg, fScopeAttributes, kv.Key, kv.Value)
-		}
+		g.scopeMsg = appendBytesField(g.scopeMsg, fScopeName, scope.Name)
+		g.scopeMsg = appendBytesField(g.scopeMsg, fScopeVersion, scope.Version)
+		g.scopeMsg = appendKeyValues(g.scopeMsg, fScopeAttributes, scope.Attributes.ToSlice())
 		g.scopeMsg = endMessage(g.scopeMsg, sm)
 	}
 	// Two tags and two lengths besides the messages.
@@ -505,11 +475,11 @@ func (bt *batch) appendExport(b []byte) []byte {
 			b, ss = beginMessage(b, fRSScopeSpans)
 			b = append(b, g.scopeMsg...)
 			b = append(b, g.spans()...)
-			b = appendStringField(b, fSSSchemaURL, g.scope.SchemaURL)
+			b = appendBytesField(b, fSSSchemaURL, g.scope.SchemaURL)
 			b = endMessage(b, ss)
 		}
 		if res != nil {
-			b = appendStringField(b, fRSSchemaURL, res.SchemaURL())
+			b = appendBytesField(b, fRSSchemaURL, res.SchemaURL())
 		}
 		b = endMessage(b, rs)
 	}
@@ -537,10 +507,10 @@ func (bt *batch) inPlace() ([]byte, bool) {
 	}
 	// After the spans: ScopeSpans' schema URL, then ResourceSpans'.
 	spansEnd := len(g.buf)
-	g.buf = appendStringField(g.buf, fSSSchemaURL, g.scope.SchemaURL)
+	g.buf = appendBytesField(g.buf, fSSSchemaURL, g.scope.SchemaURL)
 	ssEnd := len(g.buf)
 	if g.res != nil {
-		g.buf = appendStringField(g.buf, fRSSchemaURL, g.res.SchemaURL())
+		g.buf = appendBytesField(g.buf, fRSSchemaURL, g.res.SchemaURL())
 	}
 	ss := len(g.scopeMsg) + ssEnd - g.room
 	rs := len(g.resMsg) + 1 + protowire.SizeVarint(uint64(ss)) + ss + len(g.buf) - ssEnd

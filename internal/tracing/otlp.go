@@ -62,67 +62,55 @@ type exporterConfig struct {
 // option (a base URL, "" for the environment's) and getenv.
 func exporterConfigFrom(endpoint string, getenv func(string) string) (exporterConfig, error) {
 	cfg := exporterConfig{url: defaultEndpoint, timeout: defaultTimeout, headers: http.Header{}}
+	source := envEndpoint // where the endpoint came from
 	switch {
 	case endpoint != "":
-		cfg.url = strings.TrimSuffix(endpoint, "/") + tracesPath
+		cfg.url, source = strings.TrimSuffix(endpoint, "/")+tracesPath, "the configured endpoint"
 	case getenv(envTracesEndpoint) != "":
-		cfg.url = getenv(envTracesEndpoint)
+		cfg.url, source = getenv(envTracesEndpoint), envTracesEndpoint
 	case getenv(envEndpoint) != "":
 		cfg.url = strings.TrimSuffix(getenv(envEndpoint), "/") + tracesPath
 	}
 	if u, err := url.Parse(cfg.url); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		// The URL's user info could hold a password: name the variable, not its value.
-		return cfg, fmt.Errorf("OTLP endpoint: %s is not an http(s) URL", endpointSource(endpoint, getenv))
+		return cfg, fmt.Errorf("OTLP endpoint: %s is not an http(s) URL", source)
 	}
-	for _, name := range []string{envTracesHeaders, envHeaders} {
-		if v := getenv(name); v != "" {
-			h, err := parseHeaders(v)
-			if err != nil {
-				return cfg, fmt.Errorf("%s: %w", name, err)
-			}
-			cfg.headers = h
-			break
+	if name, v := firstEnv(getenv, envTracesHeaders, envHeaders); v != "" {
+		h, err := parseHeaders(v)
+		if err != nil {
+			return cfg, fmt.Errorf("%s: %w", name, err)
 		}
+		cfg.headers = h
 	}
-	for _, name := range []string{envTracesTimeout, envTimeout} {
-		if v := getenv(name); v != "" {
-			ms, err := strconv.ParseUint(v, 10, 31)
-			if err != nil {
-				return cfg, fmt.Errorf("%s: %q is not a number of milliseconds", name, v)
-			}
-			if ms > 0 { // 0 leaves the bound to the caller's context
-				cfg.timeout = time.Duration(ms) * time.Millisecond
-			} else {
-				cfg.timeout = 0
-			}
-			break
+	if name, v := firstEnv(getenv, envTracesTimeout, envTimeout); v != "" {
+		ms, err := strconv.ParseUint(v, 10, 31)
+		if err != nil {
+			return cfg, fmt.Errorf("%s: %q is not a number of milliseconds", name, v)
 		}
+		// 0 leaves the bound to the caller's context.
+		cfg.timeout = time.Duration(ms) * time.Millisecond
 	}
-	for _, name := range []string{envTracesCompression, envCompression} {
-		if v := getenv(name); v != "" {
-			switch v {
-			case "gzip":
-				cfg.gzip = true
-			case "none":
-			default:
-				return cfg, fmt.Errorf("%s: %q is neither gzip nor none", name, v)
-			}
-			break
+	if name, v := firstEnv(getenv, envTracesCompression, envCompression); v != "" {
+		switch v {
+		case "gzip":
+			cfg.gzip = true
+		case "none":
+		default:
+			return cfg, fmt.Errorf("%s: %q is neither gzip nor none", name, v)
 		}
 	}
 	return cfg, nil
 }
 
-// endpointSource names where the endpoint came from.
-func endpointSource(endpoint string, getenv func(string) string) string {
-	switch {
-	case endpoint != "":
-		return "the configured endpoint"
-	case getenv(envTracesEndpoint) != "":
-		return envTracesEndpoint
-	default:
-		return envEndpoint
+// firstEnv returns the first of the variables names that is set, and its
+// value ("" when none is).
+func firstEnv(getenv func(string) string, names ...string) (name, value string) {
+	for _, name := range names {
+		if v := getenv(name); v != "" {
+			return name, v
+		}
 	}
+	return "", ""
 }
 
 // parseHeaders reads the OTLP headers format: comma-separated key=value

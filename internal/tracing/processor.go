@@ -147,14 +147,8 @@ func (p *processor) run() {
 // exportAll exports the queued batches and the current one, within ctx.
 func (p *processor) exportAll(ctx context.Context) error {
 	var errs []error
-	for {
-		select {
-		case b := <-p.full:
-			errs = append(errs, p.export(ctx, b))
-			continue
-		default:
-		}
-		break
+	for len(p.full) > 0 { // run is full's only receiver: this never blocks
+		errs = append(errs, p.export(ctx, <-p.full))
 	}
 	errs = append(errs, p.export(ctx, p.take()))
 	return errors.Join(errs...)

@@ -10,7 +10,7 @@
 // followed, and [Options].SampleRatio (the config's sample_ratio, default
 // 1: tracing is opt-in, and MCP call rates are low) decides for roots.
 // Each upstream call carries its client span's context on in
-// params._meta.traceparent (see [SetMeta]).
+// params._meta.traceparent (see [Request.Upstream]).
 //
 // A nil *Tracer is tracing off: [Tracer.Start] returns a nil *Request and
 // every method of a nil *Request or *Call does nothing.
@@ -393,7 +393,7 @@ func (q *Request) End(rec *audit.Record) {
 }
 
 // quotedMetaKey is MetaKey as a JSON string.
-var quotedMetaKey = appendQuoted(nil, MetaKey)
+var quotedMetaKey = jsonrpc.Quote(MetaKey)
 
 // spliceMeta returns params with params._meta[key] set to value (key and
 // value already JSON strings), params._meta's value being params[ms:me]
@@ -472,18 +472,4 @@ func unquotedKey(key []byte) string {
 	}
 	s, _ := jsonrpc.String(key)
 	return s
-}
-
-// appendQuoted appends s as a JSON string: as it is between quotes when it
-// needs no escape (a traceparent never does), else as jsonrpc.Quote
-// writes it.
-func appendQuoted(dst []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
-			return append(dst, jsonrpc.Quote(s)...)
-		}
-	}
-	dst = append(dst, '"')
-	dst = append(dst, s...)
-	return append(dst, '"')
 }

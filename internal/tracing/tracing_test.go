@@ -96,10 +96,10 @@ func FuzzSetMeta(f *testing.F) {
 			t.Fatalf("input modified")
 		}
 		// As Upstream splices it: _meta found through the message.
-		_, ms, me, _ := setMeta(params, quotedMetaKey, appendQuoted(nil, tp))
+		_, ms, me, _ := setMeta(params, quotedMetaKey, jsonrpc.Quote(tp))
 		m := &jsonrpc.Message{Params: params}
 		s0, e0, has := m.MetaAt()
-		if got2, ms2, me2, ok2 := spliceMeta(params, s0, e0, has, quotedMetaKey, appendQuoted(nil, tp)); ok2 != ok ||
+		if got2, ms2, me2, ok2 := spliceMeta(params, s0, e0, has, quotedMetaKey, jsonrpc.Quote(tp)); ok2 != ok ||
 			!bytes.Equal(got2, got) || ms2 != ms || me2 != me {
 			t.Fatalf("params %s: through the message %s, %v, [%d:%d]; SetMeta %s, %v, [%d:%d]", params, got2, ok2, ms2, me2, got, ok, ms, me)
 		}
@@ -439,7 +439,7 @@ func traceparent(sc trace.SpanContext) string {
 
 // SetMeta is spliceMeta with _meta looked up, and a plain key and value.
 func SetMeta(params json.RawMessage, key, value string) (json.RawMessage, bool) {
-	out, _, _, ok := setMeta(params, appendQuoted(nil, key), appendQuoted(nil, value))
+	out, _, _, ok := setMeta(params, jsonrpc.Quote(key), jsonrpc.Quote(value))
 	return out, ok
 }
 

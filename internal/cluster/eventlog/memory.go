@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -89,11 +90,7 @@ func (m *Memory) Append(_ context.Context, session, stream string, data []byte) 
 func (m *Memory) sweepLocked(now time.Time) {
 	m.swept = now
 	for session, ss := range m.streams {
-		for name, s := range ss {
-			if now.Sub(s.at) > m.maxAge {
-				delete(ss, name)
-			}
-		}
+		maps.DeleteFunc(ss, func(_ string, s *memStream) bool { return now.Sub(s.at) > m.maxAge })
 		if len(ss) == 0 {
 			delete(m.streams, session)
 		}

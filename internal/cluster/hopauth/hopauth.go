@@ -60,12 +60,9 @@ func New(secrets [][]byte) (*Keys, error) {
 		if len(s) < 32 {
 			return nil, fmt.Errorf("hopauth: secret %d is %d bytes, want at least 32", i+1, len(s))
 		}
-		key, err := hkdf.Key(sha256.New, s, nil, "switchboard cluster hop v1 hmac-sha256", 32)
-		if err != nil {
-			return nil, err
-		}
-		idb, err := hkdf.Key(sha256.New, s, nil, "switchboard cluster hop v1 key id", 1)
-		if err != nil {
+		key, kerr := hkdf.Key(sha256.New, s, nil, "switchboard cluster hop v1 hmac-sha256", 32)
+		idb, ierr := hkdf.Key(sha256.New, s, nil, "switchboard cluster hop v1 key id", 1)
+		if err := errors.Join(kerr, ierr); err != nil {
 			return nil, err
 		}
 		if _, dup := k.keys[idb[0]]; dup {
@@ -123,23 +120,14 @@ func (k *Keys) Verify(r *http.Request, body []byte) error {
 	if len(parts) != 4 || parts[0] != "v1" || len(parts[2]) != 2 {
 		return ErrRefused
 	}
-	ts, err := strconv.ParseInt(parts[1], 10, 64)
-	if err != nil {
-		return ErrRefused
-	}
-	id, err := strconv.ParseUint(parts[2], 16, 8)
-	if err != nil {
-		return ErrRefused
-	}
+	ts, terr := strconv.ParseInt(parts[1], 10, 64)
+	id, ierr := strconv.ParseUint(parts[2], 16, 8)
+	got, gerr := base64.RawURLEncoding.DecodeString(parts[3])
 	key := k.keys[byte(id)]
-	got, err := base64.RawURLEncoding.DecodeString(parts[3])
-	if key == nil || err != nil {
+	if terr != nil || ierr != nil || gerr != nil || key == nil {
 		return ErrRefused
 	}
-	if d := k.now().Sub(time.Unix(ts, 0)); d > MaxSkew || d < -MaxSkew {
-		return ErrRefused
-	}
-	if !hmac.Equal(got, mac(key, r, ts, body)) {
+	if d := k.now().Sub(time.Unix(ts, 0)); d > MaxSkew || d < -MaxSkew || !hmac.Equal(got, mac(key, r, ts, body)) {
 		return ErrRefused
 	}
 	return nil

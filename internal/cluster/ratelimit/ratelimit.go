@@ -11,6 +11,7 @@
 package ratelimit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -65,10 +66,7 @@ func (l *Limiter) Allow(ctx context.Context, key string, lim Limit) (Decision, e
 	if !(lim.Rate > 0) || math.IsInf(lim.Rate, 0) || lim.Burst < 0 {
 		return Decision{}, fmt.Errorf("ratelimit: bad limit %+v", lim)
 	}
-	burst := lim.Burst
-	if burst == 0 {
-		burst = max(1, int(math.Ceil(lim.Rate)))
-	}
+	burst := cmp.Or(lim.Burst, max(1, int(math.Ceil(lim.Rate))))
 	// One request per period: the period is the emission interval.
 	period := time.Duration(float64(time.Second) / lim.Rate)
 	if period <= 0 {

@@ -1,5 +1,5 @@
-// Package replica is this replica's part in a cluster (issue 24,
-// docs/cluster.md): it mints and opens the sealed session ids, forwards a
+// Package replica is this replica's part in a cluster (docs/cluster.md):
+// it mints and opens the sealed session ids, forwards a
 // request whose session another live replica owns to that replica over a
 // signed hop, verifies the hops it receives, and adopts the sessions of
 // dead replicas (the handshake to replay and, with Redis, the log level
@@ -13,6 +13,7 @@ package replica
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -109,16 +110,9 @@ func New(opts Options) (*Replica, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster.keys: %w", err)
 	}
-	if opts.MaxAge == 0 {
-		opts.MaxAge = 24 * time.Hour
-	}
-	if opts.MaxBody == 0 {
-		opts.MaxBody = 16 << 20
-	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	opts.MaxAge = cmp.Or(opts.MaxAge, 24*time.Hour)
+	opts.MaxBody = cmp.Or(opts.MaxBody, 16<<20)
+	log := cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	tr := &http.Transport{
 		Proxy:               nil, // a hop goes straight to the owner
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
@@ -221,12 +215,8 @@ func (r *Replica) Adopt(ctx context.Context, path, token string) (Adoption, erro
 	}
 	a := Adoption{Name: sess.ID}
 	params := map[string]any{"protocolVersion": sess.Protocol,
-		"clientInfo": map[string]string{"name": sess.ClientName, "version": sess.ClientVersion}}
-	if len(sess.Capabilities) > 0 {
-		params["capabilities"] = json.RawMessage(sess.Capabilities)
-	} else {
-		params["capabilities"] = map[string]any{}
-	}
+		"clientInfo":   map[string]string{"name": sess.ClientName, "version": sess.ClientVersion},
+		"capabilities": json.RawMessage(cmp.Or(string(sess.Capabilities), "{}"))}
 	a.Init = jsonrpc.NewRequest(json.RawMessage(`"switchboard-adopt"`), "initialize", jsonrpc.Marshal(params))
 	a.Initialized = jsonrpc.NewNotification("notifications/initialized", nil)
 	st := r.opts.Store
@@ -368,11 +358,7 @@ func (r *Replica) stateOwner(ctx context.Context, body []byte, id *auth.Identity
 	if err != nil {
 		return cluster.Replica{}, false
 	}
-	i := slices.IndexFunc(members, func(m cluster.Replica) bool { return m.ID == st.Owner })
-	if i < 0 {
-		return cluster.Replica{}, false
-	}
-	return members[i], true
+	return findMember(members, st.Owner, "")
 }
 
 // Hop reports whether req was forwarded by another replica, verifying
@@ -431,29 +417,17 @@ func (r *Replica) route(ctx context.Context, path, token string, id *auth.Identi
 	if owner == r.opts.Self.ID {
 		return cluster.Replica{}, false
 	}
-	members, err := r.membership(ctx, false)
-	if err != nil {
-		r.log.Warn("cluster: membership unreadable; serving the session here", "session", sess.ID, "err", err)
-		return cluster.Replica{}, false
-	}
-	live := func(id string) (cluster.Replica, bool) {
-		i := slices.IndexFunc(members, func(m cluster.Replica) bool { return m.ID == id && id != tried })
-		if i < 0 {
+	// An owner not in the membership reused is looked for in a fresh read
+	// before it is taken for gone.
+	var members []cluster.Replica
+	for _, fresh := range []bool{false, true} {
+		if members, err = r.membership(ctx, fresh); err != nil {
+			r.log.Warn("cluster: membership unreadable; serving the session here", "session", sess.ID, "err", err)
 			return cluster.Replica{}, false
 		}
-		return members[i], true
-	}
-	if m, ok := live(owner); ok {
-		return m, true
-	}
-	// Not in the membership reused: read it afresh before taking the
-	// owner for gone.
-	if members, err = r.membership(ctx, true); err != nil {
-		r.log.Warn("cluster: membership unreadable; serving the session here", "session", sess.ID, "err", err)
-		return cluster.Replica{}, false
-	}
-	if m, ok := live(owner); ok {
-		return m, true
+		if m, ok := findMember(members, owner, tried); ok {
+			return m, true
+		}
 	}
 	if st == nil {
 		return cluster.Replica{}, false
@@ -465,11 +439,19 @@ func (r *Replica) route(ctx context.Context, path, token string, id *auth.Identi
 		return cluster.Replica{}, false // claimed (or Redis failed: adopt anyway)
 	}
 	if rec, found, gerr := st.Get(ctx, sess.ID); gerr == nil && found {
-		if m, ok := live(rec.Owner); ok {
-			return m, true
-		}
+		return findMember(members, rec.Owner, tried)
 	}
 	return cluster.Replica{}, false
+}
+
+// findMember returns the replica of members whose id is id, unless id is
+// skip.
+func findMember(members []cluster.Replica, id, skip string) (cluster.Replica, bool) {
+	i := slices.IndexFunc(members, func(m cluster.Replica) bool { return m.ID == id && id != skip })
+	if i < 0 {
+		return cluster.Replica{}, false
+	}
+	return members[i], true
 }
 
 // membership returns the live replicas: the list read less than

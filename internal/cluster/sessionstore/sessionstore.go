@@ -12,6 +12,7 @@
 package sessionstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -54,10 +55,7 @@ type Store struct {
 // (0: 30 minutes; at least a second) after their last write or Touch —
 // the session idle timeout.
 func New(rdb Redis, prefix string, ttl time.Duration) *Store {
-	if ttl == 0 {
-		ttl = 30 * time.Minute
-	}
-	return &Store{rdb: rdb, prefix: prefix, ttl: max(ttl, time.Second)}
+	return &Store{rdb: rdb, prefix: prefix, ttl: max(cmp.Or(ttl, 30*time.Minute), time.Second)}
 }
 
 func (s *Store) key(id string) (string, error) {

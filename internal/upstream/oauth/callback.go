@@ -1,24 +1,15 @@
 package oauth
 
-// Logins the gateway starts by itself (Options.CallbackURL). A gateway
-// has no browser of its own, but its clients may have a person behind
-// them: when a request needs a login (no usable token, a 403
-// insufficient_scope step-up, a new authorization server), the Client
+// Logins the gateway starts by itself (Options.CallbackURL): the Client
 // runs the go-sdk's authorization code flow on a goroutine of its own
-// (runLogin): discovery, registration, the scopes, then the authorization
-// URL with PKCE S256, a fresh state and the resource. The request fails
-// at once with a *LoginRequiredError carrying that URL, which the gateway
-// hands to the client (MCP URL elicitation, error -32042). The person's
-// browser comes back to CallbackURL on the gateway's own listener; Callback
-// checks the state, hands the code to the waiting flow, which checks the
-// RFC 9207 iss and exchanges the code (with the PKCE verifier only it
-// knows), and answers the browser once the tokens are stored, so a client
-// that retries when its browser is done succeeds.
+// (runLogin) and hands its URL to the client (MCP URL elicitation, error
+// -32042); Callback brings the code back to the waiting flow, which checks
+// the RFC 9207 iss, exchanges the code and stores the tokens before the
+// browser is answered, so a client that retries then succeeds.
 //
 // The state is the callback's only credential (the browser brings no
 // other), so it is checked in constant time, used once, bound to this
-// Client (one destination), and dies with the login (LoginTimeout). One
-// login waits at a time: requests that meet it get the same URL.
+// Client (one destination), and dies with the login (LoginTimeout).
 
 import (
 	"context"

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"slices"
 	"syscall"
 	"time"
 )
@@ -49,13 +50,8 @@ var sharedSpace = netip.MustParsePrefix("100.64.0.0/10")
 
 func classify(a netip.Addr) endpointClass {
 	a = a.Unmap()
-	for _, m := range metadataAddrs {
-		if a == m {
-			return classRefused
-		}
-	}
 	switch {
-	case !a.IsValid(), a.IsUnspecified(), a.IsLinkLocalUnicast(), a.IsLinkLocalMulticast(),
+	case slices.Contains(metadataAddrs, a), !a.IsValid(), a.IsUnspecified(), a.IsLinkLocalUnicast(), a.IsLinkLocalMulticast(),
 		a.IsInterfaceLocalMulticast(), a.IsMulticast():
 		return classRefused
 	case a.IsLoopback(), a.IsPrivate(), sharedSpace.Contains(a):
@@ -80,15 +76,7 @@ func (g *endpointGuard) serverInternal(ctx context.Context) bool {
 		return classify(a) != classPublic
 	}
 	addrs, err := g.resolver.LookupNetIP(ctx, "ip", g.serverHost)
-	if err != nil {
-		return false
-	}
-	for _, a := range addrs {
-		if classify(a) != classPublic {
-			return true
-		}
-	}
-	return false
+	return err == nil && slices.ContainsFunc(addrs, func(a netip.Addr) bool { return classify(a) != classPublic })
 }
 
 // check returns an error when a request may not go to a.
@@ -131,12 +119,8 @@ func newGuardedHTTPClient(serverURL string) *http.Client {
 }
 
 func proxied() bool {
-	for _, k := range []string{"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"} {
-		if os.Getenv(k) != "" {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc([]string{"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"},
+		func(k string) bool { return os.Getenv(k) != "" })
 }
 
 // hostCheck resolves and checks a request's host before it goes to a

@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -24,12 +25,7 @@ type KeyringStore struct {
 	Service string
 }
 
-func (s KeyringStore) service() string {
-	if s.Service == "" {
-		return KeyringService
-	}
-	return s.Service
-}
+func (s KeyringStore) service() string { return cmp.Or(s.Service, KeyringService) }
 
 // Load implements Store.
 func (s KeyringStore) Load(key string) (*Record, error) {

@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -317,28 +318,18 @@ type loopback struct {
 // listenLoopback binds the redirect URL (default
 // http://127.0.0.1:0/callback, port 0 a free one).
 func listenLoopback(redirect string) (*loopback, error) {
-	if redirect == "" {
-		redirect = "http://127.0.0.1:0/callback"
-	}
+	redirect = cmp.Or(redirect, "http://127.0.0.1:0/callback")
 	u, err := url.Parse(redirect)
 	if err != nil || u.Scheme != "http" || !IsLoopback(u.Hostname()) {
 		return nil, fmt.Errorf("oauth: redirect URL %q: want http://127.0.0.1:PORT/PATH (a loopback address)", redirect)
 	}
-	port := u.Port()
-	if port == "" {
-		port = "80"
-	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(u.Hostname(), port))
+	ln, err := net.Listen("tcp", net.JoinHostPort(u.Hostname(), cmp.Or(u.Port(), "80")))
 	if err != nil {
 		return nil, fmt.Errorf("oauth: the login's redirect listener: %v", err)
 	}
-	path := u.Path
-	if path == "" {
-		path = "/"
-	}
 	_, p, _ := net.SplitHostPort(ln.Addr().String())
 	u.Host = net.JoinHostPort(u.Hostname(), p)
-	return &loopback{url: u.String(), addr: u.Host, path: path, ln: ln}, nil
+	return &loopback{url: u.String(), addr: u.Host, path: cmp.Or(u.Path, "/"), ln: ln}, nil
 }
 
 func (l *loopback) reopen() error {

@@ -25,6 +25,7 @@
 package oauth
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -232,22 +233,17 @@ func New(opts Options) (*Client, error) {
 			return nil, errors.New("oauth: the callback URL must be an absolute http or https URL, such as https://gateway.example.com/oauth/callback/NAME")
 		}
 	}
-	if opts.Key == "" {
-		opts.Key = "default"
-	}
+	opts.Key = cmp.Or(opts.Key, "default")
 	if opts.RefreshMargin <= 0 {
 		opts.RefreshMargin = 30 * time.Second
 	}
 	if opts.LoginTimeout <= 0 {
 		opts.LoginTimeout = 5 * time.Minute
 	}
-	c := &Client{opts: opts, store: opts.Store, log: opts.Logger, http: opts.HTTPClient}
+	c := &Client{opts: opts, store: opts.Store, log: cmp.Or(opts.Logger, slog.New(slog.DiscardHandler)), http: opts.HTTPClient}
 	c.bgCtx, c.bgCancel = context.WithCancel(context.Background())
 	if c.store == nil {
 		c.store = &MemoryStore{}
-	}
-	if c.log == nil {
-		c.log = slog.New(slog.DiscardHandler)
 	}
 	if c.http == nil {
 		c.http = newGuardedHTTPClient(opts.URL)
@@ -402,10 +398,7 @@ func (r *refresher) Token() (*oauth2.Token, error) {
 		return nil, c.needsLogin("the access token expired and there is no refresh token")
 	}
 	cfg := rec.config()
-	resource := rec.Resource
-	if resource == "" {
-		resource = c.opts.URL
-	}
+	resource := cmp.Or(rec.Resource, c.opts.URL)
 	c.mu.Unlock()
 	hc := *c.http
 	hc.Transport = &resourceParam{base: c.http.Transport, tokenURL: cfg.Endpoint.TokenURL, resource: resource}
@@ -570,23 +563,14 @@ func closeBody(req *http.Request) {
 // refused reports a response that authorization may cure: 401, or 403
 // with error="insufficient_scope".
 func refused(resp *http.Response) bool {
-	if resp.StatusCode == http.StatusUnauthorized {
-		return true
-	}
-	return resp.StatusCode == http.StatusForbidden && insufficientScope(resp)
+	return resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden && insufficientScope(resp)
 }
 
 func insufficientScope(resp *http.Response) bool {
 	cs, err := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
-	if err != nil {
-		return false
-	}
-	for _, ch := range cs {
-		if strings.EqualFold(ch.Scheme, "bearer") && ch.Params["error"] == "insufficient_scope" {
-			return true
-		}
-	}
-	return false
+	return err == nil && slices.ContainsFunc(cs, func(ch oauthex.Challenge) bool {
+		return strings.EqualFold(ch.Scheme, "bearer") && ch.Params["error"] == "insufficient_scope"
+	})
 }
 
 func discard(resp *http.Response) {
@@ -610,16 +594,14 @@ func (c *Client) recover(ctx context.Context, req *http.Request, resp *http.Resp
 	}
 	if c.opts.Grant == GrantClientCredentials {
 		var ts oauth2.TokenSource
+		var err error
 		if c.signer != nil {
-			var err error
-			if ts, err = c.assertionAuthorize(ctx, req, resp); err != nil {
-				return fmt.Errorf("oauth: client credentials for %s: %v", c.opts.URL, err)
-			}
-		} else {
-			if err := c.cc.Authorize(ctx, req, resp); err != nil {
-				return fmt.Errorf("oauth: client credentials for %s: %v", c.opts.URL, err)
-			}
+			ts, err = c.assertionAuthorize(ctx, req, resp)
+		} else if err = c.cc.Authorize(ctx, req, resp); err == nil {
 			ts, _ = c.cc.TokenSource(ctx)
+		}
+		if err != nil {
+			return fmt.Errorf("oauth: client credentials for %s: %v", c.opts.URL, err)
 		}
 		c.mu.Lock()
 		c.src, c.state, c.reason = ts, StateReady, ""

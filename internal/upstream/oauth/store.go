@@ -94,21 +94,14 @@ func (s FileStore) Save(key string, r *Record) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(s.Dir, "."+key+".*.tmp")
+	f, err := os.CreateTemp(s.Dir, "."+key+".*.tmp") // mode 0600
 	if err != nil {
 		return err
 	}
 	tmp := f.Name()
 	defer os.Remove(tmp) // after a successful rename there is nothing left to remove
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
+	_, err = f.Write(b)
+	if err = errors.Join(err, f.Close()); err != nil {
 		return err
 	}
 	return os.Rename(tmp, s.Path(key))
@@ -149,11 +142,7 @@ func (m *MemoryStore) Load(key string) (*Record, error) {
 	if !ok {
 		return nil, nil
 	}
-	if r.Token != nil {
-		t := *r.Token
-		r.Token = &t
-	}
-	return &r, nil
+	return r.clone(), nil
 }
 
 // Save implements Store.
@@ -163,14 +152,18 @@ func (m *MemoryStore) Save(key string, r *Record) error {
 	if m.records == nil {
 		m.records = map[string]Record{}
 	}
-	c := *r
-	if c.Token != nil {
-		t := *c.Token
-		c.Token = &t
-	}
-	m.records[key] = c
+	m.records[key] = *r.clone()
 	m.version++
 	return nil
+}
+
+// clone returns a copy of r that shares no token with it.
+func (r Record) clone() *Record {
+	if r.Token != nil {
+		t := *r.Token
+		r.Token = &t
+	}
+	return &r
 }
 
 // Delete implements Store.
