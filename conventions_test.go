@@ -101,6 +101,33 @@ func isStd(path string) bool {
 	return !strings.Contains(first, ".")
 }
 
+// maxGatewayLines bounds internal/gateway, the composition root (its
+// non-test .go files): it builds, reloads and serves; what runs a
+// destination or answers a request lives elsewhere.
+const maxGatewayLines = 2500
+
+// TestGatewaySize: internal/gateway stays within maxGatewayLines.
+func TestGatewaySize(t *testing.T) {
+	files, err := filepath.Glob("internal/gateway/*.go")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("internal/gateway: %v, %d files", err, len(files))
+	}
+	n := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += bytes.Count(b, []byte("\n"))
+	}
+	if n > maxGatewayLines {
+		t.Errorf("internal/gateway has %d lines of non-test Go, over %d: move what runs a destination or serves a request out of the composition root", n, maxGatewayLines)
+	}
+}
+
 // maxPackageDocLines bounds a package doc comment: the package's contract.
 const maxPackageDocLines = 25
 

@@ -15,7 +15,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -100,7 +99,7 @@ type Gateway struct {
 	// gates are the guards of the destinations that have them (guards.go),
 	// kept with their destination across reloads.
 	gates      map[*destination.Destination]*gate.Gate
-	lastReload reloadStatus
+	lastReload edge.Reload
 	retiring   sync.WaitGroup // destinations replaced by a reload, still closing
 	stopped    bool           // stopAll has begun: reloads are refused
 
@@ -241,7 +240,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	st, _ := g.build(cfg, nil)
 	g.cur.Store(st)
 	g.edge.Store(st.table)
-	g.lastReload = reloadStatus{Time: st.loadedAt, OK: true}
+	g.lastReload = edge.Reload{Time: st.loadedAt, OK: true}
 	if opts.ConfigPath != "" {
 		// The baseline of the watcher, taken now: a change made before
 		// Serve starts watching is still seen.
@@ -351,9 +350,10 @@ func (g *Gateway) Handler() http.Handler { return g.edge.Handler() }
 
 // statusRoutes registers the status endpoints on the edge's mux.
 func (g *Gateway) statusRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /healthz", edge.PermitStatus(g.healthz))      // HEAD too; other methods 405 with Allow
-	mux.HandleFunc("GET /metrics", edge.PermitStatus(g.serveMetrics)) // Prometheus (observe.go); 404 when metrics are off
-	g.routeStatusPage(mux)                                            // GET /ui, /ui/status.json, … (statuspage.go)
+	mux.HandleFunc("GET /healthz", edge.PermitStatus(edge.Healthz(g.health))) // HEAD too; other methods 405 with Allow
+	metricsOn := func(cfg *config.Config) bool { return cfg.Metrics.Enabled }
+	mux.HandleFunc("GET /metrics", edge.PermitStatus(g.when(metricsOn, g.metrics.Handler()))) // Prometheus (observe.go); 404 when off
+	g.routeStatusPage(mux)                                                                    // GET /ui, /ui/status.json, … (statuspage.go)
 }
 
 // perClientBound is connections.per_client resolved: 0 is half the
@@ -378,47 +378,24 @@ func (g *Gateway) maxConns() int {
 	return cmp.Or(g.opts.MaxConns, g.static.Connections.Max, connlimit.DefaultMax())
 }
 
-// healthz reports each destination's state and when the config was loaded.
-func (g *Gateway) healthz(w http.ResponseWriter, r *http.Request) {
-	type dest struct {
-		Name     string `json:"name"`
-		Type     string `json:"type"`
-		State    string `json:"state"`
-		Error    string `json:"error,omitempty"`
-		Sessions int    `json:"sessions"` // client sessions of /{name}/…
-		// Members counts the client sessions the destination serves,
-		// directly or through aggregated endpoints; Children its
-		// per-session processes (isolation: session).
-		Members  int `json:"members"`
-		Children int `json:"children"`
-		// NextRetry is when a failed destination accepts work again
-		// (RFC 3339); a request or a reload then starts it.
-		NextRetry string `json:"next_retry,omitempty"`
-	}
+// health is /healthz's report (edge.Healthz): each destination's state
+// and when the config was loaded.
+func (g *Gateway) health(ctx context.Context) edge.Health {
 	cur := g.state()
 	g.reloadMu.Lock()
 	last := g.lastReload
 	g.reloadMu.Unlock()
-	out := struct {
-		Status       string       `json:"status"`
-		ConfigLoaded string       `json:"config_loaded_at"`
-		LastReload   reloadStatus `json:"last_reload"`
-		Destinations []dest       `json:"destinations"`
-	}{Status: "ok", ConfigLoaded: cur.loadedAt.UTC().Format(time.RFC3339Nano), LastReload: last}
-	out.Destinations = make([]dest, 0, len(cur.dests))
-	for _, d := range g.destinationStatus(r.Context(), cur) {
-		h := dest{Name: d.Name, Type: d.Type, State: d.State, Error: g.redactor.String(d.err),
+	h := edge.Health{ConfigLoaded: cur.loadedAt.UTC().Format(time.RFC3339Nano), LastReload: last,
+		Destinations: make([]edge.HealthDest, 0, len(cur.dests))}
+	for _, d := range g.destinationStatus(ctx, cur) {
+		hd := edge.HealthDest{Name: d.Name, Type: d.Type, State: d.State, Error: g.redactor.String(d.err),
 			Sessions: d.Sessions, Members: d.Members, Children: d.Children}
 		if d.State == "failed" && !d.next.IsZero() {
-			h.NextRetry = d.next.UTC().Format(time.RFC3339Nano)
+			hd.NextRetry = d.next.UTC().Format(time.RFC3339Nano)
 		}
-		if d.State == "failed" || d.State == "unreachable" || d.State == "needs_login" {
-			out.Status = "degraded"
-		}
-		out.Destinations = append(out.Destinations, h)
+		h.Destinations = append(h.Destinations, hd)
 	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(out)
+	return h
 }
 
 // Run serves on the config's listen address (or addr, when not empty) until

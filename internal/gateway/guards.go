@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,9 +16,6 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/destination"
 	"github.com/switchboard-mcp/switchboard/internal/guard"
 	"github.com/switchboard-mcp/switchboard/internal/guard/gate"
-	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
-	"github.com/switchboard-mcp/switchboard/internal/mcp"
-	"github.com/switchboard-mcp/switchboard/internal/session"
 )
 
 // Guards (internal/guard/gate): a destination with guards configured is
@@ -177,17 +173,10 @@ var modes = map[string]guard.Mode{config.GuardMonitor: guard.Monitor, config.Gua
 
 func mode(s string) guard.Mode { return modes[s] }
 
-// Listing is what a destination lists: its tools (as the server wrote
-// them) and its instructions (nil: none).
-type Listing struct {
-	Tools        []json.RawMessage
-	Instructions *string
-}
-
 // ListTools starts destination name of cfg on its own (not through a
-// running gateway), lists its tools (every page) and stops it: what
-// `switchboard pin` compares with the pin file.
-func ListTools(ctx context.Context, cfg *config.Config, name string, log *slog.Logger) (*Listing, error) {
+// running gateway), lists its tools (destination.ListTools) and stops it:
+// what `switchboard pin` compares with the pin file.
+func ListTools(ctx context.Context, cfg *config.Config, name string, log *slog.Logger) (*destination.Listing, error) {
 	dc := cfg.Destinations[name]
 	if dc == nil {
 		return nil, fmt.Errorf("no destination named %q", name)
@@ -202,57 +191,5 @@ func ListTools(ctx context.Context, cfg *config.Config, name string, log *slog.L
 		defer cancel()
 		d.Close(cctx)
 	}()
-	init := jsonrpc.NewRequest(jsonrpc.IntID(0), "initialize", jsonrpc.Marshal(map[string]any{
-		"protocolVersion": mcp.LatestLegacyVersion, "capabilities": map[string]any{},
-		"clientInfo": map[string]string{"name": "switchboard-pin", "version": "1"}}))
-	b, res, err := d.Join(ctx, discard{}, init)
-	if err != nil {
-		return nil, err
-	}
-	defer b.Leave()
-	if e := res.ErrorOf(); e != nil {
-		return nil, e
-	}
-	out := &Listing{}
-	if s, ok := jsonrpc.StringMember(res.Result, "instructions"); ok {
-		out.Instructions = &s
-	}
-	_ = b.Notify(ctx, jsonrpc.NewNotification("notifications/initialized", nil))
-	cursor := ""
-	for i := 1; i <= 100; i++ {
-		params := map[string]any{}
-		if cursor != "" {
-			params["cursor"] = cursor
-		}
-		c, err := b.Call(ctx, jsonrpc.NewRequest(jsonrpc.IntID(int64(i)), "tools/list", jsonrpc.Marshal(params)))
-		if err != nil {
-			return nil, err
-		}
-		resp, err := session.Drain(ctx, c, nil)
-		if err != nil {
-			return nil, err
-		}
-		if e := resp.ErrorOf(); e != nil {
-			return nil, e
-		}
-		var page struct {
-			Tools      []json.RawMessage `json:"tools"`
-			NextCursor string            `json:"nextCursor"`
-		}
-		if err := json.Unmarshal(resp.Result, &page); err != nil {
-			return nil, fmt.Errorf("tools/list: %w", err)
-		}
-		out.Tools = append(out.Tools, page.Tools...)
-		if page.NextCursor == "" {
-			break
-		}
-		cursor = page.NextCursor
-	}
-	return out, nil
+	return destination.ListTools(ctx, d)
 }
-
-// discard is a downstream that takes nothing.
-type discard struct{}
-
-func (discard) Deliver(*jsonrpc.Message) {}
-func (discard) End(error)                {}

@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"maps"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -19,15 +18,6 @@ import (
 // (internal/statusui). Both are fed from the one audit record each request
 // gets (audited, gateway.go) and from the structures /healthz reads, read
 // when they are asked; neither instruments the data path.
-
-// serveMetrics serves /metrics when metrics are enabled (404 otherwise).
-func (g *Gateway) serveMetrics(w http.ResponseWriter, r *http.Request) {
-	if !g.state().cfg.Metrics.Enabled {
-		http.NotFound(w, r)
-		return
-	}
-	g.metrics.Handler().ServeHTTP(w, r)
-}
 
 // metricsStatus is the gateway's state for a scrape (metrics.Options.Status).
 func (g *Gateway) metricsStatus() metrics.Status {
@@ -87,17 +77,16 @@ func (g *Gateway) logListening(l listener) {
 	if l.tls != nil {
 		base = "https://" + l.ln.Addr().String()
 	}
-	var views []string
+	var views, dests []string
 	for n := range cur.routers {
 		if n != "" {
 			views = append(views, base+"/"+viewKey(n))
 		}
 	}
-	slices.Sort(views)
-	dests := make([]string, 0, len(cur.dests))
 	for n := range cur.dests {
 		dests = append(dests, base+"/"+n+"/mcp")
 	}
+	slices.Sort(views)
 	slices.Sort(dests)
 	attrs = append(attrs, "mcp", base+"/mcp")
 	if len(views) > 0 {
@@ -129,10 +118,7 @@ func (g *Gateway) logFeatures() {
 	if cfg.Auth.OAuth != nil {
 		auth += " (oauth)"
 	}
-	tracing := "off"
-	if cfg.Tracing.Enabled {
-		tracing = "on"
-	}
+	tracing := map[bool]string{false: "off", true: "on"}[cfg.Tracing.Enabled]
 	var code []string
 	for name, ns := range cfg.Namespaces {
 		if ns.CodeMode != "" && ns.CodeMode != config.CodeModeOff {

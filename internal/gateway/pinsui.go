@@ -1,17 +1,13 @@
 package gateway
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
-	"github.com/switchboard-mcp/switchboard/internal/audit"
-	"github.com/switchboard-mcp/switchboard/internal/auth"
+	"github.com/switchboard-mcp/switchboard/internal/edge"
 	"github.com/switchboard-mcp/switchboard/internal/guard"
 	"github.com/switchboard-mcp/switchboard/internal/guard/gate"
 	"github.com/switchboard-mcp/switchboard/internal/statusui"
@@ -62,66 +58,10 @@ func (g *Gateway) uiPins(cur *state) []statusui.PinStanding {
 	return out
 }
 
-// mayApprove reports whether r's caller may approve pins.
-func mayApprove(r *http.Request) bool {
-	id := auth.FromContext(r.Context())
-	return id != nil && id.Client.MayApprove()
-}
-
-// approveRequest is POST /ui/pins/approve's body: the destination and the
-// tool (or "instructions") with the digest the page showed.
-type approveRequest struct {
-	Destination string `json:"destination"`
-	Tool        string `json:"tool"`
-	Digest      string `json:"digest"`
-}
-
-// approvePins serves POST /ui/pins/approve (behind PermitStatus and
-// http.CrossOriginProtection): 403 but for an admin, 415 but for JSON,
-// 404 for a destination without pinning, 409 when the tool is no longer
-// listed as the page showed it, 204 once the pin file is written and the
-// gateway reloaded. Each approval or refusal of an admin is audited.
-func (g *Gateway) approvePins(w http.ResponseWriter, r *http.Request) {
+// approve records req in the pin file and reloads (edge.ApprovePins's
+// approve): an HTTP status and, when it is not 204, why.
+func (g *Gateway) approve(req edge.PinApproval) (int, string) {
 	cur := g.state()
-	if !cur.cfg.UI.Enabled {
-		http.NotFound(w, r)
-		return
-	}
-	if !mayApprove(r) {
-		http.Error(w, "approving tools needs an authenticated client with admin: true", http.StatusForbidden)
-		return
-	}
-	if ct, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";"); strings.TrimSpace(ct) != "application/json" {
-		http.Error(w, "want Content-Type: application/json", http.StatusUnsupportedMediaType)
-		return
-	}
-	var req approveRequest
-	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil || req.Destination == "" || req.Tool == "" || req.Digest == "" {
-		http.Error(w, `want {"destination": …, "tool": …, "digest": …}`, http.StatusBadRequest)
-		return
-	}
-	rec := &audit.Record{Time: time.Now(), Destination: req.Destination, Client: auth.FromContext(r.Context()).Client.Spec.Name,
-		SourceIP: audit.SourceIP(r), HTTPMethod: r.Method, Path: r.URL.Path, Tool: req.Tool}
-	status, msg := g.approve(cur, req)
-	rec.Status = status
-	if status == http.StatusNoContent {
-		rec.Guard = "pin approved (ui)"
-	} else {
-		rec.Guard, rec.Error = "pin approval refused (ui)", msg
-	}
-	g.audit.Log(rec)
-	if status != http.StatusNoContent {
-		http.Error(w, msg, status)
-		return
-	}
-	w.WriteHeader(status)
-}
-
-// approve records req in the pin file and reloads: an HTTP status and,
-// when it is not 204, why.
-func (g *Gateway) approve(cur *state, req approveRequest) (int, string) {
 	gt := g.pinGates(cur)[req.Destination]
 	if gt == nil {
 		return http.StatusNotFound, fmt.Sprintf("no destination %q with pinning on", req.Destination)
@@ -156,14 +96,4 @@ func (g *Gateway) approve(cur *state, req approveRequest) (int, string) {
 	}
 	g.Reload(cur.cfg)
 	return http.StatusNoContent, ""
-}
-
-// uiStatusPins fills in the page's pins and whether the viewer may
-// approve them.
-func (g *Gateway) uiStatusPins(r *http.Request, cur *state, st *statusui.Status) {
-	if cur.cfg.Guards == nil {
-		return
-	}
-	st.Pins = g.uiPins(cur)
-	st.Admin = mayApprove(r)
 }

@@ -38,13 +38,6 @@ import (
 // listen address and the log and audit outputs are not reloadable: a change
 // to them is logged and ignored until restart.
 
-// reloadStatus is the outcome of the last reload, for /healthz.
-type reloadStatus struct {
-	Time  time.Time `json:"time"`
-	OK    bool      `json:"ok"`
-	Error string    `json:"error,omitempty"`
-}
-
 // build makes a state for cfg, reusing prev's unchanged destinations, and
 // returns the destinations of prev that the new state no longer uses.
 // reloadMu is held (or the Gateway is not yet shared).
@@ -136,7 +129,7 @@ func (g *Gateway) Reload(cfg *config.Config) {
 	g.sessions.SetLimits(cfg.MaxSessions, cfg.SessionIdleTimeout)
 	g.cur.Store(st)
 	g.edge.Store(st.table)
-	g.lastReload = reloadStatus{Time: st.loadedAt, OK: true}
+	g.lastReload = edge.Reload{Time: st.loadedAt, OK: true}
 	g.reloadsOK++
 	g.metrics.SetToolLabels(cfg.Metrics.ToolLabels)
 
@@ -178,7 +171,7 @@ func (g *Gateway) Reload(cfg *config.Config) {
 // reloadFailed records a config that was rejected.
 func (g *Gateway) reloadFailed(err error) {
 	g.reloadMu.Lock()
-	g.lastReload = reloadStatus{Time: time.Now(), OK: false, Error: err.Error()}
+	g.lastReload = edge.Reload{Time: time.Now(), OK: false, Error: err.Error()}
 	g.reloadsFailed++
 	g.reloadMu.Unlock()
 	g.log.Error("config reload rejected; the running config keeps serving", "err", err)

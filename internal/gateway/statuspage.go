@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/switchboard-mcp/switchboard/internal/buildinfo"
+	"github.com/switchboard-mcp/switchboard/internal/config"
 	"github.com/switchboard-mcp/switchboard/internal/edge"
 	"github.com/switchboard-mcp/switchboard/internal/router"
 	"github.com/switchboard-mcp/switchboard/internal/statusui"
@@ -18,19 +19,28 @@ import (
 // routeStatusPage registers the page's routes; they answer 404 while the
 // config has ui.enabled false.
 func (g *Gateway) routeStatusPage(mux *http.ServeMux) {
-	h := g.statusPage.Handler()
-	serve := func(w http.ResponseWriter, r *http.Request) {
-		if !g.state().cfg.UI.Enabled {
+	enabled := func(h http.Handler) http.HandlerFunc {
+		return g.when(func(cfg *config.Config) bool { return cfg.UI.Enabled }, h)
+	}
+	page := enabled(g.statusPage.Handler())
+	for _, p := range []string{"GET /ui", "GET /ui/style.css", "GET /ui/app.js", "GET /ui/status.json"} {
+		mux.HandleFunc(p, edge.PermitStatus(page))
+	}
+	// An approval changes state: a same-origin POST only (pinsui.go).
+	approve := enabled(edge.ApprovePins(g.approve, g.audit))
+	mux.Handle("POST /ui/pins/approve", http.NewCrossOriginProtection().Handler(edge.PermitStatus(approve)))
+}
+
+// when serves h while on(the current config), and 404 otherwise: /metrics
+// and /ui follow metrics.enabled and ui.enabled across reloads.
+func (g *Gateway) when(on func(*config.Config) bool, h http.Handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !on(g.state().cfg) {
 			http.NotFound(w, r)
 			return
 		}
 		h.ServeHTTP(w, r)
 	}
-	for _, p := range []string{"GET /ui", "GET /ui/style.css", "GET /ui/app.js", "GET /ui/status.json"} {
-		mux.HandleFunc(p, edge.PermitStatus(serve))
-	}
-	// An approval changes state: a same-origin POST only (pinsui.go).
-	mux.Handle("POST /ui/pins/approve", http.NewCrossOriginProtection().Handler(edge.PermitStatus(g.approvePins)))
 }
 
 // uiStatus is the gateway's state for one poll of the page
@@ -47,7 +57,9 @@ func (g *Gateway) uiStatus(r *http.Request) statusui.Status {
 			Error: g.redactor.String(d.err), Restarts: d.Restarts, Sessions: d.Sessions, Members: d.Members, InFlight: d.InFlight})
 	}
 	st.Views = g.uiViews(cur)
-	g.uiStatusPins(r, cur, &st)
+	if cur.cfg.Guards != nil { // the pins, and whether the viewer may approve them
+		st.Pins, st.Admin = g.uiPins(cur), edge.MayApprove(r)
+	}
 	return st
 }
 
