@@ -19,11 +19,13 @@
 package upstream
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
 	"sync"
@@ -233,7 +235,6 @@ type Upstream struct {
 	connected time.Time
 	attempts  int
 	wasReady  bool      // some connection reached Ready
-	failedAt  time.Time // when the Upstream last became Failed
 	retryAt   time.Time // when a Failed Upstream may start again
 	// retryWait is the wait of a Failed upstream before it may start
 	// again: RetryFailedAfter doubling per Failed phase up to
@@ -276,29 +277,13 @@ type serverRequest struct {
 
 // New returns an idle Upstream; nothing starts until it is used.
 func New(opts Options) *Upstream {
-	if opts.StableAfter == 0 {
-		opts.StableAfter = 10 * time.Second
-	}
-	if opts.RetryFailedAfter == 0 {
-		opts.RetryFailedAfter = 30 * time.Second
-	}
-	if opts.RetryFailedMax == 0 {
-		opts.RetryFailedMax = 10 * time.Minute
-	}
-	opts.RetryFailedMax = max(opts.RetryFailedMax, opts.RetryFailedAfter)
-	if opts.HandshakeTimeout == 0 {
-		opts.HandshakeTimeout = 30 * time.Second
-	}
-	if opts.QueueLimit == 0 {
-		opts.QueueLimit = 1024
-	}
-	if opts.StallAfter == 0 {
-		opts.StallAfter = defaultStallAfter
-	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	opts.StableAfter = cmp.Or(opts.StableAfter, 10*time.Second)
+	opts.RetryFailedAfter = cmp.Or(opts.RetryFailedAfter, 30*time.Second)
+	opts.RetryFailedMax = max(cmp.Or(opts.RetryFailedMax, 10*time.Minute), opts.RetryFailedAfter)
+	opts.HandshakeTimeout = cmp.Or(opts.HandshakeTimeout, 30*time.Second)
+	opts.QueueLimit = cmp.Or(opts.QueueLimit, 1024)
+	opts.StallAfter = cmp.Or(opts.StallAfter, time.Second)
+	log := cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	return &Upstream{
 		retryWait: backoff.Backoff{Base: opts.RetryFailedAfter, Max: opts.RetryFailedMax, Jitter: -1},
 		opts:      opts,
@@ -538,10 +523,7 @@ type Reinitializer interface {
 func (u *Upstream) restore(ctx context.Context) {
 	u.mu.Lock()
 	level := u.level
-	uris := make([]string, 0, len(u.subs))
-	for uri := range u.subs {
-		uris = append(uris, uri)
-	}
+	uris := slices.Collect(maps.Keys(u.subs))
 	u.mu.Unlock()
 	if level != "" {
 		if _, err := u.internalCall(ctx, "logging/setLevel", jsonrpc.Marshal(map[string]string{"level": level})); err != nil {
@@ -723,7 +705,7 @@ func (u *Upstream) failed(gen int, err error) {
 		u.attempts = 0
 	}
 	u.connected = time.Time{}
-	var delay time.Duration
+	var delay, retryIn time.Duration
 	restart := u.attempts < len(u.opts.RestartDelays) && !IsPermanent(err) &&
 		(u.wasReady || !u.opts.NoRestartBeforeReady)
 	if restart {
@@ -737,22 +719,14 @@ func (u *Upstream) failed(gen int, err error) {
 		}
 		u.setState(Restarting)
 	} else {
-		u.failedAt = time.Now()
-		u.retryAt = u.failedAt.Add(u.retryWait.Next())
+		retryIn = u.retryWait.Next()
+		u.retryAt = time.Now().Add(retryIn)
 		u.setState(Failed)
-		if u.ready != nil {
-			select {
-			case <-u.ready:
-			default:
-				close(u.ready)
-			}
-		}
+		u.closeReady()
 	}
 	var members []*Member
 	if !restart {
-		for m := range u.members {
-			members = append(members, m)
-		}
+		members = slices.Collect(maps.Keys(u.members))
 	}
 	u.mu.Unlock()
 
@@ -774,12 +748,22 @@ func (u *Upstream) failed(gen int, err error) {
 		u.mu.Unlock()
 		return
 	}
-	u.mu.Lock()
-	retryIn := u.retryAt.Sub(u.failedAt)
-	u.mu.Unlock()
 	u.log.Error("upstream failed; restarts exhausted", "err", err, "retry_in", retryIn)
 	for _, m := range members {
 		m.d.End(fmt.Errorf("%w: %s failed: %v", ErrUnavailable, u.opts.Name, err))
+	}
+}
+
+// closeReady releases the callers waiting for the current phase, if any
+// and not released yet; mu held.
+func (u *Upstream) closeReady() {
+	if u.ready == nil {
+		return
+	}
+	select {
+	case <-u.ready:
+	default:
+		close(u.ready)
 	}
 }
 
@@ -824,13 +808,7 @@ func (u *Upstream) Close(ctx context.Context) error {
 	if u.redial != nil && u.redial.Stop() {
 		u.connecting.Done() // the pending connect will not run
 	}
-	if u.ready != nil {
-		select {
-		case <-u.ready:
-		default:
-			close(u.ready)
-		}
-	}
+	u.closeReady()
 	conn := u.conn
 	u.conn = nil
 	calls := u.pending
@@ -914,12 +892,18 @@ func (u *Upstream) internalCall(ctx context.Context, method string, params json.
 func (u *Upstream) forget(c *Call) {
 	u.mu.Lock()
 	if u.pending[c.id] == c {
-		delete(u.pending, c.id)
-		if c.member != nil {
-			delete(c.member.calls, string(c.clientID))
-		}
+		u.unpend(c)
 	}
 	u.mu.Unlock()
+}
+
+// unpend removes c, which is pending, from the pending table and its
+// member's calls; mu held.
+func (u *Upstream) unpend(c *Call) {
+	delete(u.pending, c.id)
+	if c.member != nil {
+		delete(c.member.calls, string(c.clientID))
+	}
 }
 
 func (u *Upstream) newCall(m *Member, clientID json.RawMessage, method string) *Call {
