@@ -71,6 +71,18 @@ func (o HTTPOptions) Resolve(transport string) (*url.URL, HTTPOptions, error) {
 	return u, o, nil
 }
 
+// HTTPDialer returns a Dialer that dials opts with dial (streamable.Dial,
+// sse.Dial).
+func HTTPDialer[C Conn](dial func(context.Context, HTTPOptions, func([]byte), func([]byte)) (C, error), opts HTTPOptions) Dialer {
+	return func(ctx context.Context, deliver, oversize func([]byte)) (Conn, error) {
+		c, err := dial(ctx, opts, deliver, oversize)
+		if err != nil {
+			return nil, err // not a nil *ClientConn inside a non-nil Conn
+		}
+		return c, nil
+	}
+}
+
 // SetTraceHeader sets h's traceparent to params._meta.traceparent, if any.
 func SetTraceHeader(h http.Header, params []byte) {
 	if tp, ok := jsonrpc.StringMember(params, "_meta", "traceparent"); ok {

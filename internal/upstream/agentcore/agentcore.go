@@ -253,14 +253,8 @@ func (rt *Runtime) Dialer(header http.Header) upstream.Dialer {
 		fixed = rt.identityID
 	}
 	client := &http.Client{Transport: &invoker{session: fixed, next: rt.client.Transport}, CheckRedirect: rt.client.CheckRedirect}
-	return func(ctx context.Context, deliver func([]byte), oversize func([]byte)) (upstream.Conn, error) {
-		c, err := streamable.Dial(ctx, streamable.ClientOptions{URL: rt.invocation, Header: header, HTTPClient: client,
-			MaxMessage: rt.opts.MaxMessage, Logger: rt.log}, deliver, oversize)
-		if err != nil {
-			return nil, err
-		}
-		return c, nil
-	}
+	return upstream.HTTPDialer(streamable.Dial, streamable.ClientOptions{URL: rt.invocation, Header: header, HTTPClient: client,
+		MaxMessage: rt.opts.MaxMessage, Logger: rt.log})
 }
 
 // invoker turns the Streamable client's requests into InvokeAgentRuntime
