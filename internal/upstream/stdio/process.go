@@ -24,6 +24,7 @@ package stdio
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -131,8 +132,8 @@ type Spec struct {
 //     counts it at stage read).
 //   - The child: between the line leaving stdin (InputWaiting 0) and its
 //     answer reaching stdout, nobody here wakes anybody; CPUWait tells
-//     whether the child's threads were waiting for a CPU meanwhile (issue
-//     27: mostly they were, on an overloaded machine; docs/stall-report.md).
+//     whether the child's threads were waiting for a CPU meanwhile
+//     (docs/stall-report.md).
 type Process struct {
 	spec  Spec
 	cmd   *exec.Cmd
@@ -181,10 +182,7 @@ func Start(spec Spec, onLine func([]byte), onOversize func(prefix []byte)) (*Pro
 	if spec.GracePeriod <= 0 {
 		spec.GracePeriod = 2 * time.Second
 	}
-	log := spec.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := cmp.Or(spec.Logger, slog.New(slog.DiscardHandler))
 	cmd := exec.Command(spec.Argv[0], spec.Argv[1:]...)
 	cmd.Env = spec.Env
 	if cmd.Env == nil {
@@ -379,40 +377,14 @@ func (p *Process) sendAround(a Around) (sent bool, err error) {
 	}
 	queued := len(p.wbuf)
 	out, big, at := a.AppendAround(p.wbuf, minAround)
-	if big == nil || bytes.IndexByte(big, '\n') >= 0 || bytes.IndexByte(big, '\r') >= 0 {
+	if big == nil || hasLineBreak(big) {
 		p.wbuf = out[:queued]
 		return false, nil
 	}
-	for i, c := range out[queued:] {
-		if c == '\n' || c == '\r' {
-			out[queued+i] = ' '
-		}
-	}
+	spaceLineBreaks(out[queued:])
 	out = append(out, '\n')
 	p.queued++
-	upto := p.queued
-	p.wbuf, p.spare = p.spare[:0], nil
-	p.writing = true
-	p.wmu.Unlock()
-	_, err = p.stdin.Write(out[:at])
-	if err == nil {
-		_, err = p.stdin.Write(big)
-	}
-	if err == nil {
-		_, err = p.stdin.Write(out[at:])
-	}
-	p.wmu.Lock()
-	p.writing = false
-	if cap(out) <= 256<<10 {
-		p.spare = out[:0]
-	}
-	if err != nil {
-		p.werr = fmt.Errorf("stdio: write: %w", err)
-	} else {
-		p.written = upto
-	}
-	p.wcond.Broadcast()
-	return true, p.werr
+	return true, p.writeBatch(out, out[:at], big, out[at:])
 }
 
 // maxBatch is the size past which a batch of queued lines takes no more
@@ -456,11 +428,23 @@ func (p *Process) send(add func([]byte) []byte) error {
 		return nil // written by another caller
 	}
 	// Nobody is writing and this line is still queued: write the lot.
-	out, upto := p.wbuf, p.queued
+	return p.writeBatch(p.wbuf, p.wbuf)
+}
+
+// writeBatch takes the writer's turn (see Process) for the batch out, every
+// line queued so far, writing pieces (which make out) in order; wmu held,
+// and released for the system calls.
+func (p *Process) writeBatch(out []byte, pieces ...[]byte) error {
+	upto := p.queued
 	p.wbuf, p.spare = p.spare[:0], nil
 	p.writing = true
 	p.wmu.Unlock()
-	_, err := p.stdin.Write(out)
+	var err error
+	for _, b := range pieces {
+		if _, err = p.stdin.Write(b); err != nil {
+			break
+		}
+	}
 	p.wmu.Lock()
 	p.writing = false
 	if cap(out) <= 256<<10 {
@@ -475,22 +459,32 @@ func (p *Process) send(add func([]byte) []byte) error {
 	return p.werr
 }
 
-// appendLine appends the message add appends to b, and its newline. A
-// line break inside the message can only be JSON whitespace (a JSON
-// string holds none unescaped): a client that pretty-prints its request
-// must not split it into two lines for the child, so it becomes a space.
+// appendLine appends the message add appends to b, and its newline (see
+// spaceLineBreaks).
 func appendLine(b []byte, add func([]byte) []byte) []byte {
 	start := len(b)
 	b = add(b)
-	msg := b[start:]
-	if bytes.IndexByte(msg, '\n') >= 0 || bytes.IndexByte(msg, '\r') >= 0 {
-		for i, c := range msg {
-			if c == '\n' || c == '\r' {
-				msg[i] = ' '
-			}
+	spaceLineBreaks(b[start:])
+	return append(b, '\n')
+}
+
+// spaceLineBreaks turns the line breaks in msg into spaces. A line break
+// inside a message can only be JSON whitespace (a JSON string holds none
+// unescaped): a client that pretty-prints its request must not split it
+// into two lines for the child.
+func spaceLineBreaks(msg []byte) {
+	if !hasLineBreak(msg) {
+		return
+	}
+	for i, c := range msg {
+		if c == '\n' || c == '\r' {
+			msg[i] = ' '
 		}
 	}
-	return append(b, '\n')
+}
+
+func hasLineBreak(b []byte) bool {
+	return bytes.IndexByte(b, '\n') >= 0 || bytes.IndexByte(b, '\r') >= 0
 }
 
 func (p *Process) readStdout(r io.Reader, onLine func([]byte), onOversize func([]byte)) {
