@@ -6,6 +6,7 @@ package upstream
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -127,17 +128,10 @@ func SameOrigin(a, b *url.URL) bool {
 }
 
 func portOf(u *url.URL) string {
-	if p := u.Port(); p != "" {
-		return p
-	}
-	switch strings.ToLower(u.Scheme) {
-	case "https":
-		return "443"
-	case "http":
-		return "80"
-	}
-	return ""
+	return cmp.Or(u.Port(), defaultPorts[strings.ToLower(u.Scheme)])
 }
+
+var defaultPorts = map[string]string{"https": "443", "http": "80"}
 
 // Origin returns scheme://host of u: what logs and errors name of an
 // upstream URL, since user info, path (some services put a key in it) and

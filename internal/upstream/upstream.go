@@ -14,8 +14,9 @@
 //
 // Stalls: a call waits only on its server. A watchdog per Upstream counts
 // and logs a message held at one of the gateway's own hand-offs past
-// Options.StallAfter, and pings a stdio server that sits in silence on a
-// request (see stall.go: Stages, StalledTotal).
+// Options.StallAfter, and its ping releases the answer of a stdio server
+// that holds it until more input comes (see stall.go: Stages,
+// StalledTotal).
 package upstream
 
 import (
@@ -196,10 +197,7 @@ func IsPermanent(err error) bool {
 //     is re-initialized (handshake replayed, level and subscriptions restored)
 //     without the clients noticing anything but the calls that were in flight.
 //
-// A watchdog, a timer armed while calls are in flight, sees stalls at the
-// gateway's own hand-offs (written, read, delivered), and its ping releases
-// the answer of a server which holds it until more input comes, so the call
-// is answered then and not at the client's timeout (stall.go).
+// Its stall watchdog is described in stall.go.
 type Upstream struct {
 	opts Options
 	log  *slog.Logger

@@ -184,7 +184,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		return nil, err
 	}
 	rt := &Runtime{opts: opts, log: opts.Logger,
-		invocation: u.String() + "/runtimes/" + escapeAll(opts.ARN) + "/invocations?qualifier=" + url.QueryEscape(opts.Qualifier)}
+		invocation: u.String() + "/runtimes/" + escapeARN(opts.ARN) + "/invocations?qualifier=" + url.QueryEscape(opts.Qualifier)}
 	if opts.SessionMode == ModeIdentity {
 		if opts.Identity == nil {
 			return nil, errors.New("agentcore: the identity session mode needs the caller's identity (AWS credentials)")
@@ -306,20 +306,11 @@ func formatUUID(b []byte) string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
-// escapeAll percent-encodes every byte but the unreserved ones, so an ARN
-// becomes one path segment (":" → %3A, "/" → %2F).
-func escapeAll(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~' {
-			b.WriteByte(c)
-		} else {
-			fmt.Fprintf(&b, "%%%02X", c)
-		}
-	}
-	return b.String()
-}
+// escapeARN percent-encodes a runtime ARN that ParseARN accepted (letters,
+// digits, "-", "_", ":" and "/") as one path segment.
+func escapeARN(arn string) string { return arnEscaper.Replace(arn) }
+
+var arnEscaper = strings.NewReplacer(":", "%3A", "/", "%2F")
 
 func envSeconds(name string, def time.Duration) (time.Duration, error) {
 	v := os.Getenv(name)
