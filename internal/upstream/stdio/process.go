@@ -267,12 +267,7 @@ func (p *Process) reap(readers *sync.WaitGroup, stdout, stderr io.Closer) {
 // never leaves bytes waiting while read stands still (see the package doc).
 func (p *Process) Unread() (waiting int, read uint64) {
 	read = p.readOut.Load()
-	select {
-	case <-p.done:
-		return -1, read
-	default:
-	}
-	if p.stdout == nil {
+	if p.exited() || p.stdout == nil {
 		return -1, read
 	}
 	return pipeWaiting(p.stdout), read
@@ -283,12 +278,7 @@ func (p *Process) Unread() (waiting int, read uint64) {
 // with Unread, where a message that is neither answered nor in flight in
 // the gateway sits.
 func (p *Process) InputWaiting() int {
-	select {
-	case <-p.done:
-		return -1
-	default:
-	}
-	if c, ok := p.stdin.(syscall.Conn); ok {
+	if c, ok := p.stdin.(syscall.Conn); ok && !p.exited() {
 		return pipeWaiting(c)
 	}
 	return -1
@@ -304,6 +294,16 @@ func (c countingReader) Read(b []byte) (int, error) {
 	k, err := c.r.Read(b)
 	c.n.Add(uint64(k))
 	return k, err
+}
+
+// exited reports whether the child has exited and been reaped (Done).
+func (p *Process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // Pid returns the child's process id (also its process group id).
@@ -362,10 +362,8 @@ const minAround = 32 << 10
 // when the message has no such member, or one holding a line break (JSON
 // whitespace, which must become a space in a copy): send then sends it.
 func (p *Process) sendAround(a Around) (sent bool, err error) {
-	select {
-	case <-p.done:
+	if p.exited() {
 		return true, ErrExited
-	default:
 	}
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
@@ -395,10 +393,8 @@ const maxBatch = 64 << 10
 // this caller, together with every line queued before it, or by another
 // caller that was writing when it was queued.
 func (p *Process) send(add func([]byte) []byte) error {
-	select {
-	case <-p.done:
+	if p.exited() {
 		return ErrExited
-	default:
 	}
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
