@@ -9,6 +9,7 @@ package streamable
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,6 +25,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/internal/audit"
 	"github.com/switchboard-mcp/switchboard/internal/backoff"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/internal/mcp"
@@ -516,17 +518,12 @@ func (c *ClientConn) readJSON(p *post, body io.Reader) {
 		c.tooLarge(p, b[:min(len(b), prefixLen)])
 		return
 	}
-	msgs := [][]byte{b}
+	msgs := []json.RawMessage{b}
 	if bytes.HasPrefix(bytes.TrimLeft(b, " \t\r\n"), []byte("[")) {
 		// A batch: 2025-03-26 servers may answer with one.
-		var arr []json.RawMessage
-		if err := json.Unmarshal(b, &arr); err != nil || len(arr) == 0 {
+		if err := json.Unmarshal(b, &msgs); err != nil || len(msgs) == 0 {
 			c.failPost(p, "upstream response is not MCP (invalid JSON batch)")
 			return
-		}
-		msgs = msgs[:0]
-		for _, m := range arr {
-			msgs = append(msgs, m)
 		}
 	}
 	answered := false
@@ -680,7 +677,7 @@ func (c *ClientConn) readEvents(mr *sse.MessageReader, fn func(raw []byte, m *js
 		}
 		m, err := jsonrpc.Decode(ev.Data)
 		if err != nil {
-			c.log.Warn("event that is not a JSON-RPC message skipped", "err", err, "data", upstream.Clip(ev.Data))
+			c.log.Warn("event that is not a JSON-RPC message skipped", "err", err, "data", audit.Clip(ev.Data, 256))
 			continue
 		}
 		if fn(ev.Data, m) {
@@ -741,11 +738,7 @@ func (c *ClientConn) skipOversize(prefix []byte) {
 // failPost reports a message that did not get through: a request gets a
 // -32000 error response with its id.
 func (c *ClientConn) failPost(p *post, reason string) {
-	method := p.msg.Method
-	if method == "" {
-		method = "response"
-	}
-	c.log.Warn("upstream exchange failed", "method", method, "err", reason)
+	c.log.Warn("upstream exchange failed", "method", cmp.Or(p.msg.Method, "response"), "err", reason)
 	if p.id != nil {
 		c.deliver(jsonrpc.NewError(p.id, jsonrpc.Errorf(mcp.CodeUpstreamUnavailable, "%s", reason)).Encode())
 	}
@@ -926,6 +919,9 @@ func (c *ClientConn) listen() {
 		var retry time.Duration
 		started := time.Now()
 		resp, sent, err := c.get(c.ctx, lastID)
+		if err == nil && resp.StatusCode != http.StatusOK {
+			resp.Body.Close() // only its status matters
+		}
 		switch {
 		case err != nil:
 			if c.ctx.Err() != nil {
@@ -956,7 +952,6 @@ func (c *ClientConn) listen() {
 		case resp.StatusCode == http.StatusNotFound && sent != "":
 			// The session is gone, or the server serves no GET and says
 			// so with 404 instead of 405: a ping on the session tells.
-			resp.Body.Close()
 			lost, known := c.probe(sent)
 			if known && lost {
 				if err := c.recover(sent); err != nil {
@@ -971,16 +966,13 @@ func (c *ClientConn) listen() {
 			}
 		case resp.StatusCode == http.StatusMethodNotAllowed,
 			resp.StatusCode >= 400 && resp.StatusCode < 500 && !hadStream:
-			resp.Body.Close()
 			c.log.Debug("upstream offers no listen stream", "status", resp.Status)
 			return
 		case resp.StatusCode >= 400 && resp.StatusCode < 500 && lastID != "":
 			// The server cannot resume from that event: reopen afresh.
-			resp.Body.Close()
 			c.log.Debug("listen stream could not be resumed", "status", resp.Status)
 			lastID = ""
 		default:
-			resp.Body.Close()
 			c.log.Warn("listen stream refused", "status", resp.Status)
 		}
 		d := wait.Next() // counted even when the server's retry overrides it
