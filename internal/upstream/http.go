@@ -62,10 +62,7 @@ func (o HTTPOptions) Resolve(transport string) (*url.URL, HTTPOptions, error) {
 	if o.HTTPClient == nil {
 		o.HTTPClient = NewHTTPClient()
 	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	o.Logger = o.Logger.With("upstream", Origin(u))
+	o.Logger = cmp.Or(o.Logger, slog.New(slog.DiscardHandler)).With("upstream", Origin(u))
 	if o.MaxMessage <= 0 {
 		o.MaxMessage = sse.DefaultMaxMessage
 	}
@@ -238,7 +235,3 @@ func OneLine(s string) string {
 	}
 	return s
 }
-
-// Clip returns b as a log value cut to 256 bytes; a redacting log handler
-// redacts it whole before the cut (audit.Clipped).
-func Clip(b []byte) audit.Clipped { return audit.Clip(b, 256) }

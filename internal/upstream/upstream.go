@@ -553,19 +553,11 @@ const maxElicited = 64
 // that left are skipped; an id nobody was given is ignored.
 func (u *Upstream) ElicitationComplete(id string) {
 	u.mu.Lock()
-	who := u.elicited[id]
+	who := slices.DeleteFunc(u.elicited[id], func(w elicitee) bool { return w.m != nil && w.m.left })
 	delete(u.elicited, id)
 	u.mu.Unlock()
 	n := jsonrpc.NewNotification("notifications/elicitation/complete", jsonrpc.Marshal(map[string]string{"elicitationId": id}))
 	for _, w := range who {
-		if w.m != nil {
-			u.mu.Lock()
-			left := w.m.left
-			u.mu.Unlock()
-			if left {
-				continue
-			}
-		}
 		w.d.Deliver(n)
 	}
 }
@@ -644,7 +636,7 @@ func (u *Upstream) watch(gen int, conn Conn) {
 	if r, ok := conn.(Reinitializer); ok {
 		reinit = r.Reinitialized()
 	}
-	for {
+	for ended := false; !ended; {
 		select {
 		case <-reinit:
 			// The connection replayed the handshake on its own (an HTTP
@@ -654,10 +646,9 @@ func (u *Upstream) watch(gen int, conn Conn) {
 				defer cancel()
 				u.restore(ctx)
 			}()
-			continue
 		case <-conn.Done():
+			ended = true
 		}
-		break
 	}
 	cerr := conn.Err()
 	err := cerr
