@@ -112,12 +112,10 @@ type relay struct {
 	omu sync.Mutex    // omu guards out
 	out *bufio.Writer // stdout
 
-	mu       sync.Mutex
-	legacy   *upstream.Upstream // guarded by mu; set at initialize
-	member   *upstream.Member   // guarded by mu
-	modern   *upstream.Upstream // guarded by mu; set at the first 2026-07-28 request
-	dialFunc upstream.Dialer    // guarded by mu; chosen once
-	ended    error              // guarded by mu: the upstream failed for good
+	mu     sync.Mutex
+	legacy *upstream.Upstream // guarded by mu; set at initialize
+	member *upstream.Member   // guarded by mu
+	modern *upstream.Upstream // guarded by mu; set at the first 2026-07-28 request
 }
 
 // write sends one message to stdout.
@@ -139,9 +137,6 @@ func (r *relay) End(err error) {
 		return // our own shutdown
 	}
 	r.log.Error("upstream gone", "err", err)
-	r.mu.Lock()
-	r.ended = err
-	r.mu.Unlock()
 }
 
 func (r *relay) read(in io.Reader) error {
