@@ -651,11 +651,7 @@ func (u *Upstream) watch(gen int, conn Conn) {
 		}
 	}
 	cerr := conn.Err()
-	err := cerr
-	if err == nil {
-		err = errors.New("exited")
-	}
-	err = fmt.Errorf("connection ended: %w", err)
+	err := fmt.Errorf("connection ended: %w", cmp.Or(cerr, errors.New("exited")))
 	u.mu.Lock()
 	if u.hsErr != nil && u.hsGen == gen {
 		// The handshake failed and closed the connection: say why (a

@@ -12,6 +12,7 @@
 package agentcore
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -92,9 +93,7 @@ func Resolve(ctx context.Context, opts Options) (*Runtime, error) {
 		// region could only be refused there.
 		return nil, fmt.Errorf("agentcore: region %q is not the region of the runtime ARN (%s); leave it out", aws.Region, region)
 	}
-	if aws.Logger == nil {
-		aws.Logger = opts.Logger
-	}
+	aws.Logger = cmp.Or(aws.Logger, opts.Logger)
 	endpoint, err := endpointURL(opts.Endpoint, region)
 	if err != nil {
 		return nil, err
@@ -156,9 +155,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.Qualifier == "" {
-		opts.Qualifier = DefaultQualifier
-	}
+	opts.Qualifier = cmp.Or(opts.Qualifier, DefaultQualifier)
 	switch opts.SessionMode {
 	case "":
 		opts.SessionMode = ModeSession
@@ -176,9 +173,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 			return nil, err
 		}
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
+	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	u, err := endpointURL(opts.Endpoint, region)
 	if err != nil {
 		return nil, err
@@ -221,14 +216,8 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 // AWS_ENDPOINT_URL_BEDROCK_AGENTCORE, else AWS_ENDPOINT_URL, else
 // https://bedrock-agentcore.{region}.amazonaws.com.
 func endpointURL(endpoint, region string) (*url.URL, error) {
-	for _, k := range []string{"AWS_ENDPOINT_URL_BEDROCK_AGENTCORE", "AWS_ENDPOINT_URL"} {
-		if endpoint == "" {
-			endpoint = os.Getenv(k)
-		}
-	}
-	if endpoint == "" {
-		endpoint = "https://bedrock-agentcore." + region + ".amazonaws.com"
-	}
+	endpoint = cmp.Or(endpoint, os.Getenv("AWS_ENDPOINT_URL_BEDROCK_AGENTCORE"), os.Getenv("AWS_ENDPOINT_URL"),
+		"https://bedrock-agentcore."+region+".amazonaws.com")
 	u, err := url.Parse(strings.TrimRight(endpoint, "/"))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("agentcore: endpoint %q is not an http(s) URL", endpoint)
