@@ -621,9 +621,8 @@ func (u *Upstream) initParams() json.RawMessage {
 	if !u.opts.Shared && u.initReq != nil {
 		return u.initReq
 	}
-	version := mcp.LatestLegacyVersion
 	return jsonrpc.Marshal(map[string]any{
-		"protocolVersion": version,
+		"protocolVersion": mcp.LatestLegacyVersion,
 		"capabilities":    gatewayCapabilities,
 		"clientInfo":      map[string]string{"name": "switchboard", "version": "1"},
 	})

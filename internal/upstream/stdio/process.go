@@ -142,12 +142,9 @@ type Process struct {
 	lines *LineLimit
 	tail  tail // the last stderr lines
 
-	// Writes to stdin are grouped (group commit): a line is appended to
-	// wbuf, and whoever finds no write in progress writes every line
-	// queued so far in one system call; the others wait for theirs to be
-	// written. At one message in flight that is one write per message;
-	// under concurrency, fewer writes for the gateway and fewer
-	// reads for the child. Lines never interleave, and order is kept.
+	// Writes to stdin are grouped (group commit, see Writers above): under
+	// concurrency, fewer writes for the gateway and fewer reads for the
+	// child.
 	wmu     sync.Mutex
 	wcond   sync.Cond // on wmu: a write ended
 	wbuf    []byte    // guarded by wmu: lines queued, not yet being written
