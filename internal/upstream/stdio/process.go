@@ -30,8 +30,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -51,28 +53,22 @@ var AllowedEnv = []string{
 	"SYSTEMROOT", "PATHEXT", "COMSPEC", "APPDATA", "LOCALAPPDATA", "PROGRAMFILES", "USERPROFILE",
 }
 
-// Env builds a child environment: the allowlisted variables of the current
-// process, then extra (config env, then secrets; later wins).
+// Env builds a child environment, sorted by name: the allowlisted
+// variables of the current process, then extra (config env, then secrets;
+// later wins).
 func Env(extra ...map[string]string) []string {
-	seen := map[string]int{}
-	var env []string
-	set := func(k, v string) {
-		if i, ok := seen[k]; ok {
-			env[i] = k + "=" + v
-			return
-		}
-		seen[k] = len(env)
-		env = append(env, k+"="+v)
-	}
+	vars := map[string]string{}
 	for _, k := range AllowedEnv {
 		if v, ok := os.LookupEnv(k); ok {
-			set(k, v)
+			vars[k] = v
 		}
 	}
 	for _, m := range extra {
-		for k, v := range m {
-			set(k, v)
-		}
+		maps.Copy(vars, m)
+	}
+	env := make([]string, 0, len(vars))
+	for _, k := range slices.Sorted(maps.Keys(vars)) {
+		env = append(env, k+"="+vars[k])
 	}
 	return env
 }
