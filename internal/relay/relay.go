@@ -16,12 +16,13 @@ package relay
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"strings"
@@ -69,18 +70,10 @@ func Run(ctx context.Context, opts Options, in io.Reader, out io.Writer) error {
 	if opts.URL == "" && opts.Dial == nil {
 		return errors.New("relay: --url is required")
 	}
-	if opts.ReconnectDelay == 0 {
-		opts.ReconnectDelay = 5 * time.Second
-	}
-	if opts.MaxMessage == 0 {
-		opts.MaxMessage = 16 << 20
-	}
-	if opts.DrainTimeout == 0 {
-		opts.DrainTimeout = 10 * time.Second
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
+	opts.ReconnectDelay = cmp.Or(opts.ReconnectDelay, 5*time.Second)
+	opts.MaxMessage = cmp.Or(opts.MaxMessage, 16<<20)
+	opts.DrainTimeout = cmp.Or(opts.DrainTimeout, 10*time.Second)
+	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	switch opts.Transport {
 	case "", "auto", "http", "sse":
 	default:
@@ -119,12 +112,10 @@ type relay struct {
 	omu sync.Mutex    // omu guards out
 	out *bufio.Writer // stdout
 
-	mu       sync.Mutex
-	legacy   *upstream.Upstream // guarded by mu; set at initialize
-	member   *upstream.Member   // guarded by mu
-	modern   *upstream.Upstream // guarded by mu; set at the first 2026-07-28 request
-	dialFunc upstream.Dialer    // guarded by mu; chosen once
-	ended    error              // guarded by mu: the upstream failed for good
+	mu     sync.Mutex
+	legacy *upstream.Upstream // guarded by mu; set at initialize
+	member *upstream.Member   // guarded by mu
+	modern *upstream.Upstream // guarded by mu; set at the first 2026-07-28 request
 }
 
 // write sends one message to stdout.
@@ -146,9 +137,6 @@ func (r *relay) End(err error) {
 		return // our own shutdown
 	}
 	r.log.Error("upstream gone", "err", err)
-	r.mu.Lock()
-	r.ended = err
-	r.mu.Unlock()
 }
 
 func (r *relay) read(in io.Reader) error {
@@ -159,7 +147,7 @@ func (r *relay) read(in io.Reader) error {
 			// line is the message's start: a request whose id can be read
 			// there gets an error, so the client does not wait in vain.
 			r.log.Warn("stdin message exceeds the size limit; skipped", "limit", r.opts.MaxMessage)
-			if id, ok := jsonrpc.PeekID(line); ok && hasMethod(line) {
+			if id, ok := jsonrpc.PeekID(line); ok && upstream.HasMethod(line) {
 				r.write(jsonrpc.NewError(id, jsonrpc.Errorf(jsonrpc.InvalidRequest,
 					"message exceeds the size limit (%d bytes)", r.opts.MaxMessage)))
 			}
@@ -201,36 +189,6 @@ func readLine(br *bufio.Reader, limit int) ([]byte, error) {
 			continue
 		}
 		return buf, err
-	}
-}
-
-// hasMethod reports whether the (possibly truncated) JSON object in prefix
-// has a top-level "method" member before the cut: a request or notification,
-// not a response.
-func hasMethod(prefix []byte) bool {
-	dec := json.NewDecoder(bytes.NewReader(prefix))
-	depth, expectKey := 0, false
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return false
-		}
-		d, isDelim := tok.(json.Delim)
-		switch {
-		case isDelim && (d == '{' || d == '['):
-			depth++
-			expectKey = depth == 1
-		case isDelim:
-			depth--
-			expectKey = depth == 1
-		case depth == 1 && expectKey:
-			if tok == "method" {
-				return true
-			}
-			expectKey = false
-		case depth == 1:
-			expectKey = true
-		}
 	}
 }
 
@@ -311,13 +269,9 @@ func (r *relay) initialize(msg *jsonrpc.Message) {
 		r.write(jsonrpc.NewError(msg.ID, mcp.RPCError(err)))
 		return
 	}
-	up := upstream.New(upstream.Options{
-		Name: r.name(), Dial: dial, Era: upstream.Legacy,
-		RestartDelays: r.delays(), HandshakeTimeout: 60 * time.Second, Logger: r.log,
-		// A server that cannot be reached at all fails the initialize at
-		// once with the reason; once connected, drops are re-dialled.
-		NoRestartBeforeReady: true,
-	})
+	// A server that cannot be reached at all fails the initialize at once
+	// with the reason; once connected, drops are re-dialled.
+	up := r.newUpstream(dial, upstream.Legacy, true)
 	m, res, err := up.Join(r.ctx, r, msg)
 	if err != nil {
 		_ = up.Close(context.Background())
@@ -349,11 +303,15 @@ func (r *relay) modernUpstream() (*upstream.Upstream, error) {
 	if r.opts.Transport == "sse" {
 		return nil, jsonrpc.Errorf(jsonrpc.UnsupportedProtocolVersion, "the legacy SSE transport carries protocol 2025-11-25 and earlier; send initialize")
 	}
-	r.modern = upstream.New(upstream.Options{
-		Name: r.name(), Dial: r.httpDialer(), Era: upstream.Modern,
-		RestartDelays: r.delays(), HandshakeTimeout: 60 * time.Second, Logger: r.log,
-	})
+	r.modern = r.newUpstream(r.httpDialer(), upstream.Modern, false)
 	return r.modern, nil
+}
+
+// newUpstream returns the relay's Upstream of era on dial: re-dialled for
+// a long time (see delays).
+func (r *relay) newUpstream(dial upstream.Dialer, era upstream.Era, noRestartBeforeReady bool) *upstream.Upstream {
+	return upstream.New(upstream.Options{Name: r.name(), Dial: dial, Era: era, RestartDelays: r.delays(),
+		HandshakeTimeout: 60 * time.Second, Logger: r.log, NoRestartBeforeReady: noRestartBeforeReady})
 }
 
 // name is the upstream's name in errors and logs: scheme and host only,
@@ -373,23 +331,13 @@ func (r *relay) httpDialer() upstream.Dialer {
 	if r.opts.Dial != nil {
 		return r.opts.Dial
 	}
-	return func(ctx context.Context, deliver func([]byte), oversize func([]byte)) (upstream.Conn, error) {
-		c, err := streamable.Dial(ctx, streamable.ClientOptions{URL: r.opts.URL, Header: r.opts.Header, HTTPClient: r.opts.HTTPClient, MaxMessage: r.opts.MaxMessage, Logger: r.log}, deliver, oversize)
-		if err != nil {
-			return nil, err // not a nil *ClientConn inside a non-nil Conn
-		}
-		return c, nil
-	}
+	return upstream.HTTPDialer(streamable.Dial, r.httpOptions())
 }
 
-func (r *relay) sseDialer() upstream.Dialer {
-	return func(ctx context.Context, deliver func([]byte), oversize func([]byte)) (upstream.Conn, error) {
-		c, err := sse.Dial(ctx, sse.ClientOptions{URL: r.opts.URL, Header: r.opts.Header, HTTPClient: r.opts.HTTPClient, MaxMessage: r.opts.MaxMessage, Logger: r.log}, deliver, oversize)
-		if err != nil {
-			return nil, err
-		}
-		return c, nil
-	}
+func (r *relay) sseDialer() upstream.Dialer { return upstream.HTTPDialer(sse.Dial, r.httpOptions()) }
+
+func (r *relay) httpOptions() upstream.HTTPOptions {
+	return upstream.HTTPOptions{URL: r.opts.URL, Header: r.opts.Header, HTTPClient: r.opts.HTTPClient, MaxMessage: r.opts.MaxMessage, Logger: r.log}
 }
 
 // dialer picks the transport: as configured, or by probing with the
@@ -424,15 +372,10 @@ func probeLegacySSE(ctx context.Context, opts Options, init *jsonrpc.Message) (b
 	if err != nil {
 		return false, fmt.Errorf("%w: relay: %w", upstream.ErrUnavailable, err)
 	}
-	for k, v := range opts.Header {
-		req.Header[k] = v
-	}
+	maps.Copy(req.Header, opts.Header)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	client := opts.HTTPClient
-	if client == nil {
-		client = http.DefaultClient
-	}
+	client := cmp.Or(opts.HTTPClient, http.DefaultClient)
 	resp, err := client.Do(req)
 	if err != nil {
 		return false, fmt.Errorf("%w: upstream unreachable: %w", upstream.ErrUnavailable, upstream.UnwrapURLError(err))
@@ -450,9 +393,7 @@ func probeLegacySSE(ctx context.Context, opts Options, init *jsonrpc.Message) (b
 	}
 	if sid := resp.Header.Get(mcp.HeaderSessionID); sid != "" {
 		del, _ := http.NewRequestWithContext(ctx, http.MethodDelete, opts.URL, nil)
-		for k, v := range opts.Header {
-			del.Header[k] = v
-		}
+		maps.Copy(del.Header, opts.Header)
 		del.Header.Set(mcp.HeaderSessionID, sid)
 		if resp, err := client.Do(del); err == nil {
 			resp.Body.Close()

@@ -2,6 +2,7 @@ package sigv4
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"encoding/xml"
 	"io"
@@ -45,24 +46,14 @@ func ErrorOf(resp *http.Response) string {
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	var msg string
 	if resp.Body != nil && resp.Body != http.NoBody {
-		head, _ := io.ReadAll(io.LimitReader(resp.Body, 16<<10))
-		resp.Body = struct {
-			io.Reader
-			io.Closer
-		}{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
+		head, _ := peekBody(resp, 16<<10)
 		var bodyType string
 		trimmed := bytes.TrimSpace(head)
 		switch {
 		case strings.Contains(mt, "json") || len(trimmed) > 0 && trimmed[0] == '{':
-			var e struct {
-				Type    string `json:"__type"`
-				Code    string `json:"code"`
-				CodeCap string `json:"Code"`
-				Msg     string `json:"message"`
-				MsgCap  string `json:"Message"`
-			}
+			var e jsonError
 			if json.Unmarshal(trimmed, &e) == nil {
-				bodyType, msg = firstOf(e.Type, e.Code, e.CodeCap), firstOf(e.Msg, e.MsgCap)
+				bodyType, msg = e.typ(), cmp.Or(e.Msg, e.MsgCap)
 			}
 		case strings.Contains(mt, "xml"):
 			var e struct { // <ErrorResponse><Error>… (query protocol) or <Error>… (REST XML)
@@ -72,35 +63,49 @@ func ErrorOf(resp *http.Response) string {
 				Message2 string `xml:"Message"`
 			}
 			if xml.Unmarshal(head, &e) == nil {
-				bodyType, msg = firstOf(e.Code, e.Code2), firstOf(e.Message, e.Message2)
+				bodyType, msg = cmp.Or(e.Code, e.Code2), cmp.Or(e.Message, e.Message2)
 			}
 		}
-		typ = firstOf(typ, bodyType)
+		typ = cmp.Or(typ, bodyType)
 	}
-	// "ExpiredTokenException:http://…", "com.amazon.coral.service#ExpiredTokenException"
-	typ, _, _ = strings.Cut(typ, ":")
-	if i := strings.LastIndexByte(typ, '#'); i >= 0 {
-		typ = typ[i+1:]
+	if typ = typeName(typ); typ != "" && msg != "" {
+		return oneLine(typ + ": " + msg)
 	}
-	typ = strings.TrimSpace(typ)
-	switch {
-	case typ == "" && msg == "":
-		return ""
-	case typ == "":
-		return oneLine(msg)
-	case msg == "":
-		return oneLine(typ)
-	}
-	return oneLine(typ + ": " + msg)
+	return oneLine(typ + msg) // either, or neither: ""
 }
 
-func firstOf(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
+// jsonError is an AWS error answer in JSON: its type is __type, code or
+// Code, its message message or Message.
+type jsonError struct {
+	Type    string `json:"__type"`
+	Code    string `json:"code"`
+	CodeCap string `json:"Code"`
+	Msg     string `json:"message"`
+	MsgCap  string `json:"Message"`
+}
+
+func (e jsonError) typ() string { return cmp.Or(e.Type, e.Code, e.CodeCap) }
+
+// typeName is the name of an AWS error type: ExpiredTokenException of
+// "ExpiredTokenException:http://…" and of
+// "com.amazon.coral.service#ExpiredTokenException".
+func typeName(t string) string {
+	t, _, _ = strings.Cut(t, ":")
+	if i := strings.LastIndexByte(t, '#'); i >= 0 {
+		t = t[i+1:]
 	}
-	return ""
+	return strings.TrimSpace(t)
+}
+
+// peekBody reads up to n bytes of resp's body and puts them back in front
+// of the rest.
+func peekBody(resp *http.Response, n int64) ([]byte, error) {
+	head, err := io.ReadAll(io.LimitReader(resp.Body, n))
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
+	return head, err
 }
 
 // oneLine is the first line of s without control characters, cut to 200

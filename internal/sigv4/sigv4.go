@@ -16,6 +16,7 @@ package sigv4
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -96,14 +97,8 @@ func New(ctx context.Context, endpoint string, opts Options) (*Signer, error) {
 	if host == "" {
 		return nil, fmt.Errorf("sigv4: endpoint %q has no host", endpoint)
 	}
-	service := opts.Service
-	if service == "" {
-		service = InferService(host)
-	}
-	region := opts.Region
-	if region == "" {
-		region = InferRegion(host)
-	}
+	service := cmp.Or(opts.Service, InferService(host))
+	region := cmp.Or(opts.Region, InferRegion(host))
 	var load []func(*config.LoadOptions) error
 	if opts.Profile != "" {
 		load = append(load, config.WithSharedConfigProfile(opts.Profile))
@@ -118,17 +113,8 @@ func New(ctx context.Context, endpoint string, opts Options) (*Signer, error) {
 	if cfg.Region == "" {
 		return nil, fmt.Errorf("sigv4: no AWS region for %s: set one (--aws-region, aws.region in the config) or AWS_REGION", host)
 	}
-	profile := opts.Profile
-	if profile == "" {
-		profile = os.Getenv("AWS_PROFILE")
-	}
-	if profile == "" {
-		profile = "default"
-	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	profile := cmp.Or(opts.Profile, os.Getenv("AWS_PROFILE"), "default")
+	log := cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	s := &Signer{service: service, region: cfg.Region, profile: profile, log: log, now: time.Now,
 		sts:    sts.NewFromConfig(cfg),
 		signer: newSDKSigner()}
@@ -141,10 +127,7 @@ func New(ctx context.Context, endpoint string, opts Options) (*Signer, error) {
 	}
 	s.creds = base
 	if opts.AssumeRoleARN != "" {
-		name := opts.RoleSessionName
-		if name == "" {
-			name = DefaultRoleSessionName
-		}
+		name := cmp.Or(opts.RoleSessionName, DefaultRoleSessionName)
 		s.creds = aws.NewCredentialsCache(stscreds.NewAssumeRoleProvider(s.sts, opts.AssumeRoleARN,
 			func(o *stscreds.AssumeRoleOptions) { o.RoleSessionName = name }))
 	}
@@ -322,34 +305,20 @@ func expiredCode(resp *http.Response) string {
 		return refreshCode(h)
 	}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	isJSON := strings.Contains(mt, "json")
-	isXML := strings.Contains(mt, "xml")
+	isJSON, isXML := strings.Contains(mt, "json"), strings.Contains(mt, "xml")
 	if !isJSON && !isXML || resp.Body == nil {
 		return ""
 	}
-	head, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	resp.Body = struct {
-		io.Reader
-		io.Closer
-	}{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
+	head, err := peekBody(resp, 64<<10)
 	if err != nil {
 		return ""
 	}
 	if isJSON {
-		var e struct {
-			Type string `json:"__type"`
-			Code string `json:"code"`
-			Cap  string `json:"Code"`
-		}
+		var e jsonError
 		if json.Unmarshal(head, &e) != nil {
 			return ""
 		}
-		for _, c := range []string{e.Type, e.Code, e.Cap} {
-			if c != "" {
-				return refreshCode(c)
-			}
-		}
-		return ""
+		return refreshCode(e.typ())
 	}
 	return refreshCode(xmlCode(head))
 }
@@ -372,16 +341,10 @@ func xmlCode(b []byte) string {
 	}
 }
 
-// refreshCode normalises an AWS error type ("ExpiredTokenException:http://…",
-// "com.amazon.coral.service#ExpiredTokenException") and returns it when it
-// asks for a refresh.
+// refreshCode returns the AWS error type t (see typeName) when it asks for a
+// refresh.
 func refreshCode(t string) string {
-	t, _, _ = strings.Cut(t, ":")
-	if i := strings.LastIndexByte(t, '#'); i >= 0 {
-		t = t[i+1:]
-	}
-	t = strings.TrimSpace(t)
-	if refreshCodes[t] {
+	if t = typeName(t); refreshCodes[t] {
 		return t
 	}
 	return ""

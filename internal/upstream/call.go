@@ -120,10 +120,7 @@ func (c *Call) Abandon(cancel bool) {
 	u.mu.Lock()
 	live := u.pending[c.id] == c
 	if live && cancel {
-		delete(u.pending, c.id)
-		if c.member != nil {
-			delete(c.member.calls, string(c.clientID))
-		}
+		u.unpend(c)
 		u.noteGaveUp(c.id, time.Now())
 	}
 	u.mu.Unlock()

@@ -46,10 +46,7 @@ func (u *Upstream) response(msg *jsonrpc.Message) {
 	var held *heldAnswer
 	if ok && c != nil {
 		held = u.probed(c, time.Now())
-		delete(u.pending, id)
-		if c.member != nil {
-			delete(c.member.calls, string(c.clientID))
-		}
+		u.unpend(c)
 	} else if ok {
 		gaveUp = u.gaveUp[id]
 		delete(u.gaveUp, id)
@@ -126,7 +123,7 @@ func (u *Upstream) oversize(gen int, prefix []byte) {
 		u.log.Warn("oversized message from server skipped; its id could not be read")
 		return
 	}
-	if hasMethod(prefix) {
+	if HasMethod(prefix) {
 		// A server→client request: its id is the server's, not ours.
 		u.log.Warn("oversized request from server skipped", "id", string(rawID))
 		return
@@ -135,10 +132,7 @@ func (u *Upstream) oversize(gen int, prefix []byte) {
 	u.mu.Lock()
 	c := u.pending[id]
 	if ok && c != nil {
-		delete(u.pending, id)
-		if c.member != nil {
-			delete(c.member.calls, string(c.clientID))
-		}
+		u.unpend(c)
 	}
 	u.mu.Unlock()
 	if c != nil {
@@ -146,10 +140,10 @@ func (u *Upstream) oversize(gen int, prefix []byte) {
 	}
 }
 
-// hasMethod reports whether the (possibly truncated) message prefix has a
+// HasMethod reports whether the (possibly truncated) message prefix has a
 // top-level "method" member before the cut, making it a request or a
 // notification rather than a response.
-func hasMethod(prefix []byte) bool {
+func HasMethod(prefix []byte) bool {
 	dec := json.NewDecoder(bytes.NewReader(prefix))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return false
@@ -255,7 +249,7 @@ func (u *Upstream) serverRequest(gen int, msg *jsonrpc.Message) {
 	var refuse *jsonrpc.Error
 	if why != ownerFound {
 		refuse = why.refusal(msg.Method)
-	} else if need := CapabilityFor(msg.Method); need != "" && !m.has(need) {
+	} else if need := CapabilityFor(msg.Method); need != "" && !m.caps[need] {
 		refuse = jsonrpc.Errorf(jsonrpc.MethodNotFound, "the client did not declare the %s capability", need)
 	}
 	var down int64
@@ -279,31 +273,17 @@ func (u *Upstream) serverRequest(gen int, msg *jsonrpc.Message) {
 	}
 }
 
-// CapabilityFor is the client capability a server→client request method
-// needs ("sampling", "elicitation", "roots"), or "" for any other method.
-func CapabilityFor(method string) string {
-	switch method {
-	case "sampling/createMessage":
-		return "sampling"
-	case "elicitation/create":
-		return "elicitation"
-	case "roots/list":
-		return "roots"
-	}
-	return ""
+// capabilityFor maps each server→client request method to the client
+// capability it needs.
+var capabilityFor = map[string]string{
+	"sampling/createMessage": "sampling",
+	"elicitation/create":     "elicitation",
+	"roots/list":             "roots",
 }
 
-func (m *Member) has(capability string) bool {
-	switch capability {
-	case "sampling":
-		return m.caps.sampling
-	case "elicitation":
-		return m.caps.elicitation
-	case "roots":
-		return m.caps.roots
-	}
-	return true
-}
+// CapabilityFor is the client capability a server→client request method
+// needs ("sampling", "elicitation", "roots"), or "" for any other method.
+func CapabilityFor(method string) string { return capabilityFor[method] }
 
 // reply answers the server directly (ping, refusals).
 func (u *Upstream) reply(m *jsonrpc.Message) {
@@ -338,17 +318,7 @@ func (u *Upstream) notification(msg *jsonrpc.Message) {
 		return
 	case "notifications/resources/updated":
 		uri, _ := jsonrpc.StringMember(msg.Params, "uri")
-		u.mu.Lock()
-		var to []*Member
-		for m := range u.members {
-			if m.subs[uri] {
-				to = append(to, m)
-			}
-		}
-		u.mu.Unlock()
-		for _, m := range to {
-			m.d.Deliver(msg)
-		}
+		u.deliverWhere(msg, func(m *Member) bool { return m.subs[uri] })
 		return
 	case "notifications/cancelled":
 		// The server cancels a request it sent to a client.
@@ -376,14 +346,18 @@ func (u *Upstream) notification(msg *jsonrpc.Message) {
 		return
 	}
 	// list_changed and anything else: every member.
-	u.broadcast(msg)
+	u.deliverWhere(msg, func(*Member) bool { return true })
 }
 
-func (u *Upstream) broadcast(msg *jsonrpc.Message) {
+// deliverWhere delivers msg to the listen stream of every member that keep
+// admits; keep runs with mu held.
+func (u *Upstream) deliverWhere(msg *jsonrpc.Message, keep func(*Member) bool) {
 	u.mu.Lock()
-	to := make([]*Member, 0, len(u.members))
+	var to []*Member
 	for m := range u.members {
-		to = append(to, m)
+		if keep(m) {
+			to = append(to, m)
+		}
 	}
 	u.mu.Unlock()
 	for _, m := range to {
@@ -414,24 +388,14 @@ func (u *Upstream) logMessage(msg *jsonrpc.Message) {
 	li := levelIndex(level)
 	u.mu.Lock()
 	m, c, why := u.owner()
-	if why == ownerFound && c != nil {
-		// The message belongs to that call: its session gets it if its
-		// level admits it, and no other session ever does.
-		admit := m == nil || m.level <= li
-		u.mu.Unlock()
-		if admit {
-			c.deliver(msg)
-		}
-		return
-	}
-	var to []*Member
-	for mm := range u.members {
-		if mm.level <= li {
-			to = append(to, mm)
-		}
-	}
+	// A message that belongs to one call goes to its session if its level
+	// admits it, and to no other session ever.
+	admit := why == ownerFound && c != nil && (m == nil || m.level <= li)
 	u.mu.Unlock()
-	for _, mm := range to {
-		mm.d.Deliver(msg)
+	switch {
+	case why != ownerFound || c == nil:
+		u.deliverWhere(msg, func(m *Member) bool { return m.level <= li })
+	case admit:
+		c.deliver(msg)
 	}
 }

@@ -6,6 +6,7 @@ package upstream
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -61,14 +62,23 @@ func (o HTTPOptions) Resolve(transport string) (*url.URL, HTTPOptions, error) {
 	if o.HTTPClient == nil {
 		o.HTTPClient = NewHTTPClient()
 	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	o.Logger = o.Logger.With("upstream", Origin(u))
+	o.Logger = cmp.Or(o.Logger, slog.New(slog.DiscardHandler)).With("upstream", Origin(u))
 	if o.MaxMessage <= 0 {
 		o.MaxMessage = sse.DefaultMaxMessage
 	}
 	return u, o, nil
+}
+
+// HTTPDialer returns a Dialer that dials opts with dial (streamable.Dial,
+// sse.Dial).
+func HTTPDialer[C Conn](dial func(context.Context, HTTPOptions, func([]byte), func([]byte)) (C, error), opts HTTPOptions) Dialer {
+	return func(ctx context.Context, deliver, oversize func([]byte)) (Conn, error) {
+		c, err := dial(ctx, opts, deliver, oversize)
+		if err != nil {
+			return nil, err // not a nil *ClientConn inside a non-nil Conn
+		}
+		return c, nil
+	}
 }
 
 // SetTraceHeader sets h's traceparent to params._meta.traceparent, if any.
@@ -115,17 +125,10 @@ func SameOrigin(a, b *url.URL) bool {
 }
 
 func portOf(u *url.URL) string {
-	if p := u.Port(); p != "" {
-		return p
-	}
-	switch strings.ToLower(u.Scheme) {
-	case "https":
-		return "443"
-	case "http":
-		return "80"
-	}
-	return ""
+	return cmp.Or(u.Port(), defaultPorts[strings.ToLower(u.Scheme)])
 }
+
+var defaultPorts = map[string]string{"https": "443", "http": "80"}
 
 // Origin returns scheme://host of u: what logs and errors name of an
 // upstream URL, since user info, path (some services put a key in it) and
@@ -232,7 +235,3 @@ func OneLine(s string) string {
 	}
 	return s
 }
-
-// Clip returns b as a log value cut to 256 bytes; a redacting log handler
-// redacts it whole before the cut (audit.Clipped).
-func Clip(b []byte) audit.Clipped { return audit.Clip(b, 256) }

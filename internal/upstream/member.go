@@ -18,21 +18,17 @@ type Member struct {
 	d Downstream
 
 	// Set at Join, read-only after.
-	version string // protocol version negotiated with this client
-	caps    clientCaps
+	version string          // protocol version negotiated with this client
+	caps    map[string]bool // the capabilities of capabilityFor the client declared
+	// elicitURL: the client takes MCP's URLElicitationRequired error
+	// (mcp.ElicitsURL); the others get its fallback (see response).
+	elicitURL bool
 
 	// The fields below are guarded by u.mu.
 	calls map[string]int64 // client request id → internal id, for cancellation and duplicates
 	level int              // index in logLevels of the client's level; -1 unset (receives all)
 	subs  map[string]bool  // resource URIs this client subscribed to
 	left  bool
-}
-
-type clientCaps struct {
-	sampling, elicitation, roots bool
-	// elicitURL: the client takes MCP's URLElicitationRequired error
-	// (mcp.ElicitsURL); the others get its fallback (see response).
-	elicitURL bool
 }
 
 var logLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
@@ -67,12 +63,10 @@ func (u *Upstream) Join(ctx context.Context, d Downstream, init *jsonrpc.Message
 	if err := u.ensure(ctx, init.Params); err != nil {
 		return nil, nil, forClient(err, mcp.ElicitsURL(requested, jsonrpc.Member(init.Params, "capabilities")))
 	}
-	m := &Member{u: u, d: d, calls: map[string]int64{}, level: -1, subs: map[string]bool{}}
+	m := &Member{u: u, d: d, calls: map[string]int64{}, level: -1, subs: map[string]bool{}, caps: map[string]bool{}}
 	caps := jsonrpc.Member(init.Params, "capabilities")
-	m.caps = clientCaps{
-		sampling:    jsonrpc.Member(caps, "sampling") != nil,
-		elicitation: jsonrpc.Member(caps, "elicitation") != nil,
-		roots:       jsonrpc.Member(caps, "roots") != nil,
+	for _, c := range capabilityFor {
+		m.caps[c] = jsonrpc.Member(caps, c) != nil
 	}
 	u.mu.Lock()
 	if u.state == Closed {
@@ -83,7 +77,7 @@ func (u *Upstream) Join(ctx context.Context, d Downstream, init *jsonrpc.Message
 	u.members[m] = struct{}{}
 	u.mu.Unlock()
 	m.version = negotiate(requested, server)
-	m.caps.elicitURL = mcp.ElicitsURL(m.version, caps)
+	m.elicitURL = mcp.ElicitsURL(m.version, caps)
 	if m.version != server {
 		_, s, e, ok := jsonrpc.Lookup(res, "protocolVersion")
 		if ok {
@@ -228,15 +222,18 @@ func elicitingDown(ctx context.Context) Downstream {
 }
 
 func (u *Upstream) call(ctx context.Context, m *Member, req *jsonrpc.Message) (*Call, error) {
+	var down Downstream
+	elicitURL := m != nil && m.elicitURL
+	if m == nil {
+		down = elicitingDown(ctx)
+		elicitURL = down != nil
+	}
 	if err := u.ensure(ctx, nil); err != nil {
-		return nil, forClient(err, m != nil && m.caps.elicitURL || m == nil && elicitingDown(ctx) != nil)
+		return nil, forClient(err, elicitURL)
 	}
 	c := u.newCall(m, req.ID, req.Method)
 	c.subscription = req.Method == "subscriptions/listen"
-	c.elicitURL = m != nil && m.caps.elicitURL || m == nil && elicitingDown(ctx) != nil
-	if m == nil {
-		c.elicitDown = elicitingDown(ctx)
-	}
+	c.elicitURL, c.elicitDown = elicitURL, down
 	params := req.Params
 	if tok, s, e, ok := req.LookupMeta("progressToken"); ok {
 		c.token = tok

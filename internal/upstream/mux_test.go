@@ -1028,8 +1028,8 @@ func TestHasMethod(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.prefix, func(t *testing.T) {
-			if got := hasMethod([]byte(tt.prefix)); got != tt.want {
-				t.Errorf("hasMethod(%s) = %v, want %v", tt.prefix, got, tt.want)
+			if got := HasMethod([]byte(tt.prefix)); got != tt.want {
+				t.Errorf("HasMethod(%s) = %v, want %v", tt.prefix, got, tt.want)
 			}
 		})
 	}

@@ -1,6 +1,8 @@
 package upstream
 
 import (
+	"cmp"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,11 +45,9 @@ import (
 //     with a thread of it runnable at a tick meanwhile (a wait in progress
 //     is counted only once the thread runs; a thread runnable for a moment
 //     in a server that sleeps is not enough). The machine was too busy to run
-//     the server, which did not sit on the answer. This is what issue 27's
-//     held answers were (see docs/stall-report.md): a child starved of CPU
-//     on an overloaded machine, whose queued goroutines ran when new input
-//     woke one of its threads. Counted apart, so that stage server keeps
-//     meaning a server that held an answer while it could run.
+//     the server, which did not sit on the answer (docs/stall-report.md).
+//     Counted apart, so that stage server keeps meaning a server that held
+//     an answer while it could run.
 //
 // A stall is counted once per call (write) or per episode (read, deliver).
 // The watchdog never blocks the data path: it reads stamps the writers and
@@ -90,10 +90,8 @@ func StalledTotal() map[string]uint64 {
 
 // Stalled returns how many stalls u has seen at stage (one of Stages).
 func (u *Upstream) Stalled(stage string) uint64 {
-	for i, s := range Stages {
-		if s == stage {
-			return u.stalled[i].Load()
-		}
+	if i := slices.Index(Stages, stage); i >= 0 {
+		return u.stalled[i].Load()
 	}
 	return 0
 }
@@ -104,9 +102,6 @@ func (u *Upstream) Stalled(stage string) uint64 {
 type Unreader interface {
 	Unread() (waiting int, read uint64)
 }
-
-// defaultStallAfter is Options.StallAfter's zero value.
-const defaultStallAfter = time.Second
 
 // stallWatch is the watchdog's state; guarded by Upstream.mu.
 type stallWatch struct {
@@ -419,6 +414,7 @@ func (s *cpuSamples) since(conn Conn, from, now time.Time) (wait, over time.Dura
 		return 0, 0, 0, false
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	var base, oldest *cpuSample
 	for i := range min(s.n, maxCPUSamples) {
 		x := &s.ring[i]
@@ -435,21 +431,12 @@ func (s *cpuSamples) since(conn Conn, from, now time.Time) (wait, over time.Dura
 			runnable = max(runnable, x.runnable)
 		}
 	}
-	if base == nil {
-		base = oldest
-	}
-	var b cpuSample
-	if base != nil {
-		b = *base
-	}
-	s.mu.Unlock()
-	if base == nil {
+	if base = cmp.Or(base, oldest); base == nil {
 		return 0, 0, 0, false
 	}
-	return max(0, w-b.wait), now.Sub(b.at), runnable, true
+	return max(0, w-base.wait), now.Sub(base.at), runnable, true
 }
 
 // probeWindow is how soon after the probe an answer must come to count as
-// released by it (StageServer): the held answers of issue 27 came within
-// 1–2 ms of the next input, under load.
+// released by it (StageServer; docs/stall-report.md).
 const probeWindow = 50 * time.Millisecond

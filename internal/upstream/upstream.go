@@ -14,16 +14,19 @@
 //
 // Stalls: a call waits only on its server. A watchdog per Upstream counts
 // and logs a message held at one of the gateway's own hand-offs past
-// Options.StallAfter, and pings a stdio server that sits in silence on a
-// request (see stall.go: Stages, StalledTotal).
+// Options.StallAfter, and its ping releases the answer of a stdio server
+// that holds it until more input comes (see stall.go: Stages,
+// StalledTotal).
 package upstream
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
 	"sync"
@@ -194,10 +197,7 @@ func IsPermanent(err error) bool {
 //     is re-initialized (handshake replayed, level and subscriptions restored)
 //     without the clients noticing anything but the calls that were in flight.
 //
-// A watchdog, a timer armed while calls are in flight, sees stalls at the
-// gateway's own hand-offs (written, read, delivered), and its ping releases
-// the answer of a server which holds it until more input comes, so the call
-// is answered then and not at the client's timeout (stall.go).
+// Its stall watchdog is described in stall.go.
 type Upstream struct {
 	opts Options
 	log  *slog.Logger
@@ -233,7 +233,6 @@ type Upstream struct {
 	connected time.Time
 	attempts  int
 	wasReady  bool      // some connection reached Ready
-	failedAt  time.Time // when the Upstream last became Failed
 	retryAt   time.Time // when a Failed Upstream may start again
 	// retryWait is the wait of a Failed upstream before it may start
 	// again: RetryFailedAfter doubling per Failed phase up to
@@ -276,29 +275,13 @@ type serverRequest struct {
 
 // New returns an idle Upstream; nothing starts until it is used.
 func New(opts Options) *Upstream {
-	if opts.StableAfter == 0 {
-		opts.StableAfter = 10 * time.Second
-	}
-	if opts.RetryFailedAfter == 0 {
-		opts.RetryFailedAfter = 30 * time.Second
-	}
-	if opts.RetryFailedMax == 0 {
-		opts.RetryFailedMax = 10 * time.Minute
-	}
-	opts.RetryFailedMax = max(opts.RetryFailedMax, opts.RetryFailedAfter)
-	if opts.HandshakeTimeout == 0 {
-		opts.HandshakeTimeout = 30 * time.Second
-	}
-	if opts.QueueLimit == 0 {
-		opts.QueueLimit = 1024
-	}
-	if opts.StallAfter == 0 {
-		opts.StallAfter = defaultStallAfter
-	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	opts.StableAfter = cmp.Or(opts.StableAfter, 10*time.Second)
+	opts.RetryFailedAfter = cmp.Or(opts.RetryFailedAfter, 30*time.Second)
+	opts.RetryFailedMax = max(cmp.Or(opts.RetryFailedMax, 10*time.Minute), opts.RetryFailedAfter)
+	opts.HandshakeTimeout = cmp.Or(opts.HandshakeTimeout, 30*time.Second)
+	opts.QueueLimit = cmp.Or(opts.QueueLimit, 1024)
+	opts.StallAfter = cmp.Or(opts.StallAfter, time.Second)
+	log := cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	return &Upstream{
 		retryWait: backoff.Backoff{Base: opts.RetryFailedAfter, Max: opts.RetryFailedMax, Jitter: -1},
 		opts:      opts,
@@ -538,10 +521,7 @@ type Reinitializer interface {
 func (u *Upstream) restore(ctx context.Context) {
 	u.mu.Lock()
 	level := u.level
-	uris := make([]string, 0, len(u.subs))
-	for uri := range u.subs {
-		uris = append(uris, uri)
-	}
+	uris := slices.Collect(maps.Keys(u.subs))
 	u.mu.Unlock()
 	if level != "" {
 		if _, err := u.internalCall(ctx, "logging/setLevel", jsonrpc.Marshal(map[string]string{"level": level})); err != nil {
@@ -573,19 +553,11 @@ const maxElicited = 64
 // that left are skipped; an id nobody was given is ignored.
 func (u *Upstream) ElicitationComplete(id string) {
 	u.mu.Lock()
-	who := u.elicited[id]
+	who := slices.DeleteFunc(u.elicited[id], func(w elicitee) bool { return w.m != nil && w.m.left })
 	delete(u.elicited, id)
 	u.mu.Unlock()
 	n := jsonrpc.NewNotification("notifications/elicitation/complete", jsonrpc.Marshal(map[string]string{"elicitationId": id}))
 	for _, w := range who {
-		if w.m != nil {
-			u.mu.Lock()
-			left := w.m.left
-			u.mu.Unlock()
-			if left {
-				continue
-			}
-		}
 		w.d.Deliver(n)
 	}
 }
@@ -649,9 +621,8 @@ func (u *Upstream) initParams() json.RawMessage {
 	if !u.opts.Shared && u.initReq != nil {
 		return u.initReq
 	}
-	version := mcp.LatestLegacyVersion
 	return jsonrpc.Marshal(map[string]any{
-		"protocolVersion": version,
+		"protocolVersion": mcp.LatestLegacyVersion,
 		"capabilities":    gatewayCapabilities,
 		"clientInfo":      map[string]string{"name": "switchboard", "version": "1"},
 	})
@@ -664,7 +635,7 @@ func (u *Upstream) watch(gen int, conn Conn) {
 	if r, ok := conn.(Reinitializer); ok {
 		reinit = r.Reinitialized()
 	}
-	for {
+	for ended := false; !ended; {
 		select {
 		case <-reinit:
 			// The connection replayed the handshake on its own (an HTTP
@@ -674,17 +645,12 @@ func (u *Upstream) watch(gen int, conn Conn) {
 				defer cancel()
 				u.restore(ctx)
 			}()
-			continue
 		case <-conn.Done():
+			ended = true
 		}
-		break
 	}
 	cerr := conn.Err()
-	err := cerr
-	if err == nil {
-		err = errors.New("exited")
-	}
-	err = fmt.Errorf("connection ended: %w", err)
+	err := fmt.Errorf("connection ended: %w", cmp.Or(cerr, errors.New("exited")))
 	u.mu.Lock()
 	if u.hsErr != nil && u.hsGen == gen {
 		// The handshake failed and closed the connection: say why (a
@@ -723,7 +689,7 @@ func (u *Upstream) failed(gen int, err error) {
 		u.attempts = 0
 	}
 	u.connected = time.Time{}
-	var delay time.Duration
+	var delay, retryIn time.Duration
 	restart := u.attempts < len(u.opts.RestartDelays) && !IsPermanent(err) &&
 		(u.wasReady || !u.opts.NoRestartBeforeReady)
 	if restart {
@@ -737,22 +703,14 @@ func (u *Upstream) failed(gen int, err error) {
 		}
 		u.setState(Restarting)
 	} else {
-		u.failedAt = time.Now()
-		u.retryAt = u.failedAt.Add(u.retryWait.Next())
+		retryIn = u.retryWait.Next()
+		u.retryAt = time.Now().Add(retryIn)
 		u.setState(Failed)
-		if u.ready != nil {
-			select {
-			case <-u.ready:
-			default:
-				close(u.ready)
-			}
-		}
+		u.closeReady()
 	}
 	var members []*Member
 	if !restart {
-		for m := range u.members {
-			members = append(members, m)
-		}
+		members = slices.Collect(maps.Keys(u.members))
 	}
 	u.mu.Unlock()
 
@@ -774,12 +732,22 @@ func (u *Upstream) failed(gen int, err error) {
 		u.mu.Unlock()
 		return
 	}
-	u.mu.Lock()
-	retryIn := u.retryAt.Sub(u.failedAt)
-	u.mu.Unlock()
 	u.log.Error("upstream failed; restarts exhausted", "err", err, "retry_in", retryIn)
 	for _, m := range members {
 		m.d.End(fmt.Errorf("%w: %s failed: %v", ErrUnavailable, u.opts.Name, err))
+	}
+}
+
+// closeReady releases the callers waiting for the current phase, if any
+// and not released yet; mu held.
+func (u *Upstream) closeReady() {
+	if u.ready == nil {
+		return
+	}
+	select {
+	case <-u.ready:
+	default:
+		close(u.ready)
 	}
 }
 
@@ -824,13 +792,7 @@ func (u *Upstream) Close(ctx context.Context) error {
 	if u.redial != nil && u.redial.Stop() {
 		u.connecting.Done() // the pending connect will not run
 	}
-	if u.ready != nil {
-		select {
-		case <-u.ready:
-		default:
-			close(u.ready)
-		}
-	}
+	u.closeReady()
 	conn := u.conn
 	u.conn = nil
 	calls := u.pending
@@ -914,12 +876,18 @@ func (u *Upstream) internalCall(ctx context.Context, method string, params json.
 func (u *Upstream) forget(c *Call) {
 	u.mu.Lock()
 	if u.pending[c.id] == c {
-		delete(u.pending, c.id)
-		if c.member != nil {
-			delete(c.member.calls, string(c.clientID))
-		}
+		u.unpend(c)
 	}
 	u.mu.Unlock()
+}
+
+// unpend removes c, which is pending, from the pending table and its
+// member's calls; mu held.
+func (u *Upstream) unpend(c *Call) {
+	delete(u.pending, c.id)
+	if c.member != nil {
+		delete(c.member.calls, string(c.clientID))
+	}
 }
 
 func (u *Upstream) newCall(m *Member, clientID json.RawMessage, method string) *Call {

@@ -12,6 +12,7 @@
 package agentcore
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -92,9 +93,7 @@ func Resolve(ctx context.Context, opts Options) (*Runtime, error) {
 		// region could only be refused there.
 		return nil, fmt.Errorf("agentcore: region %q is not the region of the runtime ARN (%s); leave it out", aws.Region, region)
 	}
-	if aws.Logger == nil {
-		aws.Logger = opts.Logger
-	}
+	aws.Logger = cmp.Or(aws.Logger, opts.Logger)
 	endpoint, err := endpointURL(opts.Endpoint, region)
 	if err != nil {
 		return nil, err
@@ -156,9 +155,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.Qualifier == "" {
-		opts.Qualifier = DefaultQualifier
-	}
+	opts.Qualifier = cmp.Or(opts.Qualifier, DefaultQualifier)
 	switch opts.SessionMode {
 	case "":
 		opts.SessionMode = ModeSession
@@ -176,15 +173,13 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 			return nil, err
 		}
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
+	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	u, err := endpointURL(opts.Endpoint, region)
 	if err != nil {
 		return nil, err
 	}
 	rt := &Runtime{opts: opts, log: opts.Logger,
-		invocation: u.String() + "/runtimes/" + escapeAll(opts.ARN) + "/invocations?qualifier=" + url.QueryEscape(opts.Qualifier)}
+		invocation: u.String() + "/runtimes/" + escapeARN(opts.ARN) + "/invocations?qualifier=" + url.QueryEscape(opts.Qualifier)}
 	if opts.SessionMode == ModeIdentity {
 		if opts.Identity == nil {
 			return nil, errors.New("agentcore: the identity session mode needs the caller's identity (AWS credentials)")
@@ -221,14 +216,8 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 // AWS_ENDPOINT_URL_BEDROCK_AGENTCORE, else AWS_ENDPOINT_URL, else
 // https://bedrock-agentcore.{region}.amazonaws.com.
 func endpointURL(endpoint, region string) (*url.URL, error) {
-	for _, k := range []string{"AWS_ENDPOINT_URL_BEDROCK_AGENTCORE", "AWS_ENDPOINT_URL"} {
-		if endpoint == "" {
-			endpoint = os.Getenv(k)
-		}
-	}
-	if endpoint == "" {
-		endpoint = "https://bedrock-agentcore." + region + ".amazonaws.com"
-	}
+	endpoint = cmp.Or(endpoint, os.Getenv("AWS_ENDPOINT_URL_BEDROCK_AGENTCORE"), os.Getenv("AWS_ENDPOINT_URL"),
+		"https://bedrock-agentcore."+region+".amazonaws.com")
 	u, err := url.Parse(strings.TrimRight(endpoint, "/"))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("agentcore: endpoint %q is not an http(s) URL", endpoint)
@@ -253,14 +242,8 @@ func (rt *Runtime) Dialer(header http.Header) upstream.Dialer {
 		fixed = rt.identityID
 	}
 	client := &http.Client{Transport: &invoker{session: fixed, next: rt.client.Transport}, CheckRedirect: rt.client.CheckRedirect}
-	return func(ctx context.Context, deliver func([]byte), oversize func([]byte)) (upstream.Conn, error) {
-		c, err := streamable.Dial(ctx, streamable.ClientOptions{URL: rt.invocation, Header: header, HTTPClient: client,
-			MaxMessage: rt.opts.MaxMessage, Logger: rt.log}, deliver, oversize)
-		if err != nil {
-			return nil, err
-		}
-		return c, nil
-	}
+	return upstream.HTTPDialer(streamable.Dial, streamable.ClientOptions{URL: rt.invocation, Header: header, HTTPClient: client,
+		MaxMessage: rt.opts.MaxMessage, Logger: rt.log})
 }
 
 // invoker turns the Streamable client's requests into InvokeAgentRuntime
@@ -312,20 +295,11 @@ func formatUUID(b []byte) string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
-// escapeAll percent-encodes every byte but the unreserved ones, so an ARN
-// becomes one path segment (":" → %3A, "/" → %2F).
-func escapeAll(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~' {
-			b.WriteByte(c)
-		} else {
-			fmt.Fprintf(&b, "%%%02X", c)
-		}
-	}
-	return b.String()
-}
+// escapeARN percent-encodes a runtime ARN that ParseARN accepted (letters,
+// digits, "-", "_", ":" and "/") as one path segment.
+func escapeARN(arn string) string { return arnEscaper.Replace(arn) }
+
+var arnEscaper = strings.NewReplacer(":", "%3A", "/", "%2F")
 
 func envSeconds(name string, def time.Duration) (time.Duration, error) {
 	v := os.Getenv(name)

@@ -41,8 +41,8 @@ func FuzzParseARN(f *testing.F) {
 			t.Fatalf("ParseARN(%q) = %q", arn, region)
 		}
 		// An accepted ARN always escapes to one path segment.
-		if e := escapeAll(arn); strings.ContainsAny(e, ":/") || !utf8.ValidString(e) {
-			t.Fatalf("escapeAll(%q) = %q", arn, e)
+		if e := escapeARN(arn); strings.ContainsAny(e, ":/") || !utf8.ValidString(e) {
+			t.Fatalf("escapeARN(%q) = %q", arn, e)
 		}
 	})
 }

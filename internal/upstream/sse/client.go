@@ -7,6 +7,7 @@ package sse
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/internal/audit"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/internal/mcp"
 	"github.com/switchboard-mcp/switchboard/internal/sse"
@@ -186,7 +188,7 @@ func (c *ClientConn) readStream(resp *http.Response) {
 			}
 		case "message":
 			if _, err := jsonrpc.Decode(ev.Data); err != nil {
-				c.log.Warn("event that is not a JSON-RPC message skipped", "err", err, "data", upstream.Clip(ev.Data))
+				c.log.Warn("event that is not a JSON-RPC message skipped", "err", err, "data", audit.Clip(ev.Data, 256))
 				continue
 			}
 			c.deliver(ev.Data)
@@ -274,16 +276,12 @@ func (c *ClientConn) post(msg []byte) {
 		c.log.Error("invalid message not sent", "err", err)
 		return
 	}
-	var id []byte
-	if m.IsRequest() {
-		id = m.ID
-	}
 	c.mu.Lock()
 	ep := c.endpoint
 	c.mu.Unlock()
 	req, err := http.NewRequestWithContext(c.ctx, http.MethodPost, ep.String(), bytes.NewReader(msg))
 	if err != nil {
-		c.fail(m, id, fmt.Sprintf("upstream request failed: %v", err))
+		c.fail(m, fmt.Sprintf("upstream request failed: %v", err))
 		return
 	}
 	upstream.CopyHeader(req.Header, c.opts.Header)
@@ -295,7 +293,7 @@ func (c *ClientConn) post(msg []byte) {
 	resp, err := upstream.DoWithin(c.client, req, headerTimeout)
 	if err != nil {
 		if c.ctx.Err() == nil {
-			c.fail(m, id, fmt.Sprintf("upstream unreachable: %v", err))
+			c.fail(m, fmt.Sprintf("upstream unreachable: %v", err))
 		}
 		return
 	}
@@ -304,7 +302,7 @@ func (c *ClientConn) post(msg []byte) {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		return
 	}
-	c.fail(m, id, fmt.Sprintf("upstream returned %s%s", resp.Status, upstream.ErrorDetail(resp.Header, readPrefix(resp))))
+	c.fail(m, fmt.Sprintf("upstream returned %s%s", resp.Status, upstream.ErrorDetail(resp.Header, readPrefix(resp))))
 	if resp.StatusCode == http.StatusNotFound {
 		// The server no longer knows the session: only a new stream helps.
 		c.end(errors.New("upstream session not found (POST returned 404 Not Found)"))
@@ -313,14 +311,10 @@ func (c *ClientConn) post(msg []byte) {
 
 // fail reports a message that could not be sent: a request gets an error
 // response with its id.
-func (c *ClientConn) fail(m *jsonrpc.Message, id []byte, reason string) {
-	kind := m.Method
-	if kind == "" {
-		kind = "response"
-	}
-	c.log.Warn("message not delivered to server", "method", kind, "err", reason)
-	if id != nil {
-		c.deliver(jsonrpc.NewError(id, jsonrpc.Errorf(mcp.CodeUpstreamUnavailable, "%s", reason)).Encode())
+func (c *ClientConn) fail(m *jsonrpc.Message, reason string) {
+	c.log.Warn("message not delivered to server", "method", cmp.Or(m.Method, "response"), "err", reason)
+	if m.IsRequest() {
+		c.deliver(jsonrpc.NewError(m.ID, jsonrpc.Errorf(mcp.CodeUpstreamUnavailable, "%s", reason)).Encode())
 	}
 }
 
@@ -346,10 +340,10 @@ func (c *ClientConn) end(err error) {
 	}()
 }
 
-// Done is closed when the connection has ended and its goroutines have
-// stopped; deliver is not called after that.
 var _ upstream.Conn = (*ClientConn)(nil)
 
+// Done is closed when the connection has ended and its goroutines have
+// stopped; deliver is not called after that.
 func (c *ClientConn) Done() <-chan struct{} { return c.done }
 
 // Err tells why the connection ended; valid after Done.

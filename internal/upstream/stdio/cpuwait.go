@@ -14,10 +14,8 @@ import "time"
 // got no CPU (an overloaded machine); it reads a few small files per
 // thread, so it is meant for a few samples a second, not for every call.
 func (p *Process) CPUWait() (wait time.Duration, runnable int, ok bool) {
-	select {
-	case <-p.done:
+	if p.exited() {
 		return 0, 0, false
-	default:
 	}
 	return threadsWaited(p.cmd.Process.Pid)
 }

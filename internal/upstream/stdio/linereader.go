@@ -110,16 +110,13 @@ func (l *lineReader) room() {
 			size *= 2
 		}
 		l.want = size
-		nb := l.take(size)
+		nb := bigbuf.Get(size)
 		copy(nb, l.buf[l.start:l.end])
 		l.release()
 		l.buf = nb
 	}
 	l.start, l.scanned, l.end = 0, l.scanned-l.start, n
 }
-
-// take returns a buffer of size bytes from bigbuf.
-func (l *lineReader) take(size int) []byte { return bigbuf.Get(size) }
 
 // release gives a large buffer back to bigbuf (its unread bytes, if any,
 // were copied out) and goes back to the reader's own.

@@ -24,12 +24,7 @@ const (
 	streamStderr
 )
 
-func (s stream) String() string {
-	if s == streamStderr {
-		return "stderr"
-	}
-	return "stdout"
-}
+func (s stream) String() string { return [...]string{"stdout", "stderr"}[s] }
 
 // LineLimit is a token bucket (x/time/rate), per stream, for the lines children write
 // that go to the log (stdout lines that are not JSON-RPC, and stderr

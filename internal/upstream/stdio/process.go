@@ -24,13 +24,16 @@ package stdio
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -50,28 +53,22 @@ var AllowedEnv = []string{
 	"SYSTEMROOT", "PATHEXT", "COMSPEC", "APPDATA", "LOCALAPPDATA", "PROGRAMFILES", "USERPROFILE",
 }
 
-// Env builds a child environment: the allowlisted variables of the current
-// process, then extra (config env, then secrets; later wins).
+// Env builds a child environment, sorted by name: the allowlisted
+// variables of the current process, then extra (config env, then secrets;
+// later wins).
 func Env(extra ...map[string]string) []string {
-	seen := map[string]int{}
-	var env []string
-	set := func(k, v string) {
-		if i, ok := seen[k]; ok {
-			env[i] = k + "=" + v
-			return
-		}
-		seen[k] = len(env)
-		env = append(env, k+"="+v)
-	}
+	vars := map[string]string{}
 	for _, k := range AllowedEnv {
 		if v, ok := os.LookupEnv(k); ok {
-			set(k, v)
+			vars[k] = v
 		}
 	}
 	for _, m := range extra {
-		for k, v := range m {
-			set(k, v)
-		}
+		maps.Copy(vars, m)
+	}
+	env := make([]string, 0, len(vars))
+	for _, k := range slices.Sorted(maps.Keys(vars)) {
+		env = append(env, k+"="+vars[k])
 	}
 	return env
 }
@@ -131,8 +128,8 @@ type Spec struct {
 //     counts it at stage read).
 //   - The child: between the line leaving stdin (InputWaiting 0) and its
 //     answer reaching stdout, nobody here wakes anybody; CPUWait tells
-//     whether the child's threads were waiting for a CPU meanwhile (issue
-//     27: mostly they were, on an overloaded machine; docs/stall-report.md).
+//     whether the child's threads were waiting for a CPU meanwhile
+//     (docs/stall-report.md).
 type Process struct {
 	spec  Spec
 	cmd   *exec.Cmd
@@ -141,12 +138,9 @@ type Process struct {
 	lines *LineLimit
 	tail  tail // the last stderr lines
 
-	// Writes to stdin are grouped (group commit): a line is appended to
-	// wbuf, and whoever finds no write in progress writes every line
-	// queued so far in one system call; the others wait for theirs to be
-	// written. At one message in flight that is one write per message;
-	// under concurrency, fewer writes for the gateway and fewer
-	// reads for the child. Lines never interleave, and order is kept.
+	// Writes to stdin are grouped (group commit, see Writers above): under
+	// concurrency, fewer writes for the gateway and fewer reads for the
+	// child.
 	wmu     sync.Mutex
 	wcond   sync.Cond // on wmu: a write ended
 	wbuf    []byte    // guarded by wmu: lines queued, not yet being written
@@ -181,10 +175,7 @@ func Start(spec Spec, onLine func([]byte), onOversize func(prefix []byte)) (*Pro
 	if spec.GracePeriod <= 0 {
 		spec.GracePeriod = 2 * time.Second
 	}
-	log := spec.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := cmp.Or(spec.Logger, slog.New(slog.DiscardHandler))
 	cmd := exec.Command(spec.Argv[0], spec.Argv[1:]...)
 	cmd.Env = spec.Env
 	if cmd.Env == nil {
@@ -269,12 +260,7 @@ func (p *Process) reap(readers *sync.WaitGroup, stdout, stderr io.Closer) {
 // never leaves bytes waiting while read stands still (see the package doc).
 func (p *Process) Unread() (waiting int, read uint64) {
 	read = p.readOut.Load()
-	select {
-	case <-p.done:
-		return -1, read
-	default:
-	}
-	if p.stdout == nil {
+	if p.exited() || p.stdout == nil {
 		return -1, read
 	}
 	return pipeWaiting(p.stdout), read
@@ -285,12 +271,7 @@ func (p *Process) Unread() (waiting int, read uint64) {
 // with Unread, where a message that is neither answered nor in flight in
 // the gateway sits.
 func (p *Process) InputWaiting() int {
-	select {
-	case <-p.done:
-		return -1
-	default:
-	}
-	if c, ok := p.stdin.(syscall.Conn); ok {
+	if c, ok := p.stdin.(syscall.Conn); ok && !p.exited() {
 		return pipeWaiting(c)
 	}
 	return -1
@@ -306,6 +287,16 @@ func (c countingReader) Read(b []byte) (int, error) {
 	k, err := c.r.Read(b)
 	c.n.Add(uint64(k))
 	return k, err
+}
+
+// exited reports whether the child has exited and been reaped (Done).
+func (p *Process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // Pid returns the child's process id (also its process group id).
@@ -364,10 +355,8 @@ const minAround = 32 << 10
 // when the message has no such member, or one holding a line break (JSON
 // whitespace, which must become a space in a copy): send then sends it.
 func (p *Process) sendAround(a Around) (sent bool, err error) {
-	select {
-	case <-p.done:
+	if p.exited() {
 		return true, ErrExited
-	default:
 	}
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
@@ -379,40 +368,14 @@ func (p *Process) sendAround(a Around) (sent bool, err error) {
 	}
 	queued := len(p.wbuf)
 	out, big, at := a.AppendAround(p.wbuf, minAround)
-	if big == nil || bytes.IndexByte(big, '\n') >= 0 || bytes.IndexByte(big, '\r') >= 0 {
+	if big == nil || hasLineBreak(big) {
 		p.wbuf = out[:queued]
 		return false, nil
 	}
-	for i, c := range out[queued:] {
-		if c == '\n' || c == '\r' {
-			out[queued+i] = ' '
-		}
-	}
+	spaceLineBreaks(out[queued:])
 	out = append(out, '\n')
 	p.queued++
-	upto := p.queued
-	p.wbuf, p.spare = p.spare[:0], nil
-	p.writing = true
-	p.wmu.Unlock()
-	_, err = p.stdin.Write(out[:at])
-	if err == nil {
-		_, err = p.stdin.Write(big)
-	}
-	if err == nil {
-		_, err = p.stdin.Write(out[at:])
-	}
-	p.wmu.Lock()
-	p.writing = false
-	if cap(out) <= 256<<10 {
-		p.spare = out[:0]
-	}
-	if err != nil {
-		p.werr = fmt.Errorf("stdio: write: %w", err)
-	} else {
-		p.written = upto
-	}
-	p.wcond.Broadcast()
-	return true, p.werr
+	return true, p.writeBatch(out, out[:at], big, out[at:])
 }
 
 // maxBatch is the size past which a batch of queued lines takes no more
@@ -423,10 +386,8 @@ const maxBatch = 64 << 10
 // this caller, together with every line queued before it, or by another
 // caller that was writing when it was queued.
 func (p *Process) send(add func([]byte) []byte) error {
-	select {
-	case <-p.done:
+	if p.exited() {
 		return ErrExited
-	default:
 	}
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
@@ -456,11 +417,23 @@ func (p *Process) send(add func([]byte) []byte) error {
 		return nil // written by another caller
 	}
 	// Nobody is writing and this line is still queued: write the lot.
-	out, upto := p.wbuf, p.queued
+	return p.writeBatch(p.wbuf, p.wbuf)
+}
+
+// writeBatch takes the writer's turn (see Process) for the batch out, every
+// line queued so far, writing pieces (which make out) in order; wmu held,
+// and released for the system calls.
+func (p *Process) writeBatch(out []byte, pieces ...[]byte) error {
+	upto := p.queued
 	p.wbuf, p.spare = p.spare[:0], nil
 	p.writing = true
 	p.wmu.Unlock()
-	_, err := p.stdin.Write(out)
+	var err error
+	for _, b := range pieces {
+		if _, err = p.stdin.Write(b); err != nil {
+			break
+		}
+	}
 	p.wmu.Lock()
 	p.writing = false
 	if cap(out) <= 256<<10 {
@@ -475,22 +448,32 @@ func (p *Process) send(add func([]byte) []byte) error {
 	return p.werr
 }
 
-// appendLine appends the message add appends to b, and its newline. A
-// line break inside the message can only be JSON whitespace (a JSON
-// string holds none unescaped): a client that pretty-prints its request
-// must not split it into two lines for the child, so it becomes a space.
+// appendLine appends the message add appends to b, and its newline (see
+// spaceLineBreaks).
 func appendLine(b []byte, add func([]byte) []byte) []byte {
 	start := len(b)
 	b = add(b)
-	msg := b[start:]
-	if bytes.IndexByte(msg, '\n') >= 0 || bytes.IndexByte(msg, '\r') >= 0 {
-		for i, c := range msg {
-			if c == '\n' || c == '\r' {
-				msg[i] = ' '
-			}
+	spaceLineBreaks(b[start:])
+	return append(b, '\n')
+}
+
+// spaceLineBreaks turns the line breaks in msg into spaces. A line break
+// inside a message can only be JSON whitespace (a JSON string holds none
+// unescaped): a client that pretty-prints its request must not split it
+// into two lines for the child.
+func spaceLineBreaks(msg []byte) {
+	if !hasLineBreak(msg) {
+		return
+	}
+	for i, c := range msg {
+		if c == '\n' || c == '\r' {
+			msg[i] = ' '
 		}
 	}
-	return append(b, '\n')
+}
+
+func hasLineBreak(b []byte) bool {
+	return bytes.IndexByte(b, '\n') >= 0 || bytes.IndexByte(b, '\r') >= 0
 }
 
 func (p *Process) readStdout(r io.Reader, onLine func([]byte), onOversize func([]byte)) {

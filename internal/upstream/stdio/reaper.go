@@ -331,17 +331,16 @@ func (c *reaperClient) start() error {
 	// The reaper lives as long as this process (it ends at EOF on w, or
 	// if killed); this goroutine reaps it then.
 	go func() { _ = cmd.Wait() }()
+	var lines []byte
 	for pgid := range c.groups {
-		if _, err := fmt.Fprintf(w, "+%d\n", pgid); err != nil {
-			_ = w.Close()
-			return err
-		}
+		lines = fmt.Appendf(lines, "+%d\n", pgid)
 	}
 	for pgid := range c.extra {
-		if _, err := fmt.Fprintf(w, "+%d\n", pgid); err != nil {
-			_ = w.Close()
-			return err
-		}
+		lines = fmt.Appendf(lines, "+%d\n", pgid)
+	}
+	if _, err := w.Write(lines); err != nil {
+		_ = w.Close()
+		return err
 	}
 	c.w = w
 	return nil

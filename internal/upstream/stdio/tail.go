@@ -1,6 +1,7 @@
 package stdio
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -66,9 +67,7 @@ func (t *tail) lines(redact func(string) string) []string {
 		total += len(s)
 		out = append(out, s)
 	}
-	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-		out[i], out[j] = out[j], out[i]
-	}
+	slices.Reverse(out)
 	return out
 }
 

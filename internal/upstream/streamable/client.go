@@ -9,12 +9,14 @@ package streamable
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptrace"
 	"strconv"
@@ -23,6 +25,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/internal/audit"
 	"github.com/switchboard-mcp/switchboard/internal/backoff"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/internal/mcp"
@@ -448,18 +451,21 @@ type urlElicitation interface {
 
 // newPost builds the POST for p. sid is the session id it carries.
 func (c *ClientConn) newPost(p *post) (req *http.Request, sid string, err error) {
-	req, err = http.NewRequestWithContext(p.ctx, http.MethodPost, c.url, bytes.NewReader(p.body))
+	var version string
+	if p.modern == "" && !p.init {
+		c.mu.Lock()
+		sid, version = c.sessionID, c.version
+		p.sid, p.epoch = sid, c.epoch
+		c.mu.Unlock()
+	}
+	req, err = c.jsonPost(p.ctx, bytes.NewReader(p.body), sid, version)
 	if err != nil {
 		return nil, "", err
 	}
-	upstream.CopyHeader(req.Header, c.opts.Header)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
 	if c.opts.TraceHeader {
 		upstream.SetTraceHeader(req.Header, p.msg.Params)
 	}
-	switch {
-	case p.modern != "":
+	if p.modern != "" {
 		req.Header.Set(mcp.HeaderProtocolVersion, p.modern)
 		req.Header.Set(mcp.HeaderMethod, p.msg.Method)
 		var key string
@@ -476,26 +482,25 @@ func (c *ClientConn) newPost(p *post) (req *http.Request, sid string, err error)
 					c.bmu.Lock()
 					b := c.bindings[v]
 					c.bmu.Unlock()
-					for k, vs := range mcpheader.ParamHeaderValues(p.msg.Params, b) {
-						req.Header[k] = vs
-					}
+					maps.Copy(req.Header, mcpheader.ParamHeaderValues(p.msg.Params, b))
 				}
 			}
 		}
-	case !p.init:
-		c.mu.Lock()
-		var version string
-		sid, version = c.sessionID, c.version
-		p.sid, p.epoch = sid, c.epoch
-		c.mu.Unlock()
-		if sid != "" {
-			req.Header.Set(mcp.HeaderSessionID, sid)
-		}
-		if version != "" {
-			req.Header.Set(mcp.HeaderProtocolVersion, version)
-		}
 	}
 	return req, sid, nil
+}
+
+// jsonPost builds a POST of body on session sid ("" none) with protocol
+// version version ("" none).
+func (c *ClientConn) jsonPost(ctx context.Context, body io.Reader, sid, version string) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, body)
+	if err != nil {
+		return nil, err
+	}
+	c.setHeaders(req, sid, version)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	return req, nil
 }
 
 // readJSON delivers a JSON answer to request p.
@@ -513,17 +518,12 @@ func (c *ClientConn) readJSON(p *post, body io.Reader) {
 		c.tooLarge(p, b[:min(len(b), prefixLen)])
 		return
 	}
-	msgs := [][]byte{b}
-	if i := bytes.IndexFunc(b, func(r rune) bool { return !isSpace(r) }); i >= 0 && b[i] == '[' {
+	msgs := []json.RawMessage{b}
+	if bytes.HasPrefix(bytes.TrimLeft(b, " \t\r\n"), []byte("[")) {
 		// A batch: 2025-03-26 servers may answer with one.
-		var arr []json.RawMessage
-		if err := json.Unmarshal(b, &arr); err != nil || len(arr) == 0 {
+		if err := json.Unmarshal(b, &msgs); err != nil || len(msgs) == 0 {
 			c.failPost(p, "upstream response is not MCP (invalid JSON batch)")
 			return
-		}
-		msgs = msgs[:0]
-		for _, m := range arr {
-			msgs = append(msgs, m)
 		}
 	}
 	answered := false
@@ -563,8 +563,7 @@ func (c *ClientConn) readStream(p *post, body io.ReadCloser) {
 			if id, ok := jsonrpc.PeekID(prefix); ok && sameID(id, p.id) {
 				answered = true // the upstream package fails the call
 			}
-			c.log.Warn("message from server exceeds the size limit; skipped", "limit_bytes", c.max)
-			c.oversize(prefix)
+			c.skipOversize(prefix)
 		})
 		err := c.readEvents(mr, func(raw []byte, m *jsonrpc.Message) bool {
 			if c.isAnswer(p, m) && c.replayHandshake(p, m) {
@@ -639,6 +638,32 @@ func (c *ClientConn) readStream(p *post, body io.ReadCloser) {
 	}
 }
 
+// readAnswer reads the answer to a POST of the connection's own (the
+// replayed initialize, a probe), JSON or an event stream, and hands its
+// messages to fn as readEvents does.
+func (c *ClientConn) readAnswer(resp *http.Response, fn func(raw []byte, m *jsonrpc.Message) bool) error {
+	switch ct := upstream.MediaType(resp.Header); ct {
+	case "application/json":
+		b, err := io.ReadAll(io.LimitReader(resp.Body, int64(c.max)+1))
+		if err != nil {
+			return err
+		}
+		m, err := jsonrpc.Decode(b)
+		if err != nil {
+			return fmt.Errorf("upstream response is not MCP (%s)", rpcReason(err))
+		}
+		fn(b, m)
+		return nil
+	case "text/event-stream":
+		if err := c.readEvents(sse.NewMessageReader(resp.Body, c.max, c.oversize), fn); err != nil {
+			return fmt.Errorf("response stream: %v", err)
+		}
+		return nil
+	default:
+		return fmt.Errorf("upstream response is not MCP (Content-Type %s)", ct)
+	}
+}
+
 // readEvents reads mr until fn returns true or the stream ends, and returns
 // why it ended (nil when fn stopped it).
 func (c *ClientConn) readEvents(mr *sse.MessageReader, fn func(raw []byte, m *jsonrpc.Message) bool) error {
@@ -652,7 +677,7 @@ func (c *ClientConn) readEvents(mr *sse.MessageReader, fn func(raw []byte, m *js
 		}
 		m, err := jsonrpc.Decode(ev.Data)
 		if err != nil {
-			c.log.Warn("event that is not a JSON-RPC message skipped", "err", err, "data", upstream.Clip(ev.Data))
+			c.log.Warn("event that is not a JSON-RPC message skipped", "err", err, "data", audit.Clip(ev.Data, 256))
 			continue
 		}
 		if fn(ev.Data, m) {
@@ -696,8 +721,7 @@ func (c *ClientConn) learnSession(h http.Header) {
 // it finds its id; otherwise the call gets an error here.
 func (c *ClientConn) tooLarge(p *post, prefix []byte) {
 	if prefix != nil {
-		c.log.Warn("message from server exceeds the size limit; skipped", "limit_bytes", c.max)
-		c.oversize(prefix)
+		c.skipOversize(prefix)
 		if id, ok := jsonrpc.PeekID(prefix); ok && sameID(id, p.id) {
 			return
 		}
@@ -705,14 +729,16 @@ func (c *ClientConn) tooLarge(p *post, prefix []byte) {
 	c.deliver(jsonrpc.NewError(p.id, jsonrpc.Errorf(mcp.CodeUpstreamTooLarge, "upstream response exceeds the message size limit (%d bytes)", c.max)).Encode())
 }
 
+// skipOversize reports a message over the size limit, which is skipped.
+func (c *ClientConn) skipOversize(prefix []byte) {
+	c.log.Warn("message from server exceeds the size limit; skipped", "limit_bytes", c.max)
+	c.oversize(prefix)
+}
+
 // failPost reports a message that did not get through: a request gets a
 // -32000 error response with its id.
 func (c *ClientConn) failPost(p *post, reason string) {
-	method := p.msg.Method
-	if method == "" {
-		method = "response"
-	}
-	c.log.Warn("upstream exchange failed", "method", method, "err", reason)
+	c.log.Warn("upstream exchange failed", "method", cmp.Or(p.msg.Method, "response"), "err", reason)
 	if p.id != nil {
 		c.deliver(jsonrpc.NewError(p.id, jsonrpc.Errorf(mcp.CodeUpstreamUnavailable, "%s", reason)).Encode())
 	}
@@ -831,24 +857,8 @@ func (c *ClientConn) reinitialize(initMsg, initedMsg []byte) (sid, version strin
 		c.deliver(raw)
 		return false
 	}
-	switch ct := upstream.MediaType(resp.Header); ct {
-	case "application/json":
-		b, err := io.ReadAll(io.LimitReader(resp.Body, int64(c.max)+1))
-		if err != nil {
-			return "", "", fmt.Errorf("initialize: %v", err)
-		}
-		msg, err := jsonrpc.Decode(b)
-		if err != nil {
-			return "", "", fmt.Errorf("initialize: upstream response is not MCP (%s)", rpcReason(err))
-		}
-		handle(b, msg)
-	case "text/event-stream":
-		mr := sse.NewMessageReader(resp.Body, c.max, c.oversize)
-		if err := c.readEvents(mr, handle); err != nil && result == nil {
-			return "", "", fmt.Errorf("initialize: response stream: %v", err)
-		}
-	default:
-		return "", "", fmt.Errorf("initialize: upstream response is not MCP (Content-Type %s)", ct)
+	if err := c.readAnswer(resp, handle); err != nil && result == nil {
+		return "", "", fmt.Errorf("initialize: %v", err)
 	}
 	if result == nil {
 		return "", "", errors.New("initialize: no response")
@@ -859,13 +869,10 @@ func (c *ClientConn) reinitialize(initMsg, initedMsg []byte) (sid, version strin
 	version, _ = jsonrpc.StringMember(result.Result, "protocolVersion")
 
 	if initedMsg != nil {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(initedMsg))
+		req, err := c.jsonPost(ctx, bytes.NewReader(initedMsg), sid, version)
 		if err != nil {
 			return "", "", err
 		}
-		c.setHeaders(req, sid, version)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
 		resp, err := upstream.DoWithin(c.client, req, headerTimeout)
 		if err != nil {
 			return "", "", fmt.Errorf("initialized: upstream unreachable: %v", err)
@@ -912,6 +919,9 @@ func (c *ClientConn) listen() {
 		var retry time.Duration
 		started := time.Now()
 		resp, sent, err := c.get(c.ctx, lastID)
+		if err == nil && resp.StatusCode != http.StatusOK {
+			resp.Body.Close() // only its status matters
+		}
 		switch {
 		case err != nil:
 			if c.ctx.Err() != nil {
@@ -920,10 +930,7 @@ func (c *ClientConn) listen() {
 			c.log.Warn("listen stream could not be opened", "err", err)
 		case resp.StatusCode == http.StatusOK:
 			hadStream = true
-			mr := sse.NewMessageReader(resp.Body, c.max, func(prefix []byte) {
-				c.log.Warn("message from server exceeds the size limit; skipped", "limit_bytes", c.max)
-				c.oversize(prefix)
-			})
+			mr := sse.NewMessageReader(resp.Body, c.max, c.skipOversize)
 			n := 0
 			err := c.readEvents(mr, func(raw []byte, _ *jsonrpc.Message) bool {
 				n++
@@ -945,7 +952,6 @@ func (c *ClientConn) listen() {
 		case resp.StatusCode == http.StatusNotFound && sent != "":
 			// The session is gone, or the server serves no GET and says
 			// so with 404 instead of 405: a ping on the session tells.
-			resp.Body.Close()
 			lost, known := c.probe(sent)
 			if known && lost {
 				if err := c.recover(sent); err != nil {
@@ -960,16 +966,13 @@ func (c *ClientConn) listen() {
 			}
 		case resp.StatusCode == http.StatusMethodNotAllowed,
 			resp.StatusCode >= 400 && resp.StatusCode < 500 && !hadStream:
-			resp.Body.Close()
 			c.log.Debug("upstream offers no listen stream", "status", resp.Status)
 			return
 		case resp.StatusCode >= 400 && resp.StatusCode < 500 && lastID != "":
 			// The server cannot resume from that event: reopen afresh.
-			resp.Body.Close()
 			c.log.Debug("listen stream could not be resumed", "status", resp.Status)
 			lastID = ""
 		default:
-			resp.Body.Close()
 			c.log.Warn("listen stream refused", "status", resp.Status)
 		}
 		d := wait.Next() // counted even when the server's retry overrides it
@@ -988,16 +991,13 @@ func (c *ClientConn) listen() {
 // ping sends session sid a ping of id whose answer is not delivered, and
 // returns the response for the caller to read and close.
 func (c *ClientConn) ping(sid, id string) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(c.ctx, http.MethodPost, c.url, strings.NewReader(`{"jsonrpc":"2.0","id":"`+id+`","method":"ping"}`))
-	if err != nil {
-		return nil, err
-	}
 	c.mu.Lock()
 	version := c.version
 	c.mu.Unlock()
-	c.setHeaders(req, sid, version)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
+	req, err := c.jsonPost(c.ctx, strings.NewReader(`{"jsonrpc":"2.0","id":"`+id+`","method":"ping"}`), sid, version)
+	if err != nil {
+		return nil, err
+	}
 	return upstream.DoWithin(c.client, req, headerTimeout)
 }
 
@@ -1193,15 +1193,7 @@ func idKey(id json.RawMessage) string {
 // validSessionID reports whether s is a usable session id: visible ASCII
 // (0x21–0x7E), as the specification requires. "" is not.
 func validSessionID(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x21 || s[i] > 0x7e {
-			return false
-		}
-	}
-	return true
+	return s != "" && !strings.ContainsFunc(s, func(r rune) bool { return r < 0x21 || r > 0x7e })
 }
 
 // sleep waits d, or until ctx ends (false).
@@ -1215,5 +1207,3 @@ func sleep(ctx context.Context, d time.Duration) bool {
 		return false
 	}
 }
-
-func isSpace(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\r' }

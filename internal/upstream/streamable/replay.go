@@ -3,13 +3,11 @@ package streamable
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
-	"github.com/switchboard-mcp/switchboard/internal/sse"
-	"github.com/switchboard-mcp/switchboard/internal/upstream"
 )
 
 // Handshake replay after an error answer.
@@ -87,13 +85,7 @@ func (c *ClientConn) replayHandshake(p *post, m *jsonrpc.Message) bool {
 	}
 	c.mu.Lock()
 	now := time.Now()
-	kept := c.replays[:0]
-	for _, t := range c.replays {
-		if now.Sub(t) < replayWindow {
-			kept = append(kept, t)
-		}
-	}
-	c.replays = kept
+	c.replays = slices.DeleteFunc(c.replays, func(t time.Time) bool { return now.Sub(t) >= replayWindow })
 	if len(c.replays) >= maxReplays {
 		c.mu.Unlock()
 		c.log.Warn("upstream lost its MCP handshake again; not replaying (too many replays in a minute)", "method", p.msg.Method)
@@ -126,25 +118,13 @@ func (c *ClientConn) pingRefused(sid string) bool {
 	}
 	defer resp.Body.Close()
 	refused := false
-	handle := func(_ []byte, m *jsonrpc.Message) bool {
+	_ = c.readAnswer(resp, func(_ []byte, m *jsonrpc.Message) bool {
 		if m.IsResponse() && string(m.ID) == `"switchboard-handshake-probe"` {
 			refused = lostHandshake(m.ErrorOf())
 			return true
 		}
 		return false // anything else on the probe's stream is dropped
-	}
-	switch upstream.MediaType(resp.Header) {
-	case "application/json":
-		var raw json.RawMessage
-		if json.NewDecoder(http.MaxBytesReader(nil, resp.Body, 1<<20)).Decode(&raw) != nil {
-			return false
-		}
-		if m, err := jsonrpc.Decode(raw); err == nil {
-			handle(raw, m)
-		}
-	case "text/event-stream":
-		_ = c.readEvents(sse.NewMessageReader(resp.Body, c.max, c.oversize), handle)
-	}
+	})
 	return refused
 }
 
