@@ -89,10 +89,7 @@ func NewAuthority(clients map[string]*Client, limits *Limiter) *Authority {
 // or the stdio front run without --client); nothing for an authenticated
 // caller that is no configured client.
 func (a *Authority) Of(id *auth.Identity) *Access {
-	if id == nil {
-		return nil
-	}
-	if a == nil {
+	if id == nil || a == nil {
 		return nil
 	}
 	if id.Client != nil {
