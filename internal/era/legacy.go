@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -45,11 +46,7 @@ func (t *LegacyOverModern) Join(ctx context.Context, down upstream.Downstream, i
 	caps := orEmpty(jsonrpc.Member(init.Params, "capabilities"))
 	info := jsonrpc.Member(init.Params, "clientInfo")
 	s := &legacySession{t: t, down: down, caps: caps, version: mcp.ModernVersion, pending: map[string]chan *jsonrpc.Message{}, calls: map[string]*legacyCall{}}
-	legacy := mcp.LatestLegacyVersion // as initFromDiscover answers
-	if mcp.IsLegacy(requested) {
-		legacy = requested
-	}
-	s.elicitURL = mcp.ElicitsURL(legacy, caps)
+	s.elicitURL = mcp.ElicitsURL(negotiate(requested), caps)
 	s.setMeta(info, "")
 
 	ctx, cancel := context.WithTimeout(ctx, t.opts.Timeout)
@@ -82,10 +79,6 @@ func (t *LegacyOverModern) Join(ctx context.Context, down upstream.Downstream, i
 // initFromDiscover builds the InitializeResult for a client that asked for
 // version requested.
 func initFromDiscover(d json.RawMessage, requested string) json.RawMessage {
-	version := mcp.LatestLegacyVersion
-	if mcp.IsLegacy(requested) {
-		version = requested
-	}
 	caps := map[string]json.RawMessage{}
 	_ = json.Unmarshal(orEmpty(jsonrpc.Member(d, "capabilities")), &caps)
 	// Switchboard holds the session state the server does not: the log
@@ -94,18 +87,24 @@ func initFromDiscover(d json.RawMessage, requested string) json.RawMessage {
 	if _, ok := caps["logging"]; !ok {
 		caps["logging"] = json.RawMessage(`{}`)
 	}
-	out := map[string]any{
-		"protocolVersion": version,
-		"capabilities":    caps,
-		"serverInfo":      json.RawMessage(orEmpty(jsonrpc.Member(d, "_meta", mcp.MetaServerInfo))),
+	var info any = map[string]string{"name": "switchboard", "version": "1"}
+	if si := jsonrpc.Member(d, "_meta", mcp.MetaServerInfo); len(si) > 0 {
+		info = si
 	}
+	out := map[string]any{"protocolVersion": negotiate(requested), "capabilities": caps, "serverInfo": info}
 	if s, ok := jsonrpc.StringMember(d, "instructions"); ok {
 		out["instructions"] = s
 	}
-	if string(jsonrpc.Member(d, "_meta", mcp.MetaServerInfo)) == "" {
-		out["serverInfo"] = map[string]string{"name": "switchboard", "version": "1"}
-	}
 	return jsonrpc.Marshal(out)
+}
+
+// negotiate is the legacy version answered to a client that asked for
+// requested: its own when Switchboard knows it, else the latest.
+func negotiate(requested string) string {
+	if mcp.IsLegacy(requested) {
+		return requested
+	}
+	return mcp.LatestLegacyVersion
 }
 
 // legacySession is one legacy client's session over a modern server.
@@ -439,7 +438,7 @@ func (c *legacyCall) ask(raw json.RawMessage) (map[string]json.RawMessage, error
 			c.s.forget(w.id)
 		}
 	}()
-	for _, key := range sortedKeys(reqs) {
+	for _, key := range slices.Sorted(maps.Keys(reqs)) {
 		r := reqs[key]
 		need := upstream.CapabilityFor(r.Method)
 		if need == "" {
@@ -471,15 +470,6 @@ func (c *legacyCall) ask(raw json.RawMessage) (map[string]json.RawMessage, error
 	return out, nil
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
 // subscribe updates the session's subscribed resources and reopens the
 // subscriptions/listen stream that feeds the GET stream.
 func (s *legacySession) subscribe(uri string, on bool) {
@@ -501,14 +491,13 @@ func (s *legacySession) subscribe(uri string, on bool) {
 // relisten (re)opens the session's subscriptions/listen with the list
 // changes the server offers and the resources subscribed to.
 func (s *legacySession) relisten() {
-	on := func(path ...string) bool { return string(jsonrpc.Member(s.serverCaps, path...)) == "true" }
+	want := offeredListen(s.serverCaps)
 	s.mu.Lock()
 	if s.left {
 		s.mu.Unlock()
 		return
 	}
-	want := listenRequest{Tools: on("tools", "listChanged"), Prompts: on("prompts", "listChanged"),
-		Resources: on("resources", "listChanged"), URIs: slices.Clone(s.subs)}
+	want.URIs = slices.Clone(s.subs)
 	old := s.listen
 	s.listen = nil
 	s.mu.Unlock()
