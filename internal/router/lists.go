@@ -367,7 +367,7 @@ func (c *catalog) build(k kind, members []*member, lists [][]json.RawMessage) *m
 				if !ok || name == "" {
 					continue
 				}
-				if k == kTools && !c.view.admits(m.name, name) {
+				if k == kTools && !c.view.Admits(m.name, name) {
 					continue
 				}
 				items = append(items, c.view.Item(m.name, name, k == kTools))
@@ -576,10 +576,10 @@ func (c *catalog) tryInOrder(ctx context.Context, req *jsonrpc.Message, members 
 		if e := msgs[len(msgs)-1].ErrorOf(); e != nil && notFound(e.Code) {
 			continue
 		}
-		return newLocalCall(msgs...), nil
+		return session.NewAnswer(msgs...), nil
 	}
 	if last != nil {
-		return newLocalCall(last...), nil
+		return session.NewAnswer(last...), nil
 	}
 	if lastErr != nil {
 		return nil, lastErr
@@ -643,7 +643,7 @@ func (c *catalog) unshadowed(members []*member, lists [][]json.RawMessage) [][]j
 	for i, m := range members {
 		for _, raw := range lists[i] {
 			name, ok := jsonrpc.StringMember(raw, "name")
-			if !ok || name == "" || !c.view.admits(m.name, name) {
+			if !ok || name == "" || !c.view.Admits(m.name, name) {
 				continue
 			}
 			desc, _ := jsonrpc.StringMember(raw, "description")

@@ -74,7 +74,7 @@ func (r *Router) Update(v *View) {
 	r.mu.Unlock()
 
 	if changed {
-		r.log.Info("view updated", "view", v.Name, "servers", serverNamesOf(v), "tool_prefix", v.Prefix, "sessions", len(sessions))
+		r.log.Info("view updated", "view", v.Name, "servers", namesOf(v.Servers), "tool_prefix", v.Prefix, "sessions", len(sessions))
 	}
 	var wg sync.WaitGroup
 	for _, a := range sessions {
@@ -411,9 +411,10 @@ func statelessServers(v *View) []Server {
 	return out
 }
 
-func serverNamesOf(v *View) []string {
-	out := make([]string, 0, len(v.Servers))
-	for _, s := range v.Servers {
+// namesOf are the names of servers, in order.
+func namesOf(servers []Server) []string {
+	out := make([]string, 0, len(servers))
+	for _, s := range servers {
 		out = append(out, s.Name())
 	}
 	return out

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
@@ -37,10 +38,7 @@ type View struct {
 
 // Admits reports whether the view shows the tool name of server (its
 // tools filters; names as the server gives them).
-func (v *View) Admits(server, name string) bool { return v.admits(server, name) }
-
-// admits reports whether the view shows a tool of server.
-func (v *View) admits(server, name string) bool {
+func (v *View) Admits(server, name string) bool {
 	extra := v.shapedNames(server, name)
 	if f := (Filter{Allow: v.Allow, Deny: v.Deny}); !f.Empty() && !admitted([]Filter{f}, server, name, extra...) {
 		return false
@@ -159,12 +157,7 @@ func Views(cfg *Layout, servers map[string]Server, log *slog.Logger) map[string]
 	nsFilter := func(ns *Namespace) Filter {
 		return Filter{Allow: ns.Tools.Allow, Deny: append(slices.Clip(ns.Tools.Deny), hidePatterns(ns)...)}
 	}
-	nsNames := make([]string, 0, len(cfg.Namespaces))
-	for n := range cfg.Namespaces {
-		nsNames = append(nsNames, n)
-	}
-	slices.Sort(nsNames)
-
+	nsNames := slices.Sorted(maps.Keys(cfg.Namespaces))
 	views := map[string]*View{}
 	for _, n := range nsNames {
 		ns := cfg.Namespaces[n]
@@ -198,12 +191,7 @@ func Views(cfg *Layout, servers map[string]Server, log *slog.Logger) map[string]
 		return order
 	}
 
-	groups := make([]string, 0, len(cfg.Groups))
-	for n := range cfg.Groups {
-		groups = append(groups, n)
-	}
-	slices.Sort(groups)
-	for _, n := range groups {
+	for _, n := range slices.Sorted(maps.Keys(cfg.Groups)) {
 		g := cfg.Groups[n]
 		for _, f := range g.Forced {
 			log.Warn("group includes an isolated namespace (\"!\" in its namespaces)", "group", n, "namespace", f)
