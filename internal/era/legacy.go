@@ -381,38 +381,17 @@ func (c *legacyCall) drive(first *jsonrpc.Message) {
 			c.q.PushLast(jsonrpc.NewError(c.req.ID, mcp.RPCError(fmt.Errorf("%s: %w", c.s.t.opts.Name, err))))
 			return
 		}
-		resp = c.pump(inner)
-		if resp == nil {
+		// Its related messages pass on; abandoned (ctx), it is cancelled.
+		resp, err = session.Drain(c.ctx, inner, func(m *jsonrpc.Message) { c.q.Push(m, false) })
+		if err != nil {
+			if c.ctx.Err() == nil { // it ended without a response
+				c.q.PushLast(jsonrpc.NewError(c.req.ID, jsonrpc.Errorf(jsonrpc.InternalError, "switchboard: %v", err)))
+			}
 			return
 		}
 		if v, _ := jsonrpc.StringMember(resp.Result, "resultType"); resp.Result == nil || v != "input_required" {
 			c.q.PushLast(resp)
 			return
-		}
-	}
-}
-
-// pump forwards inner's related messages and returns its response (nil
-// when the call was abandoned).
-func (c *legacyCall) pump(inner session.Call) *jsonrpc.Message {
-	for {
-		m, ended := inner.Poll()
-		if m != nil {
-			if m.IsResponse() {
-				return m
-			}
-			c.q.Push(m, false)
-			continue
-		}
-		if ended {
-			c.q.PushLast(jsonrpc.NewError(c.req.ID, jsonrpc.Errorf(jsonrpc.InternalError, "switchboard: the call ended without a response")))
-			return nil
-		}
-		select {
-		case <-inner.Ready():
-		case <-c.ctx.Done():
-			inner.Abandon(true)
-			return nil
 		}
 	}
 }

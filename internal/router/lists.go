@@ -308,11 +308,7 @@ func (c *catalog) fetch(ctx context.Context, m *member, k kind, meta json.RawMes
 		if err != nil {
 			return nil, err
 		}
-		resp, err := session.Drain(ctx, call, func(msg *jsonrpc.Message) {
-			if c.other != nil {
-				c.other(m, msg)
-			}
-		})
+		resp, err := session.Drain(ctx, call, func(msg *jsonrpc.Message) { c.deliver(m, msg) })
 		if err != nil {
 			return nil, err
 		}
@@ -338,6 +334,42 @@ func (c *catalog) fetch(ctx context.Context, m *member, k kind, meta json.RawMes
 		cursor = next
 	}
 	return items, fmt.Errorf("%s: more than %d pages", kinds[k].method, maxPages)
+}
+
+// fanOut sends req to members at once and returns their results, parallel
+// to members: nil where one failed (logged at debug level). Their other
+// messages go to c.other.
+func (c *catalog) fanOut(ctx context.Context, members []*member, req *jsonrpc.Message) []json.RawMessage {
+	results := make([]json.RawMessage, len(members))
+	var wg sync.WaitGroup
+	for i, m := range members {
+		wg.Go(func() {
+			mreq := *req // its own: reading a Message caches into it (jsonrpc.Message.MetaAt)
+			call, err := m.invoke(ctx, &mreq)
+			var resp *jsonrpc.Message
+			if err == nil {
+				resp, err = session.Drain(ctx, call, func(msg *jsonrpc.Message) { c.deliver(m, msg) })
+			}
+			if err == nil && resp.Error != nil {
+				err = resp.ErrorOf()
+			}
+			if err != nil {
+				c.r.log.Debug(req.Method+" failed", "view", c.r.Name(), "server", m.name, "err", err)
+				return
+			}
+			results[i] = resp.Result
+		})
+	}
+	wg.Wait()
+	return results
+}
+
+// deliver passes a message of an internal call that is not its response
+// to c.other.
+func (c *catalog) deliver(m *member, msg *jsonrpc.Message) {
+	if c.other != nil {
+		c.other(m, msg)
+	}
 }
 
 // build merges the members' lists (parallel to members; nil = none) under

@@ -276,27 +276,16 @@ func mergeCapabilities(caps []json.RawMessage, listChanged bool) map[string]any 
 	out := map[string]any{}
 	subscribe := false
 	for _, c := range caps {
-		if c == nil {
-			continue
-		}
-		if jsonrpc.Member(c, "tools") != nil {
-			out["tools"] = map[string]any{"listChanged": listChanged}
-		}
-		if jsonrpc.Member(c, "prompts") != nil {
-			out["prompts"] = map[string]any{"listChanged": listChanged}
-		}
-		if jsonrpc.Member(c, "resources") != nil {
-			if string(jsonrpc.Member(c, "resources", "subscribe")) == "true" {
-				subscribe = true
+		for _, name := range []string{"tools", "prompts", "resources", "logging", "completions"} {
+			switch {
+			case jsonrpc.Member(c, name) == nil:
+			case name == "logging" || name == "completions":
+				out[name] = map[string]any{}
+			default:
+				out[name] = map[string]any{"listChanged": listChanged}
 			}
-			out["resources"] = map[string]any{"listChanged": listChanged}
 		}
-		if jsonrpc.Member(c, "logging") != nil {
-			out["logging"] = map[string]any{}
-		}
-		if jsonrpc.Member(c, "completions") != nil {
-			out["completions"] = map[string]any{}
-		}
+		subscribe = subscribe || string(jsonrpc.Member(c, "resources", "subscribe")) == "true"
 	}
 	if subscribe {
 		out["resources"] = map[string]any{"listChanged": listChanged, "subscribe": true}
@@ -549,25 +538,7 @@ func (a *aggregate) setLevel(ctx context.Context, req *jsonrpc.Message) (session
 	if !slices.Contains([]string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}, level) {
 		return failure(req, jsonrpc.Errorf(jsonrpc.InvalidParams, "invalid log level %q", level)), nil
 	}
-	var wg sync.WaitGroup
-	for _, m := range a.cat.live("logging") {
-		wg.Go(func() {
-			mreq := *req // its own: reading a Message caches into it (jsonrpc.Message.MetaAt)
-			c, err := m.invoke(ctx, &mreq)
-			if err == nil {
-				var resp *jsonrpc.Message
-				if resp, err = session.Drain(ctx, c, func(msg *jsonrpc.Message) { a.deliverFrom(m, msg) }); err == nil {
-					if e := resp.ErrorOf(); e != nil {
-						err = e
-					}
-				}
-			}
-			if err != nil {
-				a.r.log.Debug("logging/setLevel failed", "view", a.r.Name(), "server", m.name, "err", err)
-			}
-		})
-	}
-	wg.Wait()
+	a.cat.fanOut(ctx, a.cat.live("logging"), req)
 	return result(req, nil), nil
 }
 

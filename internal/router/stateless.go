@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
-	"sync"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/internal/mcp"
@@ -84,31 +83,9 @@ func (r *Router) Stateless(ctx context.Context, req *jsonrpc.Message) (session.C
 // discover merges the servers' server/discover results. When no server
 // answers, the error tells a dual-era client to fall back to initialize.
 func (r *Router) discover(ctx context.Context, cat *catalog, req *jsonrpc.Message) session.Call {
-	results := make([]json.RawMessage, len(cat.members))
-	var wg sync.WaitGroup
-	for i, m := range cat.members {
-		wg.Go(func() {
-			mreq := *req // its own: reading a Message caches into it (jsonrpc.Message.MetaAt)
-			c, err := m.invoke(ctx, &mreq)
-			if err != nil {
-				r.log.Debug("server/discover failed", "view", r.Name(), "server", m.name, "err", err)
-				return
-			}
-			resp, err := session.Drain(ctx, c, nil)
-			if err == nil && resp.Error != nil {
-				err = resp.ErrorOf()
-			}
-			if err != nil {
-				r.log.Debug("server/discover failed", "view", r.Name(), "server", m.name, "err", err)
-				return
-			}
-			results[i] = resp.Result
-		})
-	}
-	wg.Wait()
 	var caps []json.RawMessage
 	versions := []string{}
-	for _, res := range results {
+	for _, res := range cat.fanOut(ctx, cat.members, req) {
 		if res == nil {
 			continue
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -61,15 +62,10 @@ func (r *Router) Update(v *View) {
 		r.stateless.Store(r.newStatelessCatalog(v))
 	}
 	cat := r.stateless.Load()
-	sessions := make([]*aggregate, 0, len(r.sessions))
-	for a := range r.sessions {
-		sessions = append(sessions, a)
-	}
+	sessions := slices.Collect(maps.Keys(r.sessions))
 	var listens []*listenCall
 	if changed {
-		for c := range r.listens {
-			listens = append(listens, c)
-		}
+		listens = slices.Collect(maps.Keys(r.listens))
 	}
 	r.mu.Unlock()
 
@@ -100,14 +96,8 @@ func (r *Router) Close() {
 	defer r.updating.Unlock()
 	r.mu.Lock()
 	r.closed = true
-	sessions := make([]*aggregate, 0, len(r.sessions))
-	for a := range r.sessions {
-		sessions = append(sessions, a)
-	}
-	listens := make([]*listenCall, 0, len(r.listens))
-	for c := range r.listens {
-		listens = append(listens, c)
-	}
+	sessions := slices.Collect(maps.Keys(r.sessions))
+	listens := slices.Collect(maps.Keys(r.listens))
 	r.mu.Unlock()
 	r.closeRunner()
 	var wg sync.WaitGroup
@@ -167,12 +157,8 @@ func (a *aggregate) update(ctx context.Context, v *View, notify bool) {
 		add = append(add, s)
 		next = append(next, nil)
 	}
-	var removed []*member
-	for _, m := range cur {
-		if !kept[m] {
-			removed = append(removed, m)
-		}
-	}
+	notKept := func(m *member) bool { return !kept[m] }
+	removed := slices.DeleteFunc(slices.Clone(cur), func(m *member) bool { return kept[m] })
 
 	joined := a.join(ctx, add)
 	j := 0
@@ -182,21 +168,9 @@ func (a *aggregate) update(ctx context.Context, v *View, notify bool) {
 			j++
 		}
 	}
-	var changedMembers []*member
-	changedMembers = append(changedMembers, joined...)
-	changedMembers = append(changedMembers, removed...)
-	var keptOld []*member
-	for _, m := range cur {
-		if kept[m] {
-			keptOld = append(keptOld, m)
-		}
-	}
-	var keptNew []*member
-	for _, m := range next {
-		if kept[m] {
-			keptNew = append(keptNew, m)
-		}
-	}
+	changedMembers := slices.Concat(joined, removed)
+	keptOld := slices.DeleteFunc(slices.Clone(cur), notKept)
+	keptNew := slices.DeleteFunc(slices.Clone(next), notKept)
 	var reordered []*member
 	if !slices.Equal(keptOld, keptNew) {
 		reordered = keptNew
