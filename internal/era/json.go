@@ -104,12 +104,10 @@ func withoutMembers(obj []byte, keys ...string) []byte {
 	return jsonrpc.Marshal(m)
 }
 
-// result returns a Call holding one response.
 func result(req *jsonrpc.Message, res json.RawMessage) *session.Answer {
 	return session.NewAnswer(jsonrpc.NewResult(req.ID, res))
 }
 
-// failure returns a Call holding one error response.
 func failure(req *jsonrpc.Message, e *jsonrpc.Error) *session.Answer {
 	return session.NewAnswer(jsonrpc.NewError(req.ID, e))
 }

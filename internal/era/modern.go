@@ -469,7 +469,6 @@ func inputRequired(p *parked, token string) json.RawMessage {
 	})
 }
 
-// markDone marks the call done and reports whether it was already.
 func (c *call) markDone() (was bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

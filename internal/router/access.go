@@ -76,7 +76,6 @@ func (r *Router) decideTool(ctx context.Context, acc *policy.Access, cat *catalo
 	return acc.Decide(policy.ToolCall{Endpoint: r.endpoint(), Server: serverOf(rt), Tool: name, ReadOnly: ro, Charge: charge})
 }
 
-// reachable keeps the members acc may reach.
 func (r *Router) reachable(acc *policy.Access, ms []*member) []*member {
 	if acc == nil {
 		return ms

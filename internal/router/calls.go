@@ -10,12 +10,10 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/session"
 )
 
-// result answers req with a result.
 func result(req *jsonrpc.Message, res []byte) *session.Answer {
 	return session.NewAnswer(jsonrpc.NewResult(req.ID, res))
 }
 
-// failure answers req with an error.
 func failure(req *jsonrpc.Message, e *jsonrpc.Error) *session.Answer {
 	return session.NewAnswer(jsonrpc.NewError(req.ID, e))
 }

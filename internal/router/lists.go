@@ -151,7 +151,6 @@ type catalog struct {
 	mi      metaIndex // the manifest (search)
 }
 
-// codeMode is the code mode of the catalog's view.
 func (c *catalog) codeMode() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -166,7 +165,6 @@ func (c *catalog) id() json.RawMessage {
 	return jsonrpc.Quote("switchboard-" + strconv.FormatInt(c.ids.Add(1), 10))
 }
 
-// snapshot returns the members.
 func (c *catalog) snapshot() []*member {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -198,7 +196,6 @@ func (c *catalog) track(rc *routedCall) {
 	c.mu.Unlock()
 }
 
-// untrack forgets a call that has ended.
 func (c *catalog) untrack(rc *routedCall) {
 	c.mu.Lock()
 	delete(rc.m.inflight, rc)

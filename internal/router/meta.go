@@ -211,7 +211,6 @@ func metaTools(v *View, servers []serverTools) []json.RawMessage {
 	return out
 }
 
-// isMeta reports whether an exposed tool is a meta-tool.
 func (mg *merged) isMeta(name string) bool {
 	rt, ok := mg.routes[name]
 	return ok && rt.m == nil
@@ -486,7 +485,8 @@ func (r *Router) execute(ctx context.Context, cat *catalog, req *jsonrpc.Message
 	sc := &scriptCaller{r: r, cat: cat, meta: meta, forward: forward, acc: acc,
 		rec: audit.Record{Session: parent.Session, SourceIP: parent.SourceIP, Path: parent.Path, Client: acc.Client()}}
 	ectx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	c := &asyncCall{ready: make(chan struct{}), cancel: cancel}
+	c := &asyncCall{cancel: cancel}
+	c.Init(1)
 	go func() {
 		defer cancel()
 		res := rn.Run(ectx, script, sc)
@@ -494,41 +494,19 @@ func (r *Router) execute(ctx context.Context, cat *catalog, req *jsonrpc.Message
 			r.log.Info("script stopped", "view", v.Name, "limit", res.Limit, "err", res.Error,
 				"tool_calls", res.Calls, "ms", res.ExecutionTimeMS)
 		}
-		c.finish(toolResponse(req, res, res.Status != sandbox.StatusOK))
+		c.PushLast(toolResponse(req, res, res.Status != sandbox.StatusOK))
 	}()
 	return c
 }
 
-// asyncCall is a call the router answers later (execute).
+// asyncCall is a call the router answers later (execute): its queue gets
+// the response when the script ends.
 type asyncCall struct {
-	ready  chan struct{}
+	jsonrpc.Queue
 	cancel context.CancelFunc
-
-	mu    sync.Mutex
-	msg   *jsonrpc.Message
-	taken bool
 }
 
-func (c *asyncCall) finish(m *jsonrpc.Message) {
-	c.mu.Lock()
-	c.msg = m
-	c.mu.Unlock()
-	close(c.ready)
-}
-
-func (c *asyncCall) Poll() (*jsonrpc.Message, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.msg == nil {
-		return nil, c.taken
-	}
-	m := c.msg
-	c.msg, c.taken = nil, true
-	return m, false
-}
-
-func (c *asyncCall) Ready() <-chan struct{} { return c.ready }
-func (c *asyncCall) LongLived() bool        { return false }
+func (c *asyncCall) LongLived() bool { return false }
 
 // Abandon stops the script when the client gives up on it.
 func (c *asyncCall) Abandon(cancel bool) {

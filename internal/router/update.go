@@ -385,7 +385,6 @@ func statelessServers(v *View) []Server {
 	return out
 }
 
-// namesOf are the names of servers, in order.
 func namesOf(servers []Server) []string {
 	out := make([]string, 0, len(servers))
 	for _, s := range servers {
