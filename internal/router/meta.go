@@ -211,16 +211,12 @@ func metaTools(v *View, servers []serverTools) []json.RawMessage {
 	return out
 }
 
-func (mg *merged) isMeta(name string) bool {
-	rt, ok := mg.routes[name]
-	return ok && rt.m == nil
-}
-
 // onlyMeta returns the meta-tools of a merged tools list (code_mode: only).
 func onlyMeta(mg *merged) ([]json.RawMessage, string) {
 	var items []json.RawMessage
 	for _, raw := range mg.items {
-		if n, _ := jsonrpc.StringMember(raw, "name"); mg.isMeta(n) {
+		n, _ := jsonrpc.StringMember(raw, "name")
+		if rt, ok := mg.routes[n]; ok && rt.m == nil {
 			items = append(items, raw)
 		}
 	}

@@ -187,16 +187,10 @@ func (r *Router) Join(ctx context.Context, down upstream.Downstream, init *jsonr
 		r.mu.Unlock()
 		break
 	}
-	members := a.cat.snapshot()
-	var failed []string
-	alive := 0
-	for _, m := range members {
-		if err := m.failed(); err != nil {
-			failed = append(failed, fmt.Sprintf("%s: %s", m.name, errString(err)))
-		} else {
-			alive++
-		}
-	}
+	a.cat.mu.Lock()
+	members := a.cat.members
+	alive, failed := serving(members)
+	a.cat.mu.Unlock()
 	if len(members) > 0 && alive == 0 {
 		a.Leave()
 		return nil, nil, jsonrpc.Errorf(mcp.CodeUpstreamUnavailable, "every server of %s is unavailable: %s", r.viewLabel(), strings.Join(failed, "; "))
@@ -404,12 +398,7 @@ func (d *memberDown) End(err error) {
 		a.cat.merged[k] = nil
 		a.cat.listGen[k]++
 	}
-	alive := 0
-	for _, o := range a.cat.members {
-		if o.err == nil {
-			alive++
-		}
-	}
+	alive, _ := serving(a.cat.members)
 	a.cat.mu.Unlock()
 	logf := a.r.log.Warn
 	if errors.Is(err, upstream.ErrClosed) {
@@ -557,6 +546,19 @@ func (a *aggregate) Notify(ctx context.Context, n *jsonrpc.Message) error {
 		}
 	}
 	return nil
+}
+
+// serving counts the members that serve and lists the others, each as
+// "name: why". The catalog's mu held.
+func serving(ms []*member) (alive int, failed []string) {
+	for _, m := range ms {
+		if m.err == nil {
+			alive++
+		} else {
+			failed = append(failed, fmt.Sprintf("%s: %s", m.name, errString(m.err)))
+		}
+	}
+	return alive, failed
 }
 
 // failed returns why the member is unavailable (nil when it serves).

@@ -3,7 +3,6 @@ package router
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"reflect"
 	"slices"
@@ -212,15 +211,7 @@ func (a *aggregate) update(ctx context.Context, v *View, notify bool) {
 			a.cat.listGen[k]++
 		}
 	}
-	alive := 0
-	var failed []string
-	for _, m := range next {
-		if m.err == nil {
-			alive++
-		} else {
-			failed = append(failed, fmt.Sprintf("%s: %s", m.name, errString(m.err)))
-		}
-	}
+	alive, failed := serving(next)
 	a.cat.mu.Unlock()
 
 	// Server→client requests of the members removed are dropped (the
