@@ -112,10 +112,8 @@ type Owners struct{ m sync.Map } // session id -> caller name
 // through a wrapped destination.
 func (o *Owners) Of(id string) (string, bool) {
 	v, ok := o.m.Load(id)
-	if !ok {
-		return "", false
-	}
-	return v.(string), true
+	name, _ := v.(string)
+	return name, ok
 }
 
 // Options configure Wrap.

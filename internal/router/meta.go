@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -599,19 +600,16 @@ func (sc *scriptCaller) CallTool(ctx context.Context, server, tool string, args 
 			sc.r.opts.Audit(&rec)
 		}
 	}()
+	var resp *jsonrpc.Message
 	call, err := sc.forward(ctx, rt.m, req)
+	if err == nil {
+		if resp, err = session.Drain(ctx, call, nil); err == nil && resp.Error != nil {
+			err = errors.New(resp.ErrorOf().Message)
+		}
+	}
 	if err != nil {
 		rec.Error = err.Error()
 		return nil, &sandbox.ToolError{Msg: fmt.Sprintf("%s: %v", exposed, err)}
-	}
-	resp, err := session.Drain(ctx, call, nil)
-	if err != nil {
-		rec.Error = err.Error()
-		return nil, &sandbox.ToolError{Msg: fmt.Sprintf("%s: %v", exposed, err)}
-	}
-	if e := resp.ErrorOf(); e != nil {
-		rec.Error = e.Message
-		return nil, &sandbox.ToolError{Msg: fmt.Sprintf("%s: %s", exposed, e.Message)}
 	}
 	rec.ResponseBody = resp.Result
 	return resp.Result, nil
