@@ -45,7 +45,7 @@ func (t *LegacyOverModern) Join(ctx context.Context, down upstream.Downstream, i
 	requested, _ := jsonrpc.StringMember(init.Params, "protocolVersion")
 	caps := orEmpty(jsonrpc.Member(init.Params, "capabilities"))
 	info := jsonrpc.Member(init.Params, "clientInfo")
-	s := &legacySession{t: t, down: down, caps: caps, version: mcp.ModernVersion, pending: map[string]chan *jsonrpc.Message{}, calls: map[string]*legacyCall{}}
+	s := &legacySession{t: t, down: down, caps: caps, pending: map[string]chan *jsonrpc.Message{}, calls: map[string]*legacyCall{}}
 	s.elicitURL = mcp.ElicitsURL(negotiate(requested), caps)
 	s.setMeta(info, "")
 
@@ -113,7 +113,6 @@ type legacySession struct {
 	down       upstream.Downstream
 	caps       json.RawMessage // the client's capabilities
 	serverCaps json.RawMessage
-	version    string
 	elicitURL  bool // the client takes MCP's -32042 (upstream.WithURLElicitation)
 
 	meta atomic.Pointer[[]byte] // the _meta members every request carries
