@@ -178,14 +178,11 @@ func Warnings(cfg *Setup, views map[string][]string) []string {
 				if !acc.MayOpen(ViewEndpoint(v)) {
 					continue
 				}
-				for _, m := range views[v] {
-					if !slices.Contains(reached, m) {
-						reached = append(reached, m)
-					}
-				}
+				reached = append(reached, views[v]...)
 			}
 			if len(reached) > 0 {
 				slices.Sort(reached)
+				reached = slices.Compact(reached)
 				out = append(out, fmt.Sprintf("client %s lists no destinations, so the views it may open show it every member: it reaches %s; list destinations to bound it",
 					name, strings.Join(reached, ", ")))
 			}

@@ -84,7 +84,7 @@ func (r *Router) Stateless(ctx context.Context, req *jsonrpc.Message) (session.C
 // answers, the error tells a dual-era client to fall back to initialize.
 func (r *Router) discover(ctx context.Context, cat *catalog, req *jsonrpc.Message) session.Call {
 	var caps []json.RawMessage
-	versions := []string{}
+	var versions []string
 	for _, res := range cat.fanOut(ctx, cat.members, req) {
 		if res == nil {
 			continue
@@ -92,26 +92,16 @@ func (r *Router) discover(ctx context.Context, cat *catalog, req *jsonrpc.Messag
 		caps = append(caps, jsonrpc.Member(res, "capabilities"))
 		var sv []string
 		_ = json.Unmarshal(jsonrpc.Member(res, "supportedVersions"), &sv)
-		for _, v := range sv {
-			if !slices.Contains(versions, v) {
-				versions = append(versions, v)
-			}
-		}
+		versions = append(versions, sv...)
 	}
 	if len(caps) == 0 {
 		return failure(req, jsonrpc.Errorf(jsonrpc.MethodNotFound,
 			"server/discover: no server of %s serves protocol %s; send initialize", r.viewLabel(), mcp.ModernVersion))
 	}
 	// Legacy versions are served through initialize whatever the servers do.
-	for _, v := range mcp.LegacyVersions() {
-		if !slices.Contains(versions, v) {
-			versions = append(versions, v)
-		}
-	}
-	if !slices.Contains(versions, mcp.ModernVersion) {
-		versions = append(versions, mcp.ModernVersion)
-	}
+	versions = append(append(versions, mcp.LegacyVersions()...), mcp.ModernVersion)
 	slices.Sort(versions)
+	versions = slices.Compact(versions)
 	slices.Reverse(versions)
 	out := modernExtra(true)
 	out["supportedVersions"] = versions

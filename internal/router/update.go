@@ -200,9 +200,7 @@ func (a *aggregate) update(ctx context.Context, v *View, notify bool) {
 			m.lists[k], m.have[k] = nil, false
 			m.gen[k]++
 		}
-		for rc := range m.inflight {
-			failCalls = append(failCalls, rc)
-		}
+		failCalls = slices.AppendSeq(failCalls, maps.Keys(m.inflight))
 		m.inflight = nil
 	}
 	for k, ch := range ks {
@@ -217,11 +215,7 @@ func (a *aggregate) update(ctx context.Context, v *View, notify bool) {
 	// Server→client requests of the members removed are dropped (the
 	// client's answer would have nowhere to go).
 	a.mu.Lock()
-	for n, e := range a.reverse {
-		if gone[e.m] {
-			delete(a.reverse, n)
-		}
-	}
+	maps.DeleteFunc(a.reverse, func(_ int64, e reverseEntry) bool { return gone[e.m] })
 	a.mu.Unlock()
 	for _, rc := range failCalls {
 		rc.fail(unavailable(rc.m.name, errRemoved))

@@ -13,7 +13,9 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -426,11 +428,7 @@ func (t *Table) remove(s *Session) {
 func (t *Table) All() []*Session {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := make([]*Session, 0, len(t.byID))
-	for _, s := range t.byID {
-		out = append(out, s)
-	}
-	return out
+	return slices.Collect(maps.Values(t.byID))
 }
 
 // Expire ends the sessions whose idle (or orphan, see OwnChild) timeout
