@@ -2,6 +2,7 @@ package era
 
 import (
 	"encoding/json"
+	"slices"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/internal/session"
@@ -82,16 +83,13 @@ func withoutMeta(params []byte, keys ...string) []byte {
 	return jsonrpc.Splice(params, s, e, jsonrpc.Marshal(meta))
 }
 
-// withoutMember returns obj without its top-level member key (decoding the
-// object once); the original when it has none.
+// withoutMembers returns obj without its top-level members keys (decoding
+// the object once); the original when it has none of them.
 func withoutMembers(obj []byte, keys ...string) []byte {
-	found := false
-	for _, k := range keys {
-		if _, _, _, ok := jsonrpc.Lookup(obj, k); ok {
-			found = true
-		}
-	}
-	if !found {
+	if !slices.ContainsFunc(keys, func(k string) bool {
+		_, _, _, ok := jsonrpc.Lookup(obj, k)
+		return ok
+	}) {
 		return obj
 	}
 	var m map[string]json.RawMessage

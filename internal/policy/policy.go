@@ -92,7 +92,10 @@ func RulesOf(c *Client) *Rules {
 // admits reports whether name passes f: no Allow or one matching, and no
 // Deny matching.
 func admits(f Filter, name string) bool {
-	match := func(glob string) bool { m, _ := path.Match(glob, name); return m }
+	match := func(glob string) bool {
+		m, _ := path.Match(glob, name)
+		return m
+	}
 	return (len(f.Allow) == 0 || slices.ContainsFunc(f.Allow, match)) && !slices.ContainsFunc(f.Deny, match)
 }
 

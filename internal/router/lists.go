@@ -488,20 +488,18 @@ func compileTemplate(t string) (template, bool) {
 	literal := 0
 	rest := t
 	for rest != "" {
-		i := strings.IndexByte(rest, '{')
-		if i < 0 {
-			b.WriteString(regexp.QuoteMeta(rest))
-			literal += len(rest)
+		lit, expr, found := strings.Cut(rest, "{")
+		b.WriteString(regexp.QuoteMeta(lit))
+		literal += len(lit)
+		if !found {
 			break
 		}
-		b.WriteString(regexp.QuoteMeta(rest[:i]))
-		literal += i
-		j := strings.IndexByte(rest[i:], '}')
-		if j < 0 {
+		_, after, closed := strings.Cut(expr, "}")
+		if !closed {
 			return template{}, false
 		}
 		b.WriteString(".*")
-		rest = rest[i+j+1:]
+		rest = after
 	}
 	b.WriteString("$")
 	re, err := regexp.Compile(b.String())
@@ -658,14 +656,10 @@ type shadowGuard interface {
 // (guard.CheckCatalog over the tools the view admits); lists itself when
 // no member checks, or none is left out. mu held.
 func (c *catalog) unshadowed(members []*member, lists [][]json.RawMessage) [][]json.RawMessage {
-	checks := false
-	for _, m := range members {
-		if sg, ok := m.srv.(shadowGuard); ok && sg.ChecksShadowing() {
-			checks = true
-			break
-		}
-	}
-	if !checks {
+	if !slices.ContainsFunc(members, func(m *member) bool {
+		sg, ok := m.srv.(shadowGuard)
+		return ok && sg.ChecksShadowing()
+	}) {
 		return lists
 	}
 	var tools []guard.CatalogTool
