@@ -9,11 +9,6 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/auth"
 )
 
-// The one authorization decision. Every path a tool call can take — a
-// destination's own endpoints, the merged views over HTTP or SSE (by path
-// or X-Namespace), the stdio front, and each call a code-mode script
-// makes — asks the caller's Access (Decide), and nothing else decides.
-//
 // How destination and namespace grants combine (the README's Inbound auth
 // section states the same rule):
 //

@@ -73,7 +73,9 @@ func (c *listenCall) end(cancel, complete bool) {
 		c.q.Push(c.complete(), true)
 	}
 	c.q.Close()
-	c.r.forgetListen(c)
+	c.r.mu.Lock()
+	delete(c.r.listens, c)
+	c.r.mu.Unlock()
 }
 
 func (c *listenCall) complete() *jsonrpc.Message {
@@ -87,12 +89,6 @@ func (c *listenCall) abandoned() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.done
-}
-
-func (r *Router) forgetListen(c *listenCall) {
-	r.mu.Lock()
-	delete(r.listens, c)
-	r.mu.Unlock()
 }
 
 // listen starts a merged subscriptions/listen.

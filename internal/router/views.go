@@ -210,19 +210,9 @@ func Views(cfg *Layout, servers map[string]Server, log *slog.Logger) map[string]
 		}
 	}
 	filters := map[string][]Filter{}
-	var open []string
-	for _, n := range nsNames {
-		if !cfg.Namespaces[n].Isolated {
-			open = append(open, n)
-		}
-	}
+	open := slices.DeleteFunc(slices.Clone(nsNames), func(n string) bool { return cfg.Namespaces[n].Isolated })
 	included := union(nil, filters, open)
-	var order []string
-	for _, d := range cfg.Names {
-		if !inNS[d] || slices.Contains(included, d) {
-			order = append(order, d)
-		}
-	}
+	order := slices.DeleteFunc(slices.Clone(cfg.Names), func(d string) bool { return inNS[d] && !slices.Contains(included, d) })
 	views[""] = &View{Name: "", Servers: pick(order), Prefix: PrefixAlways, Filters: filters}
 	return views
 }
