@@ -107,7 +107,6 @@ type DestinationLimiter struct {
 	all   *rate.Limiter            // nil: no rate limit
 	tools map[string]*rate.Limiter // by tool name
 	slots chan struct{}            // nil: no concurrency cap
-	now   func() time.Time
 }
 
 // DestinationLimits bound the traffic to one destination. The zero value
@@ -131,7 +130,7 @@ func NewDestinationLimiter(name string, cfg *DestinationLimits, prev *Destinatio
 	if prev != nil && reflect.DeepEqual(prev.cfg, *cfg) {
 		return prev
 	}
-	l := &DestinationLimiter{name: name, cfg: *cfg, now: time.Now, tools: map[string]*rate.Limiter{}}
+	l := &DestinationLimiter{name: name, cfg: *cfg, tools: map[string]*rate.Limiter{}}
 	if rl := cfg.RateLimit; rl != nil {
 		l.all = rate.NewLimiter(rate.Limit(rl.Rate), rl.Burst)
 	}
@@ -149,7 +148,7 @@ func (l *DestinationLimiter) Send(ctx context.Context, req *jsonrpc.Message, sen
 	if l == nil {
 		return send(ctx, req)
 	}
-	now := l.now()
+	now := time.Now()
 	if l.all != nil {
 		if ok, d := take(l.all, now); !ok {
 			return rateRefusal(req, "destination "+l.name, d), nil
