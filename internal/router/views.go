@@ -227,11 +227,7 @@ func Members(cfg *Layout) map[string][]string {
 	}
 	out := map[string][]string{}
 	for name, v := range Views(cfg, servers, nil) {
-		ms := make([]string, 0, len(v.Servers))
-		for _, s := range v.Servers {
-			ms = append(ms, s.Name())
-		}
-		out[name] = ms
+		out[name] = namesOf(v.Servers)
 	}
 	return out
 }
