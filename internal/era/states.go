@@ -172,14 +172,9 @@ func (s *states) len() int {
 
 func (s *states) close() {
 	s.mu.Lock()
-	s.closed = true
-	all := s.m
-	s.m = map[string]*parked{}
+	s.closed = true // no more parks
 	s.mu.Unlock()
-	for _, p := range all {
-		p.timer.Stop()
-		s.drop(p)
-	}
+	s.dropWhere(func(*parked) bool { return true })
 }
 
 // parker is an upstream call or a lent member that can be marked as
