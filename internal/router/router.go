@@ -608,13 +608,7 @@ func (a *aggregate) Leave() {
 	a.r.mu.Unlock()
 	// An update installing members after this snapshot sees left and
 	// leaves them itself.
-	var wg sync.WaitGroup
-	for _, m := range a.cat.snapshot() {
-		if m.backend != nil {
-			wg.Go(m.backend.Leave)
-		}
-	}
-	wg.Wait()
+	leaveAll(a.cat.snapshot())
 }
 
 // listMeta returns the client's _meta without its progress token (the
