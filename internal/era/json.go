@@ -2,6 +2,7 @@ package era
 
 import (
 	"encoding/json"
+	"slices"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/internal/session"
@@ -9,8 +10,17 @@ import (
 
 // skipWS returns the index of the first non-space byte of b at or after i.
 func skipWS(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+	for i < len(b) && isWS(b[i]) {
 		i++
+	}
+	return i
+}
+
+// skipWSBack returns the index of the last non-space byte of b at or before
+// i (-1 when there is none).
+func skipWSBack(b []byte, i int) int {
+	for i >= 0 && isWS(b[i]) {
+		i--
 	}
 	return i
 }
@@ -73,16 +83,13 @@ func withoutMeta(params []byte, keys ...string) []byte {
 	return jsonrpc.Splice(params, s, e, jsonrpc.Marshal(meta))
 }
 
-// withoutMember returns obj without its top-level member key (decoding the
-// object once); the original when it has none.
+// withoutMembers returns obj without its top-level members keys (decoding
+// the object once); the original when it has none of them.
 func withoutMembers(obj []byte, keys ...string) []byte {
-	found := false
-	for _, k := range keys {
-		if _, _, _, ok := jsonrpc.Lookup(obj, k); ok {
-			found = true
-		}
-	}
-	if !found {
+	if !slices.ContainsFunc(keys, func(k string) bool {
+		_, _, _, ok := jsonrpc.Lookup(obj, k)
+		return ok
+	}) {
 		return obj
 	}
 	var m map[string]json.RawMessage
@@ -95,37 +102,24 @@ func withoutMembers(obj []byte, keys ...string) []byte {
 	return jsonrpc.Marshal(m)
 }
 
-// result returns a Call holding one response.
-func result(req *jsonrpc.Message, res json.RawMessage) *fixedCall {
-	return newFixed(jsonrpc.NewResult(req.ID, res))
+func result(req *jsonrpc.Message, res json.RawMessage) *session.Answer {
+	return session.NewAnswer(jsonrpc.NewResult(req.ID, res))
 }
 
-// failure returns a Call holding one error response.
-func failure(req *jsonrpc.Message, e *jsonrpc.Error) *fixedCall {
-	return newFixed(jsonrpc.NewError(req.ID, e))
+func failure(req *jsonrpc.Message, e *jsonrpc.Error) *session.Answer {
+	return session.NewAnswer(jsonrpc.NewError(req.ID, e))
 }
-
-// fixedCall is a session.Call whose messages are known already.
-type fixedCall = session.Answer
-
-var newFixed = session.NewAnswer
 
 // memberCut returns the bytes of the member key whose value spans obj[s:e]
 // (offsets from a Lookup), with the comma that separated it: obj[start:end].
 // ok is false when the bytes before the value are not "key": literally (an
 // escaped key).
 func memberCut(obj []byte, key string, s, e int) (start, end int, ok bool) {
-	i := s - 1
-	for i >= 0 && isWS(obj[i]) {
-		i--
-	}
+	i := skipWSBack(obj, s-1)
 	if i < 0 || obj[i] != ':' {
 		return 0, 0, false
 	}
-	i--
-	for i >= 0 && isWS(obj[i]) {
-		i--
-	}
+	i = skipWSBack(obj, i-1)
 	ks := i - len(key) - 1 // the opening quote of "key"
 	if ks < 0 || obj[ks] != '"' || obj[i] != '"' || string(obj[ks+1:i]) != key {
 		return 0, 0, false
@@ -134,11 +128,7 @@ func memberCut(obj []byte, key string, s, e int) (start, end int, ok bool) {
 	if j := skipWS(obj, e); j < len(obj) && obj[j] == ',' {
 		end = j + 1 // "key":v, → gone with its comma
 	} else {
-		k := ks - 1
-		for k >= 0 && isWS(obj[k]) {
-			k--
-		}
-		if k >= 0 && obj[k] == ',' {
+		if k := skipWSBack(obj, ks-1); k >= 0 && obj[k] == ',' {
 			start = k // ,"key":v (the last member) → gone with the comma before
 		}
 	}

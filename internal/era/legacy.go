@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -44,12 +45,8 @@ func (t *LegacyOverModern) Join(ctx context.Context, down upstream.Downstream, i
 	requested, _ := jsonrpc.StringMember(init.Params, "protocolVersion")
 	caps := orEmpty(jsonrpc.Member(init.Params, "capabilities"))
 	info := jsonrpc.Member(init.Params, "clientInfo")
-	s := &legacySession{t: t, down: down, caps: caps, version: mcp.ModernVersion, pending: map[string]chan *jsonrpc.Message{}, calls: map[string]*legacyCall{}}
-	legacy := mcp.LatestLegacyVersion // as initFromDiscover answers
-	if mcp.IsLegacy(requested) {
-		legacy = requested
-	}
-	s.elicitURL = mcp.ElicitsURL(legacy, caps)
+	s := &legacySession{t: t, down: down, caps: caps, pending: map[string]chan *jsonrpc.Message{}, calls: map[string]*legacyCall{}}
+	s.elicitURL = mcp.ElicitsURL(negotiate(requested), caps)
 	s.setMeta(info, "")
 
 	ctx, cancel := context.WithTimeout(ctx, t.opts.Timeout)
@@ -82,10 +79,6 @@ func (t *LegacyOverModern) Join(ctx context.Context, down upstream.Downstream, i
 // initFromDiscover builds the InitializeResult for a client that asked for
 // version requested.
 func initFromDiscover(d json.RawMessage, requested string) json.RawMessage {
-	version := mcp.LatestLegacyVersion
-	if mcp.IsLegacy(requested) {
-		version = requested
-	}
 	caps := map[string]json.RawMessage{}
 	_ = json.Unmarshal(orEmpty(jsonrpc.Member(d, "capabilities")), &caps)
 	// Switchboard holds the session state the server does not: the log
@@ -94,18 +87,24 @@ func initFromDiscover(d json.RawMessage, requested string) json.RawMessage {
 	if _, ok := caps["logging"]; !ok {
 		caps["logging"] = json.RawMessage(`{}`)
 	}
-	out := map[string]any{
-		"protocolVersion": version,
-		"capabilities":    caps,
-		"serverInfo":      json.RawMessage(orEmpty(jsonrpc.Member(d, "_meta", mcp.MetaServerInfo))),
+	var info any = map[string]string{"name": "switchboard", "version": "1"}
+	if si := jsonrpc.Member(d, "_meta", mcp.MetaServerInfo); len(si) > 0 {
+		info = si
 	}
+	out := map[string]any{"protocolVersion": negotiate(requested), "capabilities": caps, "serverInfo": info}
 	if s, ok := jsonrpc.StringMember(d, "instructions"); ok {
 		out["instructions"] = s
 	}
-	if string(jsonrpc.Member(d, "_meta", mcp.MetaServerInfo)) == "" {
-		out["serverInfo"] = map[string]string{"name": "switchboard", "version": "1"}
-	}
 	return jsonrpc.Marshal(out)
+}
+
+// negotiate is the legacy version answered to a client that asked for
+// requested: its own when Switchboard knows it, else the latest.
+func negotiate(requested string) string {
+	if mcp.IsLegacy(requested) {
+		return requested
+	}
+	return mcp.LatestLegacyVersion
 }
 
 // legacySession is one legacy client's session over a modern server.
@@ -114,7 +113,6 @@ type legacySession struct {
 	down       upstream.Downstream
 	caps       json.RawMessage // the client's capabilities
 	serverCaps json.RawMessage
-	version    string
 	elicitURL  bool // the client takes MCP's -32042 (upstream.WithURLElicitation)
 
 	meta atomic.Pointer[[]byte] // the _meta members every request carries
@@ -382,38 +380,17 @@ func (c *legacyCall) drive(first *jsonrpc.Message) {
 			c.q.PushLast(jsonrpc.NewError(c.req.ID, mcp.RPCError(fmt.Errorf("%s: %w", c.s.t.opts.Name, err))))
 			return
 		}
-		resp = c.pump(inner)
-		if resp == nil {
+		// Its related messages pass on; abandoned (ctx), it is cancelled.
+		resp, err = session.Drain(c.ctx, inner, func(m *jsonrpc.Message) { c.q.Push(m, false) })
+		if err != nil {
+			if c.ctx.Err() == nil { // it ended without a response
+				c.q.PushLast(jsonrpc.NewError(c.req.ID, jsonrpc.Errorf(jsonrpc.InternalError, "switchboard: %v", err)))
+			}
 			return
 		}
 		if v, _ := jsonrpc.StringMember(resp.Result, "resultType"); resp.Result == nil || v != "input_required" {
 			c.q.PushLast(resp)
 			return
-		}
-	}
-}
-
-// pump forwards inner's related messages and returns its response (nil
-// when the call was abandoned).
-func (c *legacyCall) pump(inner session.Call) *jsonrpc.Message {
-	for {
-		m, ended := inner.Poll()
-		if m != nil {
-			if m.IsResponse() {
-				return m
-			}
-			c.q.Push(m, false)
-			continue
-		}
-		if ended {
-			c.q.PushLast(jsonrpc.NewError(c.req.ID, jsonrpc.Errorf(jsonrpc.InternalError, "switchboard: the call ended without a response")))
-			return nil
-		}
-		select {
-		case <-inner.Ready():
-		case <-c.ctx.Done():
-			inner.Abandon(true)
-			return nil
 		}
 	}
 }
@@ -439,7 +416,7 @@ func (c *legacyCall) ask(raw json.RawMessage) (map[string]json.RawMessage, error
 			c.s.forget(w.id)
 		}
 	}()
-	for _, key := range sortedKeys(reqs) {
+	for _, key := range slices.Sorted(maps.Keys(reqs)) {
 		r := reqs[key]
 		need := upstream.CapabilityFor(r.Method)
 		if need == "" {
@@ -471,15 +448,6 @@ func (c *legacyCall) ask(raw json.RawMessage) (map[string]json.RawMessage, error
 	return out, nil
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
 // subscribe updates the session's subscribed resources and reopens the
 // subscriptions/listen stream that feeds the GET stream.
 func (s *legacySession) subscribe(uri string, on bool) {
@@ -501,14 +469,13 @@ func (s *legacySession) subscribe(uri string, on bool) {
 // relisten (re)opens the session's subscriptions/listen with the list
 // changes the server offers and the resources subscribed to.
 func (s *legacySession) relisten() {
-	on := func(path ...string) bool { return string(jsonrpc.Member(s.serverCaps, path...)) == "true" }
+	want := offeredListen(s.serverCaps)
 	s.mu.Lock()
 	if s.left {
 		s.mu.Unlock()
 		return
 	}
-	want := listenRequest{Tools: on("tools", "listChanged"), Prompts: on("prompts", "listChanged"),
-		Resources: on("resources", "listChanged"), URIs: slices.Clone(s.subs)}
+	want.URIs = slices.Clone(s.subs)
 	old := s.listen
 	s.listen = nil
 	s.mu.Unlock()

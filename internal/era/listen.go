@@ -49,13 +49,10 @@ func (t *ModernOverLegacy) listen(ctx context.Context, req *jsonrpc.Message) ses
 		return failure(req, mcp.RPCError(fmt.Errorf("%s: %w", t.opts.Name, err)))
 	}
 	caps := jsonrpc.Member(res.Result, "capabilities")
-	on := func(path ...string) bool { return string(jsonrpc.Member(caps, path...)) == "true" }
-	c.agreed = listenRequest{
-		Tools:     want.Tools && on("tools", "listChanged"),
-		Prompts:   want.Prompts && on("prompts", "listChanged"),
-		Resources: want.Resources && on("resources", "listChanged"),
-	}
-	if on("resources", "subscribe") {
+	offered := offeredListen(caps)
+	c.agreed = listenRequest{Tools: want.Tools && offered.Tools, Prompts: want.Prompts && offered.Prompts,
+		Resources: want.Resources && offered.Resources}
+	if string(jsonrpc.Member(caps, "resources", "subscribe")) == "true" {
 		for _, uri := range want.URIs {
 			sub := jsonrpc.NewRequest(json.RawMessage(`"sub"`), "resources/subscribe", jsonrpc.Marshal(map[string]string{"uri": uri}))
 			sc, err := b.Call(jctx, sub)
@@ -84,31 +81,32 @@ func (t *ModernOverLegacy) listen(ctx context.Context, req *jsonrpc.Message) ses
 	return c
 }
 
+// offeredListen is what a server with capabilities caps can notify of a
+// subscriptions/listen: the lists it announces listChanged for.
+func offeredListen(caps json.RawMessage) listenRequest {
+	on := func(list string) bool { return string(jsonrpc.Member(caps, list, "listChanged")) == "true" }
+	return listenRequest{Tools: on("tools"), Prompts: on("prompts"), Resources: on("resources")}
+}
+
 // Deliver takes the member's notifications (upstream.Downstream).
 func (c *listenCall) Deliver(m *jsonrpc.Message) {
 	if !m.IsNotification() {
 		return // a server→client request has no caller here (upstream refuses it: CallBound)
 	}
+	agreed := false // progress and log messages never travel on a listen stream
 	switch m.Method {
 	case "notifications/tools/list_changed":
-		if !c.agreed.Tools {
-			return
-		}
+		agreed = c.agreed.Tools
 	case "notifications/prompts/list_changed":
-		if !c.agreed.Prompts {
-			return
-		}
+		agreed = c.agreed.Prompts
 	case "notifications/resources/list_changed":
-		if !c.agreed.Resources {
-			return
-		}
+		agreed = c.agreed.Resources
 	case "notifications/resources/updated":
 		uri, _ := jsonrpc.StringMember(m.Params, "uri")
-		if !slices.Contains(c.agreed.URIs, uri) {
-			return
-		}
-	default:
-		return // progress and log messages never travel on a listen stream
+		agreed = slices.Contains(c.agreed.URIs, uri)
+	}
+	if !agreed {
+		return
 	}
 	tag := make([]byte, 0, len(mcp.MetaSubscriptionID)+len(c.id)+3)
 	tag = append(tag, jsonrpc.Quote(mcp.MetaSubscriptionID)...)

@@ -249,12 +249,7 @@ func (c *call) Ready() <-chan struct{} { return c.inner.Ready() }
 func (c *call) LongLived() bool        { return false }
 
 // UpstreamTime is the server's share, when the inner call knows it.
-func (c *call) UpstreamTime() time.Duration {
-	if u, ok := c.inner.(interface{ UpstreamTime() time.Duration }); ok {
-		return u.UpstreamTime()
-	}
-	return 0
-}
+func (c *call) UpstreamTime() time.Duration { return session.UpstreamTime(c.inner) }
 
 func (c *call) Poll() (*jsonrpc.Message, bool) {
 	for {
@@ -417,9 +412,7 @@ gather:
 			// The server answered after all (it gave up waiting):
 			// nothing to park. Poll returns what was held, then the
 			// response.
-			for _, r := range p.reqs {
-				c.b.Respond(context.Background(), jsonrpc.NewError(r.req.ID, jsonrpc.Errorf(mcp.CodeRequestRefused, "switchboard: the call ended")))
-			}
+			c.refuseAll(p, "the call ended")
 			c.held = append(p.held, more)
 			return nil
 		}
@@ -427,15 +420,18 @@ gather:
 	token, err := c.t.states.park(p)
 	if err != nil {
 		// Too many parked: refuse the server's requests; the call goes on.
-		for _, r := range p.reqs {
-			_ = c.b.Respond(context.Background(), jsonrpc.NewError(r.req.ID, jsonrpc.Errorf(mcp.CodeRequestRefused, "switchboard: %v", err)))
-		}
+		c.refuseAll(p, err.Error())
 		return nil
 	}
-	c.mu.Lock()
-	c.done = true
-	c.mu.Unlock()
+	c.markDone()
 	return jsonrpc.NewResult(c.clientID, inputRequired(p, token))
+}
+
+// refuseAll answers every server→client request p gathered with an error.
+func (c *call) refuseAll(p *parked, why string) {
+	for _, r := range p.reqs {
+		_ = c.b.Respond(context.Background(), jsonrpc.NewError(r.req.ID, jsonrpc.Errorf(mcp.CodeRequestRefused, "switchboard: %s", why)))
+	}
 }
 
 // refuse answers a server→client request the modern client cannot get.
@@ -473,23 +469,22 @@ func inputRequired(p *parked, token string) json.RawMessage {
 	})
 }
 
+func (c *call) markDone() (was bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	was, c.done = c.done, true
+	return was
+}
+
 // finish ends the member once the response arrived.
 func (c *call) finish() {
-	c.mu.Lock()
-	done := c.done
-	c.done = true
-	c.mu.Unlock()
-	if !done {
+	if !c.markDone() {
 		c.b.Leave()
 	}
 }
 
 func (c *call) Abandon(cancel bool) {
-	c.mu.Lock()
-	done := c.done
-	c.done = true
-	c.mu.Unlock()
-	if done {
+	if c.markDone() {
 		return // parked (the state owns the call) or finished
 	}
 	c.inner.Abandon(true) // a modern request's stream closed: cancelled
@@ -514,13 +509,18 @@ func (t *ModernOverLegacy) resume(ctx context.Context, req *jsonrpc.Message, r *
 		}
 		answers = append(answers, &jsonrpc.Message{ID: r.req.ID, Result: resp})
 	}
-	if len(missing) > 0 {
-		for _, a := range answers {
-			if err := p.b.Respond(ctx, a); err != nil {
-				t.states.drop(p)
-				return failure(req, mcp.RPCError(fmt.Errorf("%s: %w", t.opts.Name, err)))
-			}
+	if len(missing) == 0 {
+		// Unparked first: the server's next request, which may follow the
+		// answers at once, belongs to this call.
+		setParked(p.inner, false)
+	}
+	for _, a := range answers {
+		if err := p.b.Respond(ctx, a); err != nil {
+			t.states.drop(p)
+			return failure(req, mcp.RPCError(fmt.Errorf("%s: %w", t.opts.Name, err)))
 		}
+	}
+	if len(missing) > 0 {
 		p.reqs = missing
 		token, err := t.states.park(p)
 		if err != nil {
@@ -528,15 +528,6 @@ func (t *ModernOverLegacy) resume(ctx context.Context, req *jsonrpc.Message, r *
 			return failure(req, jsonrpc.Errorf(jsonrpc.InternalError, "switchboard: %v", err))
 		}
 		return result(req, inputRequired(p, token))
-	}
-	// Unparked first: the server's next request, which may follow the
-	// answers at once, belongs to this call.
-	unpark(p.inner)
-	for _, a := range answers {
-		if err := p.b.Respond(ctx, a); err != nil {
-			t.states.drop(p)
-			return failure(req, mcp.RPCError(fmt.Errorf("%s: %w", t.opts.Name, err)))
-		}
 	}
 	c := t.newCall(ctx, req, r, p.b)
 	c.inner, c.held = p.inner, p.held

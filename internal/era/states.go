@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -53,16 +55,7 @@ type pendingRequest struct {
 func (p *parked) add(m *jsonrpc.Message) {
 	base := inputKey(m.Method)
 	key := base
-	for n := 2; ; n++ {
-		taken := false
-		for _, r := range p.reqs {
-			if r.key == key {
-				taken = true
-			}
-		}
-		if !taken {
-			break
-		}
+	for n := 2; slices.ContainsFunc(p.reqs, func(r pendingRequest) bool { return r.key == key }); n++ {
 		key = fmt.Sprintf("%s_%d", base, n)
 	}
 	p.reqs = append(p.reqs, pendingRequest{key: key, req: m})
@@ -72,7 +65,7 @@ func (p *parked) add(m *jsonrpc.Message) {
 // server's own and passes through.
 const tokenPrefix = "sb1."
 
-func isToken(s string) bool { return len(s) > len(tokenPrefix) && s[:len(tokenPrefix)] == tokenPrefix }
+func isToken(s string) bool { return len(s) > len(tokenPrefix) && strings.HasPrefix(s, tokenPrefix) }
 
 var errTooMany = errors.New("too many requests are waiting for input")
 
@@ -179,14 +172,9 @@ func (s *states) len() int {
 
 func (s *states) close() {
 	s.mu.Lock()
-	s.closed = true
-	all := s.m
-	s.m = map[string]*parked{}
+	s.closed = true // no more parks
 	s.mu.Unlock()
-	for _, p := range all {
-		p.timer.Stop()
-		s.drop(p)
-	}
+	s.dropWhere(func(*parked) bool { return true })
 }
 
 // parker is an upstream call or a lent member that can be marked as
@@ -200,5 +188,3 @@ func setParked(x any, on bool) {
 		p.SetParked(on)
 	}
 }
-
-func unpark(c session.Call) { setParked(c, false) }

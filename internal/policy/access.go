@@ -9,11 +9,6 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/auth"
 )
 
-// The one authorization decision. Every path a tool call can take — a
-// destination's own endpoints, the merged views over HTTP or SSE (by path
-// or X-Namespace), the stdio front, and each call a code-mode script
-// makes — asks the caller's Access (Decide), and nothing else decides.
-//
 // How destination and namespace grants combine (the README's Inbound auth
 // section states the same rule):
 //
@@ -89,10 +84,7 @@ func NewAuthority(clients map[string]*Client, limits *Limiter) *Authority {
 // or the stdio front run without --client); nothing for an authenticated
 // caller that is no configured client.
 func (a *Authority) Of(id *auth.Identity) *Access {
-	if id == nil {
-		return nil
-	}
-	if a == nil {
+	if id == nil || a == nil {
 		return nil
 	}
 	if id.Client != nil {

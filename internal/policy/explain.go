@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,28 +33,11 @@ func clientNames(cfg *Setup) []string {
 	if len(cfg.ClientOrder) == len(cfg.Clients) {
 		return cfg.ClientOrder
 	}
-	names := make([]string, 0, len(cfg.Clients))
-	for n := range cfg.Clients {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
+	return slices.Sorted(maps.Keys(cfg.Clients))
 }
 
-// viewNames are the views' names, the default view first, then sorted.
-func viewNames(views map[string][]string) []string {
-	names := make([]string, 0, len(views))
-	for n := range views {
-		if n != "" {
-			names = append(names, n)
-		}
-	}
-	slices.Sort(names)
-	if _, ok := views[""]; ok {
-		names = append([]string{""}, names...)
-	}
-	return names
-}
+// viewNames are the views' names, sorted: the default view ("") first.
+func viewNames(views map[string][]string) []string { return slices.Sorted(maps.Keys(views)) }
 
 func viewPath(name string) string {
 	if name == "" {
@@ -194,14 +178,11 @@ func Warnings(cfg *Setup, views map[string][]string) []string {
 				if !acc.MayOpen(ViewEndpoint(v)) {
 					continue
 				}
-				for _, m := range views[v] {
-					if !slices.Contains(reached, m) {
-						reached = append(reached, m)
-					}
-				}
+				reached = append(reached, views[v]...)
 			}
 			if len(reached) > 0 {
 				slices.Sort(reached)
+				reached = slices.Compact(reached)
 				out = append(out, fmt.Sprintf("client %s lists no destinations, so the views it may open show it every member: it reaches %s; list destinations to bound it",
 					name, strings.Join(reached, ", ")))
 			}

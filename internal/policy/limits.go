@@ -107,7 +107,6 @@ type DestinationLimiter struct {
 	all   *rate.Limiter            // nil: no rate limit
 	tools map[string]*rate.Limiter // by tool name
 	slots chan struct{}            // nil: no concurrency cap
-	now   func() time.Time
 }
 
 // DestinationLimits bound the traffic to one destination. The zero value
@@ -131,7 +130,7 @@ func NewDestinationLimiter(name string, cfg *DestinationLimits, prev *Destinatio
 	if prev != nil && reflect.DeepEqual(prev.cfg, *cfg) {
 		return prev
 	}
-	l := &DestinationLimiter{name: name, cfg: *cfg, now: time.Now, tools: map[string]*rate.Limiter{}}
+	l := &DestinationLimiter{name: name, cfg: *cfg, tools: map[string]*rate.Limiter{}}
 	if rl := cfg.RateLimit; rl != nil {
 		l.all = rate.NewLimiter(rate.Limit(rl.Rate), rl.Burst)
 	}
@@ -149,17 +148,17 @@ func (l *DestinationLimiter) Send(ctx context.Context, req *jsonrpc.Message, sen
 	if l == nil {
 		return send(ctx, req)
 	}
-	now := l.now()
+	now := time.Now()
 	if l.all != nil {
 		if ok, d := take(l.all, now); !ok {
-			return l.refuse(req, "destination "+l.name, d), nil
+			return rateRefusal(req, "destination "+l.name, d), nil
 		}
 	}
 	if len(l.tools) > 0 && req.Method == "tools/call" {
 		name := paramString(req, "name")
 		if lim := l.tools[name]; lim != nil {
 			if ok, d := take(lim, now); !ok {
-				return l.refuse(req, "tool "+name+" of destination "+l.name, d), nil
+				return rateRefusal(req, "tool "+name+" of destination "+l.name, d), nil
 			}
 		}
 	}
@@ -183,16 +182,12 @@ func (l *DestinationLimiter) Send(ctx context.Context, req *jsonrpc.Message, sen
 	return &slotCall{Call: c, release: func() { <-l.slots }}, nil
 }
 
-func (l *DestinationLimiter) refuse(req *jsonrpc.Message, what string, d time.Duration) session.Call {
-	return rateRefusal(req, what, d)
-}
-
 // rateRefusal answers req with the JSON-RPC error of a rate limit (what's)
 // exceeded: -32007, data {"retryAfter": seconds}.
 func rateRefusal(req *jsonrpc.Message, what string, d time.Duration) session.Call {
 	secs := RetryAfterSeconds(d)
 	data, _ := json.Marshal(map[string]any{"retryAfter": secs})
-	return newLocalCall(jsonrpc.NewError(req.ID, &jsonrpc.Error{Code: mcp.CodeRequestRefused,
+	return session.NewAnswer(jsonrpc.NewError(req.ID, &jsonrpc.Error{Code: mcp.CodeRequestRefused,
 		Message: fmt.Sprintf("rate limit of %s exceeded; retry after %ss", what, strconv.Itoa(secs)), Data: data}))
 }
 
@@ -218,9 +213,4 @@ func (c *slotCall) Abandon(cancel bool) {
 }
 
 // UpstreamTime passes on the wrapped call's upstream time.
-func (c *slotCall) UpstreamTime() time.Duration {
-	if t, ok := c.Call.(interface{ UpstreamTime() time.Duration }); ok {
-		return t.UpstreamTime()
-	}
-	return 0
-}
+func (c *slotCall) UpstreamTime() time.Duration { return session.UpstreamTime(c.Call) }

@@ -29,6 +29,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"slices"
 	"sync"
 	"time"
 
@@ -91,24 +92,11 @@ func RulesOf(c *Client) *Rules {
 // admits reports whether name passes f: no Allow or one matching, and no
 // Deny matching.
 func admits(f Filter, name string) bool {
-	if len(f.Allow) > 0 {
-		ok := false
-		for _, g := range f.Allow {
-			if m, _ := path.Match(g, name); m {
-				ok = true
-				break
-			}
-		}
-		if !ok {
-			return false
-		}
+	match := func(glob string) bool {
+		m, _ := path.Match(glob, name)
+		return m
 	}
-	for _, g := range f.Deny {
-		if m, _ := path.Match(g, name); m {
-			return false
-		}
-	}
-	return true
+	return (len(f.Allow) == 0 || slices.ContainsFunc(f.Allow, match)) && !slices.ContainsFunc(f.Deny, match)
 }
 
 // Destination is what the fronts serve (streamable.Destination, which
@@ -127,10 +115,8 @@ type Owners struct{ m sync.Map } // session id -> caller name
 // through a wrapped destination.
 func (o *Owners) Of(id string) (string, bool) {
 	v, ok := o.m.Load(id)
-	if !ok {
-		return "", false
-	}
-	return v.(string), true
+	name, _ := v.(string)
+	return name, ok
 }
 
 // Options configure Wrap.
@@ -162,25 +148,20 @@ type Options struct {
 // annotated readOnlyHint: true; a call to a tool not listed yet lists the
 // tools first.
 func Wrap(d Destination, opts Options) Destination {
-	return &guarded{inner: d, access: opts.Access, endpoint: opts.Endpoint, charge: opts.ChargeRequests,
-		owners: opts.Owners, meta: opts.IdentityMeta, stateless: &toolCache{}}
+	return &guarded{Options: opts, inner: d, stateless: &toolCache{}}
 }
 
 type guarded struct {
+	Options
 	inner     Destination
-	access    func(context.Context) *Access
-	endpoint  Endpoint
-	charge    bool
-	owners    *Owners
-	meta      string
 	stateless *toolCache // annotations seen on 2026-07-28 lists
 }
 
-// withIdentity returns req with params._meta[g.meta] set to the caller's
+// withIdentity returns req with params._meta[IdentityMeta] set to the caller's
 // name (or removed when there is none); req itself when no key is
 // configured or its params are not an object.
 func (g *guarded) withIdentity(ctx context.Context, req *jsonrpc.Message) *jsonrpc.Message {
-	if g.meta == "" {
+	if g.IdentityMeta == "" {
 		return req
 	}
 	name := auth.FromContext(ctx).Name()
@@ -193,12 +174,12 @@ func (g *guarded) withIdentity(ctx context.Context, req *jsonrpc.Message) *jsonr
 		return req
 	}
 	if name == "" {
-		if _, had := meta[g.meta]; !had {
+		if _, had := meta[g.IdentityMeta]; !had {
 			return req
 		}
-		delete(meta, g.meta)
+		delete(meta, g.IdentityMeta)
 	} else {
-		meta[g.meta] = jsonrpc.Marshal(name)
+		meta[g.IdentityMeta] = jsonrpc.Marshal(name)
 	}
 	params["_meta"] = jsonrpc.Marshal(meta)
 	out := *req
@@ -210,14 +191,14 @@ func (g *guarded) withIdentity(ctx context.Context, req *jsonrpc.Message) *jsonr
 // context the inner destination gets, or the answer that refuses the
 // request (the endpoint is not granted, or the rate limit is spent).
 func (g *guarded) admit(ctx context.Context, req *jsonrpc.Message) (*Access, context.Context, session.Call) {
-	acc := g.access(ctx)
+	acc := g.Access(ctx)
 	if acc == nil {
 		return nil, ctx, nil
 	}
-	if !acc.MayOpen(g.endpoint) {
-		return nil, nil, refuse(req, jsonrpc.InvalidRequest, fmt.Sprintf("client %s may not use %s", acc.Client(), g.endpoint))
+	if !acc.MayOpen(g.Endpoint) {
+		return nil, nil, refuse(req, jsonrpc.InvalidRequest, fmt.Sprintf("client %s may not use %s", acc.Client(), g.Endpoint))
 	}
-	if g.charge && req.IsRequest() {
+	if g.ChargeRequests && req.IsRequest() {
 		if ok, wait := acc.Take(time.Now()); !ok {
 			return nil, nil, rateRefusal(req, "client "+acc.Client(), wait)
 		}
@@ -226,9 +207,9 @@ func (g *guarded) admit(ctx context.Context, req *jsonrpc.Message) (*Access, con
 }
 
 func (g *guarded) Open(ctx context.Context, s *session.Session, init *jsonrpc.Message) (session.Backend, *jsonrpc.Message, error) {
-	acc := g.access(ctx)
-	if acc != nil && !acc.MayOpen(g.endpoint) {
-		return nil, nil, jsonrpc.Errorf(jsonrpc.InvalidRequest, "client %s may not use %s", acc.Client(), g.endpoint)
+	acc := g.Access(ctx)
+	if acc != nil && !acc.MayOpen(g.Endpoint) {
+		return nil, nil, jsonrpc.Errorf(jsonrpc.InvalidRequest, "client %s may not use %s", acc.Client(), g.Endpoint)
 	}
 	ctx = NewContext(ctx, acc)
 	b, res, err := g.inner.Open(ctx, s, init)
@@ -237,9 +218,9 @@ func (g *guarded) Open(ctx context.Context, s *session.Session, init *jsonrpc.Me
 	}
 	owner := auth.FromContext(ctx).Name()
 	bk := &backend{Backend: b, g: g, owner: owner, tools: &toolCache{}}
-	if g.owners != nil {
+	if g.Owners != nil {
 		bk.session = s.ID
-		g.owners.m.Store(s.ID, owner)
+		g.Owners.m.Store(s.ID, owner)
 	}
 	return bk, res, nil
 }
@@ -254,7 +235,7 @@ func (g *guarded) Stateless(ctx context.Context, req *jsonrpc.Message) (session.
 		return g.inner.Stateless(ctx, req)
 	}
 	send := func(ctx context.Context, m *jsonrpc.Message) (session.Call, error) { return g.inner.Stateless(ctx, m) }
-	return g.apply(ctx, acc, req, g.stateless, send, metaOf(req))
+	return g.apply(ctx, acc, req, g.stateless, send, jsonrpc.Member(req.Params, "_meta"))
 }
 
 // backend is a session's backend behind the rules.
@@ -262,13 +243,13 @@ type backend struct {
 	session.Backend
 	g       *guarded
 	owner   string // the caller that opened the session
-	session string // its id, registered in g.owners ("" when not)
+	session string // its id, registered in g.Owners ("" when not)
 	tools   *toolCache
 }
 
 func (b *backend) Leave() {
 	if b.session != "" {
-		b.g.owners.m.Delete(b.session)
+		b.g.Owners.m.Delete(b.session)
 	}
 	b.Backend.Leave()
 }
@@ -319,7 +300,7 @@ func (g *guarded) apply(ctx context.Context, acc *Access, req *jsonrpc.Message, 
 	r := acc.Rules()
 	switch req.Method {
 	case "tools/list":
-		if g.endpoint.View || r == nil {
+		if g.Endpoint.View || r == nil {
 			return send(ctx, req)
 		}
 		fallthrough
@@ -333,7 +314,7 @@ func (g *guarded) apply(ctx context.Context, acc *Access, req *jsonrpc.Message, 
 		}
 		return &filtered{Call: c, acc: acc, method: req.Method, tools: tools}, nil
 	case "tools/call":
-		if g.endpoint.View {
+		if g.Endpoint.View {
 			break
 		}
 		name := paramString(req, "name")
@@ -347,7 +328,7 @@ func (g *guarded) apply(ctx context.Context, acc *Access, req *jsonrpc.Message, 
 				ro, _ = tools.readOnly(name)
 			}
 		}
-		if d := acc.Decide(ToolCall{Endpoint: g.endpoint, Server: g.endpoint.Name, Tool: name, ReadOnly: ro}); d != nil {
+		if d := acc.Decide(ToolCall{Endpoint: g.Endpoint, Server: g.Endpoint.Name, Tool: name, ReadOnly: ro}); d != nil {
 			return refuse(req, jsonrpc.InvalidParams, "Unknown tool: "+name), nil
 		}
 	case "prompts/get":
@@ -373,26 +354,13 @@ func (g *guarded) apply(ctx context.Context, acc *Access, req *jsonrpc.Message, 
 }
 
 func paramString(req *jsonrpc.Message, key string) string {
-	v, _, _, ok := jsonrpc.Lookup(req.Params, key)
-	if !ok {
-		return ""
-	}
-	var s string
-	_ = json.Unmarshal(v, &s)
+	s, _ := jsonrpc.StringMember(req.Params, key)
 	return s
-}
-
-func metaOf(req *jsonrpc.Message) json.RawMessage {
-	v, _, _, ok := jsonrpc.Lookup(req.Params, "_meta")
-	if !ok {
-		return nil
-	}
-	return v
 }
 
 // refuse answers req with a JSON-RPC error of its own.
 func refuse(req *jsonrpc.Message, code int, msg string) session.Call {
-	return newLocalCall(jsonrpc.NewError(req.ID, &jsonrpc.Error{Code: code, Message: msg}))
+	return session.NewAnswer(jsonrpc.NewError(req.ID, &jsonrpc.Error{Code: code, Message: msg}))
 }
 
 // toolCache remembers which tools are annotated readOnlyHint: true.
@@ -464,12 +432,7 @@ func (c *filtered) Poll() (*jsonrpc.Message, bool) {
 }
 
 // UpstreamTime passes on the wrapped call's upstream time.
-func (c *filtered) UpstreamTime() time.Duration {
-	if t, ok := c.Call.(interface{ UpstreamTime() time.Duration }); ok {
-		return t.UpstreamTime()
-	}
-	return 0
-}
+func (c *filtered) UpstreamTime() time.Duration { return session.UpstreamTime(c.Call) }
 
 func (c *filtered) filter(result json.RawMessage) json.RawMessage {
 	var obj map[string]json.RawMessage
@@ -523,8 +486,3 @@ func (c *filtered) filter(result json.RawMessage) json.RawMessage {
 	}
 	return out
 }
-
-// localCall is an answer made here.
-type localCall = session.Answer
-
-func newLocalCall(msgs ...*jsonrpc.Message) *localCall { return session.NewAnswer(msgs...) }

@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"encoding/json"
+	"slices"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/internal/policy"
@@ -81,11 +82,5 @@ func (r *Router) reachable(acc *policy.Access, ms []*member) []*member {
 	if acc == nil {
 		return ms
 	}
-	var out []*member
-	for _, m := range ms {
-		if acc.MayReach(r.endpoint(), m.name) {
-			out = append(out, m)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(ms), func(m *member) bool { return !acc.MayReach(r.endpoint(), m.name) })
 }

@@ -10,20 +10,12 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/session"
 )
 
-// localCall is a call the router answered itself: its messages (normally
-// just the response) are all there when it is returned.
-type localCall = session.Answer
-
-func newLocalCall(msgs ...*jsonrpc.Message) *localCall { return session.NewAnswer(msgs...) }
-
-// result answers req with a result.
-func result(req *jsonrpc.Message, res []byte) *localCall {
-	return newLocalCall(jsonrpc.NewResult(req.ID, res))
+func result(req *jsonrpc.Message, res []byte) *session.Answer {
+	return session.NewAnswer(jsonrpc.NewResult(req.ID, res))
 }
 
-// failure answers req with an error.
-func failure(req *jsonrpc.Message, e *jsonrpc.Error) *localCall {
-	return newLocalCall(jsonrpc.NewError(req.ID, e))
+func failure(req *jsonrpc.Message, e *jsonrpc.Error) *session.Answer {
+	return session.NewAnswer(jsonrpc.NewError(req.ID, e))
 }
 
 // routedCall is a call forwarded to one member: server→client requests on
@@ -70,12 +62,7 @@ func (c *routedCall) Poll() (*jsonrpc.Message, bool) {
 
 // UpstreamTime is the member's call's (see upstream.Call.UpstreamTime):
 // how long the server took to answer; zero when it cannot tell.
-func (c *routedCall) UpstreamTime() time.Duration {
-	if t, ok := c.Call.(interface{ UpstreamTime() time.Duration }); ok {
-		return t.UpstreamTime()
-	}
-	return 0
-}
+func (c *routedCall) UpstreamTime() time.Duration { return session.UpstreamTime(c.Call) }
 
 // Abandon passes on to the member's call; the call is no longer tracked.
 func (c *routedCall) Abandon(cancel bool) {

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"maps"
 	"strconv"
 	"strings"
 
@@ -76,9 +77,7 @@ func page(params json.RawMessage, kind, key string, items []json.RawMessage, ver
 	}
 	end := min(off+size, len(items))
 	res := map[string]any{}
-	for k, v := range extra {
-		res[k] = v
-	}
+	maps.Copy(res, extra)
 	pageItems := items[off:end]
 	if pageItems == nil {
 		pageItems = []json.RawMessage{}

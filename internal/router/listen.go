@@ -73,7 +73,9 @@ func (c *listenCall) end(cancel, complete bool) {
 		c.q.Push(c.complete(), true)
 	}
 	c.q.Close()
-	c.r.forgetListen(c)
+	c.r.mu.Lock()
+	delete(c.r.listens, c)
+	c.r.mu.Unlock()
 }
 
 func (c *listenCall) complete() *jsonrpc.Message {
@@ -87,12 +89,6 @@ func (c *listenCall) abandoned() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.done
-}
-
-func (r *Router) forgetListen(c *listenCall) {
-	r.mu.Lock()
-	delete(r.listens, c)
-	r.mu.Unlock()
 }
 
 // listen starts a merged subscriptions/listen.
@@ -151,27 +147,24 @@ func (r *Router) runListen(ctx context.Context, c *listenCall, streams []*listen
 	if c.abandoned() {
 		return
 	}
-	var live, dead []*listenStream
+	var live []*listenStream
 	var acks []json.RawMessage
 	var lastErr *jsonrpc.Message
 	var early []*jsonrpc.Message
 	for i, m := range firsts {
 		switch {
-		case m == nil:
-			dead = append(dead, streams[i])
-		case m.IsResponse():
+		case m != nil && m.IsResponse():
 			lastErr = m
-			dead = append(dead, streams[i])
+			fallthrough
+		case m == nil: // no first message: that server is left out
+			streams[i].call.Abandon(true)
+			continue
 		case m.Method == "notifications/subscriptions/acknowledged":
 			acks = append(acks, jsonrpc.Member(m.Params, "notifications"))
-			live = append(live, streams[i])
 		default: // no acknowledgement first: take the stream anyway
 			early = append(early, m)
-			live = append(live, streams[i])
 		}
-	}
-	for _, s := range dead {
-		s.call.Abandon(true)
+		live = append(live, streams[i])
 	}
 	if len(live) == 0 {
 		if lastErr == nil {

@@ -151,7 +151,6 @@ type catalog struct {
 	mi      metaIndex // the manifest (search)
 }
 
-// codeMode is the code mode of the catalog's view.
 func (c *catalog) codeMode() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -166,7 +165,6 @@ func (c *catalog) id() json.RawMessage {
 	return jsonrpc.Quote("switchboard-" + strconv.FormatInt(c.ids.Add(1), 10))
 }
 
-// snapshot returns the members.
 func (c *catalog) snapshot() []*member {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -198,7 +196,6 @@ func (c *catalog) track(rc *routedCall) {
 	c.mu.Unlock()
 }
 
-// untrack forgets a call that has ended.
 func (c *catalog) untrack(rc *routedCall) {
 	c.mu.Lock()
 	delete(rc.m.inflight, rc)
@@ -308,11 +305,7 @@ func (c *catalog) fetch(ctx context.Context, m *member, k kind, meta json.RawMes
 		if err != nil {
 			return nil, err
 		}
-		resp, err := session.Drain(ctx, call, func(msg *jsonrpc.Message) {
-			if c.other != nil {
-				c.other(m, msg)
-			}
-		})
+		resp, err := session.Drain(ctx, call, func(msg *jsonrpc.Message) { c.deliver(m, msg) })
 		if err != nil {
 			return nil, err
 		}
@@ -338,6 +331,42 @@ func (c *catalog) fetch(ctx context.Context, m *member, k kind, meta json.RawMes
 		cursor = next
 	}
 	return items, fmt.Errorf("%s: more than %d pages", kinds[k].method, maxPages)
+}
+
+// fanOut sends req to members at once and returns their results, parallel
+// to members: nil where one failed (logged at debug level). Their other
+// messages go to c.other.
+func (c *catalog) fanOut(ctx context.Context, members []*member, req *jsonrpc.Message) []json.RawMessage {
+	results := make([]json.RawMessage, len(members))
+	var wg sync.WaitGroup
+	for i, m := range members {
+		wg.Go(func() {
+			mreq := *req // its own: reading a Message caches into it (jsonrpc.Message.MetaAt)
+			call, err := m.invoke(ctx, &mreq)
+			var resp *jsonrpc.Message
+			if err == nil {
+				resp, err = session.Drain(ctx, call, func(msg *jsonrpc.Message) { c.deliver(m, msg) })
+			}
+			if err == nil && resp.Error != nil {
+				err = resp.ErrorOf()
+			}
+			if err != nil {
+				c.r.log.Debug(req.Method+" failed", "view", c.r.Name(), "server", m.name, "err", err)
+				return
+			}
+			results[i] = resp.Result
+		})
+	}
+	wg.Wait()
+	return results
+}
+
+// deliver passes a message of an internal call that is not its response
+// to c.other.
+func (c *catalog) deliver(m *member, msg *jsonrpc.Message) {
+	if c.other != nil {
+		c.other(m, msg)
+	}
 }
 
 // build merges the members' lists (parallel to members; nil = none) under
@@ -367,7 +396,7 @@ func (c *catalog) build(k kind, members []*member, lists [][]json.RawMessage) *m
 				if !ok || name == "" {
 					continue
 				}
-				if k == kTools && !c.view.admits(m.name, name) {
+				if k == kTools && !c.view.Admits(m.name, name) {
 					continue
 				}
 				items = append(items, c.view.Item(m.name, name, k == kTools))
@@ -459,20 +488,18 @@ func compileTemplate(t string) (template, bool) {
 	literal := 0
 	rest := t
 	for rest != "" {
-		i := strings.IndexByte(rest, '{')
-		if i < 0 {
-			b.WriteString(regexp.QuoteMeta(rest))
-			literal += len(rest)
+		lit, expr, found := strings.Cut(rest, "{")
+		b.WriteString(regexp.QuoteMeta(lit))
+		literal += len(lit)
+		if !found {
 			break
 		}
-		b.WriteString(regexp.QuoteMeta(rest[:i]))
-		literal += i
-		j := strings.IndexByte(rest[i:], '}')
-		if j < 0 {
+		_, after, closed := strings.Cut(expr, "}")
+		if !closed {
 			return template{}, false
 		}
 		b.WriteString(".*")
-		rest = rest[i+j+1:]
+		rest = after
 	}
 	b.WriteString("$")
 	re, err := regexp.Compile(b.String())
@@ -576,10 +603,10 @@ func (c *catalog) tryInOrder(ctx context.Context, req *jsonrpc.Message, members 
 		if e := msgs[len(msgs)-1].ErrorOf(); e != nil && notFound(e.Code) {
 			continue
 		}
-		return newLocalCall(msgs...), nil
+		return session.NewAnswer(msgs...), nil
 	}
 	if last != nil {
-		return newLocalCall(last...), nil
+		return session.NewAnswer(last...), nil
 	}
 	if lastErr != nil {
 		return nil, lastErr
@@ -629,21 +656,17 @@ type shadowGuard interface {
 // (guard.CheckCatalog over the tools the view admits); lists itself when
 // no member checks, or none is left out. mu held.
 func (c *catalog) unshadowed(members []*member, lists [][]json.RawMessage) [][]json.RawMessage {
-	checks := false
-	for _, m := range members {
-		if sg, ok := m.srv.(shadowGuard); ok && sg.ChecksShadowing() {
-			checks = true
-			break
-		}
-	}
-	if !checks {
+	if !slices.ContainsFunc(members, func(m *member) bool {
+		sg, ok := m.srv.(shadowGuard)
+		return ok && sg.ChecksShadowing()
+	}) {
 		return lists
 	}
 	var tools []guard.CatalogTool
 	for i, m := range members {
 		for _, raw := range lists[i] {
 			name, ok := jsonrpc.StringMember(raw, "name")
-			if !ok || name == "" || !c.view.admits(m.name, name) {
+			if !ok || name == "" || !c.view.Admits(m.name, name) {
 				continue
 			}
 			desc, _ := jsonrpc.StringMember(raw, "description")

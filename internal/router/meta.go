@@ -3,10 +3,13 @@ package router
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/switchboard-mcp/switchboard/internal/audit"
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
@@ -65,7 +68,7 @@ func (c *catalog) scriptServers(members []*member, lists [][]json.RawMessage) []
 		st := serverTools{name: s.Name()}
 		for _, raw := range byName[st.name] {
 			name, ok := jsonrpc.StringMember(raw, "name")
-			if !ok || name == "" || !c.view.admits(st.name, name) {
+			if !ok || name == "" || !c.view.Admits(st.name, name) {
 				continue
 			}
 			it := c.view.Item(st.name, name, true)
@@ -127,15 +130,6 @@ func executeExample(servers []serverTools) string {
 		q(calls[0][0]), q(calls[0][1]), q(calls[1][0]), q(calls[1][1]))
 }
 
-// scriptServerNames is the names of servers, in order.
-func scriptServerNames(servers []serverTools) []string {
-	out := make([]string, len(servers))
-	for i, s := range servers {
-		out[i] = s.name
-	}
-	return out
-}
-
 // metaTools returns the definitions of v's meta-tools, in order; servers
 // are v's servers with their tools, named in the descriptions.
 func metaTools(v *View, servers []serverTools) []json.RawMessage {
@@ -149,7 +143,7 @@ func metaTools(v *View, servers []serverTools) []json.RawMessage {
 	}
 	names := "no servers"
 	if len(servers) > 0 {
-		names = "servers " + strings.Join(scriptServerNames(servers), ", ")
+		names = "servers " + strings.Join(namesOf(v.Servers), ", ")
 	}
 	readOnly := map[string]any{"readOnlyHint": true, "openWorldHint": false}
 	out = append(out, jsonrpc.Marshal(map[string]any{
@@ -218,17 +212,12 @@ func metaTools(v *View, servers []serverTools) []json.RawMessage {
 	return out
 }
 
-// isMeta reports whether an exposed tool is a meta-tool.
-func (mg *merged) isMeta(name string) bool {
-	rt, ok := mg.routes[name]
-	return ok && rt.m == nil
-}
-
 // onlyMeta returns the meta-tools of a merged tools list (code_mode: only).
 func onlyMeta(mg *merged) ([]json.RawMessage, string) {
 	var items []json.RawMessage
 	for _, raw := range mg.items {
-		if n, _ := jsonrpc.StringMember(raw, "name"); mg.isMeta(n) {
+		n, _ := jsonrpc.StringMember(raw, "name")
+		if rt, ok := mg.routes[n]; ok && rt.m == nil {
 			items = append(items, raw)
 		}
 	}
@@ -297,13 +286,8 @@ func (c *catalog) index(ctx context.Context, meta json.RawMessage) *manifest.Ind
 	return c.mi.ix
 }
 
-// toolResult is a CallToolResult of the router's own: v as JSON text and
+// toolResponse is a CallToolResult of the router's own: v as JSON text and
 // as structuredContent.
-func toolResult(req *jsonrpc.Message, v any, isError bool) *localCall {
-	return newLocalCall(toolResponse(req, v, isError))
-}
-
-// toolResponse is toolResult's response message.
 func toolResponse(req *jsonrpc.Message, v any, isError bool) *jsonrpc.Message {
 	b := jsonrpc.Marshal(v)
 	res := map[string]any{
@@ -317,7 +301,7 @@ func toolResponse(req *jsonrpc.Message, v any, isError bool) *jsonrpc.Message {
 }
 
 // toolFailure is a CallToolResult with isError and a message.
-func toolFailure(req *jsonrpc.Message, format string, args ...any) *localCall {
+func toolFailure(req *jsonrpc.Message, format string, args ...any) *session.Answer {
 	return result(req, jsonrpc.Marshal(map[string]any{
 		"content": []map[string]any{{"type": "text", "text": fmt.Sprintf(format, args...)}},
 		"isError": true,
@@ -384,12 +368,14 @@ func (r *Router) metaCall(ctx context.Context, cat *catalog, req *jsonrpc.Messag
 		if len(results) == 0 {
 			servers := ""
 			if acc == nil { // a client's grants may hide some: name none then
-				servers = " (servers: " + catServers(cat) + ")"
+				cat.mu.Lock()
+				servers = " (servers: " + viewServers(cat.view) + ")"
+				cat.mu.Unlock()
 			}
 			out["note"] = fmt.Sprintf("nothing matched %q among the %d tools, prompts and resources of %s%s; "+
 				"try other or fewer words, or inspect and tools/list", a.Query, size, r.viewLabel(), servers)
 		}
-		return toolResult(req, out, false), nil
+		return session.NewAnswer(toolResponse(req, out, false)), nil
 
 	case MetaInspect:
 		var a struct {
@@ -426,7 +412,7 @@ func (r *Router) metaCall(ctx context.Context, cat *catalog, req *jsonrpc.Messag
 		if len(unknown) > 0 {
 			out["unknown"] = unknown
 		}
-		return toolResult(req, out, len(tools) == 0), nil
+		return session.NewAnswer(toolResponse(req, out, len(tools) == 0)), nil
 
 	case MetaExecute:
 		var a struct {
@@ -449,13 +435,11 @@ func clip(s string, n int) string {
 		return s
 	}
 	cut := n
-	for cut > 0 && !isRuneStart(s[cut]) {
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
 	return s[:cut] + "…"
 }
-
-func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // runner returns the sandbox runner for the view's limits (made once per
 // set of limits: a reload that changes them starts a new one, and stops
@@ -498,7 +482,8 @@ func (r *Router) execute(ctx context.Context, cat *catalog, req *jsonrpc.Message
 	sc := &scriptCaller{r: r, cat: cat, meta: meta, forward: forward, acc: acc,
 		rec: audit.Record{Session: parent.Session, SourceIP: parent.SourceIP, Path: parent.Path, Client: acc.Client()}}
 	ectx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	c := &asyncCall{ready: make(chan struct{}), cancel: cancel}
+	c := &asyncCall{cancel: cancel}
+	c.Init(1)
 	go func() {
 		defer cancel()
 		res := rn.Run(ectx, script, sc)
@@ -506,41 +491,19 @@ func (r *Router) execute(ctx context.Context, cat *catalog, req *jsonrpc.Message
 			r.log.Info("script stopped", "view", v.Name, "limit", res.Limit, "err", res.Error,
 				"tool_calls", res.Calls, "ms", res.ExecutionTimeMS)
 		}
-		c.finish(toolResponse(req, res, res.Status != sandbox.StatusOK))
+		c.PushLast(toolResponse(req, res, res.Status != sandbox.StatusOK))
 	}()
 	return c
 }
 
-// asyncCall is a call the router answers later (execute).
+// asyncCall is a call the router answers later (execute): its queue gets
+// the response when the script ends.
 type asyncCall struct {
-	ready  chan struct{}
+	jsonrpc.Queue
 	cancel context.CancelFunc
-
-	mu    sync.Mutex
-	msg   *jsonrpc.Message
-	taken bool
 }
 
-func (c *asyncCall) finish(m *jsonrpc.Message) {
-	c.mu.Lock()
-	c.msg = m
-	c.mu.Unlock()
-	close(c.ready)
-}
-
-func (c *asyncCall) Poll() (*jsonrpc.Message, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.msg == nil {
-		return nil, c.taken
-	}
-	m := c.msg
-	c.msg, c.taken = nil, true
-	return m, false
-}
-
-func (c *asyncCall) Ready() <-chan struct{} { return c.ready }
-func (c *asyncCall) LongLived() bool        { return false }
+func (c *asyncCall) LongLived() bool { return false }
 
 // Abandon stops the script when the client gives up on it.
 func (c *asyncCall) Abandon(cancel bool) {
@@ -549,24 +512,12 @@ func (c *asyncCall) Abandon(cancel bool) {
 	}
 }
 
-// catServers names the servers of the catalog's view.
-func catServers(cat *catalog) string {
-	cat.mu.Lock()
-	v := cat.view
-	cat.mu.Unlock()
-	return viewServers(v)
-}
-
 // viewServers names the servers of v, for an error.
 func viewServers(v *View) string {
 	if len(v.Servers) == 0 {
 		return "none"
 	}
-	names := make([]string, len(v.Servers))
-	for i, s := range v.Servers {
-		names[i] = s.Name()
-	}
-	return strings.Join(names, ", ")
+	return strings.Join(namesOf(v.Servers), ", ")
 }
 
 // scriptCaller makes a script's tool calls (sandbox.Caller).
@@ -603,17 +554,8 @@ func (sc *scriptCaller) CallTool(ctx context.Context, server, tool string, args 
 		}
 		return e
 	}
-	if server != "" {
-		in := false
-		for _, s := range v.Servers {
-			if s.Name() == server {
-				in = true
-				break
-			}
-		}
-		if !in {
-			return nil, deny("server %q is not in %s (its servers: %s)", server, label, viewServers(v))
-		}
+	if server != "" && !slices.Contains(namesOf(v.Servers), server) {
+		return nil, deny("server %q is not in %s (its servers: %s)", server, label, viewServers(v))
 	}
 	find := func(fresh bool) (string, route, bool) {
 		mg := cat.list(ctx, kTools, sc.meta, fresh)
@@ -658,19 +600,16 @@ func (sc *scriptCaller) CallTool(ctx context.Context, server, tool string, args 
 			sc.r.opts.Audit(&rec)
 		}
 	}()
+	var resp *jsonrpc.Message
 	call, err := sc.forward(ctx, rt.m, req)
+	if err == nil {
+		if resp, err = session.Drain(ctx, call, nil); err == nil && resp.Error != nil {
+			err = errors.New(resp.ErrorOf().Message)
+		}
+	}
 	if err != nil {
 		rec.Error = err.Error()
 		return nil, &sandbox.ToolError{Msg: fmt.Sprintf("%s: %v", exposed, err)}
-	}
-	resp, err := session.Drain(ctx, call, nil)
-	if err != nil {
-		rec.Error = err.Error()
-		return nil, &sandbox.ToolError{Msg: fmt.Sprintf("%s: %v", exposed, err)}
-	}
-	if e := resp.ErrorOf(); e != nil {
-		rec.Error = e.Message
-		return nil, &sandbox.ToolError{Msg: fmt.Sprintf("%s: %s", exposed, e.Message)}
 	}
 	rec.ResponseBody = resp.Result
 	return resp.Result, nil

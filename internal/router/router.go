@@ -187,16 +187,10 @@ func (r *Router) Join(ctx context.Context, down upstream.Downstream, init *jsonr
 		r.mu.Unlock()
 		break
 	}
-	members := a.cat.snapshot()
-	var failed []string
-	alive := 0
-	for _, m := range members {
-		if err := m.failed(); err != nil {
-			failed = append(failed, fmt.Sprintf("%s: %s", m.name, errString(err)))
-		} else {
-			alive++
-		}
-	}
+	a.cat.mu.Lock()
+	members := a.cat.members
+	alive, failed := serving(members)
+	a.cat.mu.Unlock()
 	if len(members) > 0 && alive == 0 {
 		a.Leave()
 		return nil, nil, jsonrpc.Errorf(mcp.CodeUpstreamUnavailable, "every server of %s is unavailable: %s", r.viewLabel(), strings.Join(failed, "; "))
@@ -276,27 +270,16 @@ func mergeCapabilities(caps []json.RawMessage, listChanged bool) map[string]any 
 	out := map[string]any{}
 	subscribe := false
 	for _, c := range caps {
-		if c == nil {
-			continue
-		}
-		if jsonrpc.Member(c, "tools") != nil {
-			out["tools"] = map[string]any{"listChanged": listChanged}
-		}
-		if jsonrpc.Member(c, "prompts") != nil {
-			out["prompts"] = map[string]any{"listChanged": listChanged}
-		}
-		if jsonrpc.Member(c, "resources") != nil {
-			if string(jsonrpc.Member(c, "resources", "subscribe")) == "true" {
-				subscribe = true
+		for _, name := range []string{"tools", "prompts", "resources", "logging", "completions"} {
+			switch {
+			case jsonrpc.Member(c, name) == nil:
+			case name == "logging" || name == "completions":
+				out[name] = map[string]any{}
+			default:
+				out[name] = map[string]any{"listChanged": listChanged}
 			}
-			out["resources"] = map[string]any{"listChanged": listChanged}
 		}
-		if jsonrpc.Member(c, "logging") != nil {
-			out["logging"] = map[string]any{}
-		}
-		if jsonrpc.Member(c, "completions") != nil {
-			out["completions"] = map[string]any{}
-		}
+		subscribe = subscribe || string(jsonrpc.Member(c, "resources", "subscribe")) == "true"
 	}
 	if subscribe {
 		out["resources"] = map[string]any{"listChanged": listChanged, "subscribe": true}
@@ -415,12 +398,7 @@ func (d *memberDown) End(err error) {
 		a.cat.merged[k] = nil
 		a.cat.listGen[k]++
 	}
-	alive := 0
-	for _, o := range a.cat.members {
-		if o.err == nil {
-			alive++
-		}
-	}
+	alive, _ := serving(a.cat.members)
 	a.cat.mu.Unlock()
 	logf := a.r.log.Warn
 	if errors.Is(err, upstream.ErrClosed) {
@@ -549,25 +527,7 @@ func (a *aggregate) setLevel(ctx context.Context, req *jsonrpc.Message) (session
 	if !slices.Contains([]string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}, level) {
 		return failure(req, jsonrpc.Errorf(jsonrpc.InvalidParams, "invalid log level %q", level)), nil
 	}
-	var wg sync.WaitGroup
-	for _, m := range a.cat.live("logging") {
-		wg.Go(func() {
-			mreq := *req // its own: reading a Message caches into it (jsonrpc.Message.MetaAt)
-			c, err := m.invoke(ctx, &mreq)
-			if err == nil {
-				var resp *jsonrpc.Message
-				if resp, err = session.Drain(ctx, c, func(msg *jsonrpc.Message) { a.deliverFrom(m, msg) }); err == nil {
-					if e := resp.ErrorOf(); e != nil {
-						err = e
-					}
-				}
-			}
-			if err != nil {
-				a.r.log.Debug("logging/setLevel failed", "view", a.r.Name(), "server", m.name, "err", err)
-			}
-		})
-	}
-	wg.Wait()
+	a.cat.fanOut(ctx, a.cat.live("logging"), req)
 	return result(req, nil), nil
 }
 
@@ -586,6 +546,19 @@ func (a *aggregate) Notify(ctx context.Context, n *jsonrpc.Message) error {
 		}
 	}
 	return nil
+}
+
+// serving counts the members that serve and lists the others, each as
+// "name: why". The catalog's mu held.
+func serving(ms []*member) (alive int, failed []string) {
+	for _, m := range ms {
+		if m.err == nil {
+			alive++
+		} else {
+			failed = append(failed, fmt.Sprintf("%s: %s", m.name, errString(m.err)))
+		}
+	}
+	return alive, failed
 }
 
 // failed returns why the member is unavailable (nil when it serves).
@@ -635,13 +608,7 @@ func (a *aggregate) Leave() {
 	a.r.mu.Unlock()
 	// An update installing members after this snapshot sees left and
 	// leaves them itself.
-	var wg sync.WaitGroup
-	for _, m := range a.cat.snapshot() {
-		if m.backend != nil {
-			wg.Go(m.backend.Leave)
-		}
-	}
-	wg.Wait()
+	leaveAll(a.cat.snapshot())
 }
 
 // listMeta returns the client's _meta without its progress token (the

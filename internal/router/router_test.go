@@ -89,20 +89,20 @@ func (b *fakeBackend) Call(_ context.Context, req *jsonrpc.Message) (session.Cal
 		if end < len(f.tools) {
 			res["nextCursor"] = "up" + strconv.Itoa(end)
 		}
-		return newLocalCall(jsonrpc.NewResult(req.ID, jsonrpc.Marshal(res))), nil
+		return session.NewAnswer(jsonrpc.NewResult(req.ID, jsonrpc.Marshal(res))), nil
 	case "prompts/list":
-		return newLocalCall(jsonrpc.NewResult(req.ID, json.RawMessage(`{"prompts":[{"name":"greet"}]}`))), nil
+		return session.NewAnswer(jsonrpc.NewResult(req.ID, json.RawMessage(`{"prompts":[{"name":"greet"}]}`))), nil
 	case "tools/call":
 		text := jsonrpc.Marshal(map[string]any{"content": []map[string]string{{"type": "text", "text": f.name + ":" + name}}})
 		if name == "ask" {
 			ask := jsonrpc.NewRequest(jsonrpc.IntID(7), "sampling/createMessage", json.RawMessage(`{}`))
-			return newLocalCall(ask, jsonrpc.NewResult(req.ID, text)), nil
+			return session.NewAnswer(ask, jsonrpc.NewResult(req.ID, text)), nil
 		}
-		return newLocalCall(jsonrpc.NewResult(req.ID, text)), nil
+		return session.NewAnswer(jsonrpc.NewResult(req.ID, text)), nil
 	case "logging/setLevel":
-		return newLocalCall(jsonrpc.NewResult(req.ID, nil)), nil
+		return session.NewAnswer(jsonrpc.NewResult(req.ID, nil)), nil
 	}
-	return newLocalCall(jsonrpc.NewError(req.ID, jsonrpc.Errorf(jsonrpc.MethodNotFound, "no %s", req.Method))), nil
+	return session.NewAnswer(jsonrpc.NewError(req.ID, jsonrpc.Errorf(jsonrpc.MethodNotFound, "no %s", req.Method))), nil
 }
 
 func (b *fakeBackend) Notify(_ context.Context, n *jsonrpc.Message) error {

@@ -111,8 +111,8 @@ func (v *View) override(server, name string) *ToolOverride {
 func hidePatterns(ns *Namespace) []string {
 	var out []string
 	overrides := ns.Shape.Overrides
-	for _, server := range sortedKeys(overrides) {
-		for _, tool := range sortedKeys(overrides[server]) {
+	for _, server := range slices.Sorted(maps.Keys(overrides)) {
+		for _, tool := range slices.Sorted(maps.Keys(overrides[server])) {
 			if overrides[server][tool].Hide {
 				out = append(out, globEscape(server+Separator+tool))
 			}
@@ -123,9 +123,6 @@ func hidePatterns(ns *Namespace) []string {
 
 // globEscape quotes the metacharacters of path.Match.
 func globEscape(s string) string {
-	if !strings.ContainsAny(s, `*?[\`) {
-		return s
-	}
 	var b strings.Builder
 	for _, r := range s {
 		if strings.ContainsRune(`*?[\`, r) {
@@ -134,15 +131,6 @@ func globEscape(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range maps.Keys(m) {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // reshape applies a tool's override (title, description, annotations) to

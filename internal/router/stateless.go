@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
-	"sync"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/internal/mcp"
@@ -84,57 +83,25 @@ func (r *Router) Stateless(ctx context.Context, req *jsonrpc.Message) (session.C
 // discover merges the servers' server/discover results. When no server
 // answers, the error tells a dual-era client to fall back to initialize.
 func (r *Router) discover(ctx context.Context, cat *catalog, req *jsonrpc.Message) session.Call {
-	results := make([]json.RawMessage, len(cat.members))
-	var wg sync.WaitGroup
-	for i, m := range cat.members {
-		wg.Go(func() {
-			mreq := *req // its own: reading a Message caches into it (jsonrpc.Message.MetaAt)
-			c, err := m.invoke(ctx, &mreq)
-			if err != nil {
-				r.log.Debug("server/discover failed", "view", r.Name(), "server", m.name, "err", err)
-				return
-			}
-			resp, err := session.Drain(ctx, c, nil)
-			if err == nil && resp.Error != nil {
-				err = resp.ErrorOf()
-			}
-			if err != nil {
-				r.log.Debug("server/discover failed", "view", r.Name(), "server", m.name, "err", err)
-				return
-			}
-			results[i] = resp.Result
-		})
-	}
-	wg.Wait()
 	var caps []json.RawMessage
-	versions := []string{}
-	for _, res := range results {
+	var versions []string
+	for _, res := range cat.fanOut(ctx, cat.members, req) {
 		if res == nil {
 			continue
 		}
 		caps = append(caps, jsonrpc.Member(res, "capabilities"))
 		var sv []string
 		_ = json.Unmarshal(jsonrpc.Member(res, "supportedVersions"), &sv)
-		for _, v := range sv {
-			if !slices.Contains(versions, v) {
-				versions = append(versions, v)
-			}
-		}
+		versions = append(versions, sv...)
 	}
 	if len(caps) == 0 {
 		return failure(req, jsonrpc.Errorf(jsonrpc.MethodNotFound,
 			"server/discover: no server of %s serves protocol %s; send initialize", r.viewLabel(), mcp.ModernVersion))
 	}
 	// Legacy versions are served through initialize whatever the servers do.
-	for _, v := range mcp.LegacyVersions() {
-		if !slices.Contains(versions, v) {
-			versions = append(versions, v)
-		}
-	}
-	if !slices.Contains(versions, mcp.ModernVersion) {
-		versions = append(versions, mcp.ModernVersion)
-	}
+	versions = append(append(versions, mcp.LegacyVersions()...), mcp.ModernVersion)
 	slices.Sort(versions)
+	versions = slices.Compact(versions)
 	slices.Reverse(versions)
 	out := modernExtra(true)
 	out["supportedVersions"] = versions

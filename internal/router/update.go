@@ -3,7 +3,7 @@ package router
 import (
 	"context"
 	"errors"
-	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -61,20 +61,15 @@ func (r *Router) Update(v *View) {
 		r.stateless.Store(r.newStatelessCatalog(v))
 	}
 	cat := r.stateless.Load()
-	sessions := make([]*aggregate, 0, len(r.sessions))
-	for a := range r.sessions {
-		sessions = append(sessions, a)
-	}
+	sessions := slices.Collect(maps.Keys(r.sessions))
 	var listens []*listenCall
 	if changed {
-		for c := range r.listens {
-			listens = append(listens, c)
-		}
+		listens = slices.Collect(maps.Keys(r.listens))
 	}
 	r.mu.Unlock()
 
 	if changed {
-		r.log.Info("view updated", "view", v.Name, "servers", serverNamesOf(v), "tool_prefix", v.Prefix, "sessions", len(sessions))
+		r.log.Info("view updated", "view", v.Name, "servers", namesOf(v.Servers), "tool_prefix", v.Prefix, "sessions", len(sessions))
 	}
 	var wg sync.WaitGroup
 	for _, a := range sessions {
@@ -100,14 +95,8 @@ func (r *Router) Close() {
 	defer r.updating.Unlock()
 	r.mu.Lock()
 	r.closed = true
-	sessions := make([]*aggregate, 0, len(r.sessions))
-	for a := range r.sessions {
-		sessions = append(sessions, a)
-	}
-	listens := make([]*listenCall, 0, len(r.listens))
-	for c := range r.listens {
-		listens = append(listens, c)
-	}
+	sessions := slices.Collect(maps.Keys(r.sessions))
+	listens := slices.Collect(maps.Keys(r.listens))
 	r.mu.Unlock()
 	r.closeRunner()
 	var wg sync.WaitGroup
@@ -167,12 +156,8 @@ func (a *aggregate) update(ctx context.Context, v *View, notify bool) {
 		add = append(add, s)
 		next = append(next, nil)
 	}
-	var removed []*member
-	for _, m := range cur {
-		if !kept[m] {
-			removed = append(removed, m)
-		}
-	}
+	notKept := func(m *member) bool { return !kept[m] }
+	removed := slices.DeleteFunc(slices.Clone(cur), func(m *member) bool { return kept[m] })
 
 	joined := a.join(ctx, add)
 	j := 0
@@ -182,21 +167,9 @@ func (a *aggregate) update(ctx context.Context, v *View, notify bool) {
 			j++
 		}
 	}
-	var changedMembers []*member
-	changedMembers = append(changedMembers, joined...)
-	changedMembers = append(changedMembers, removed...)
-	var keptOld []*member
-	for _, m := range cur {
-		if kept[m] {
-			keptOld = append(keptOld, m)
-		}
-	}
-	var keptNew []*member
-	for _, m := range next {
-		if kept[m] {
-			keptNew = append(keptNew, m)
-		}
-	}
+	changedMembers := slices.Concat(joined, removed)
+	keptOld := slices.DeleteFunc(slices.Clone(cur), notKept)
+	keptNew := slices.DeleteFunc(slices.Clone(next), notKept)
 	var reordered []*member
 	if !slices.Equal(keptOld, keptNew) {
 		reordered = keptNew
@@ -227,9 +200,7 @@ func (a *aggregate) update(ctx context.Context, v *View, notify bool) {
 			m.lists[k], m.have[k] = nil, false
 			m.gen[k]++
 		}
-		for rc := range m.inflight {
-			failCalls = append(failCalls, rc)
-		}
+		failCalls = slices.AppendSeq(failCalls, maps.Keys(m.inflight))
 		m.inflight = nil
 	}
 	for k, ch := range ks {
@@ -238,25 +209,13 @@ func (a *aggregate) update(ctx context.Context, v *View, notify bool) {
 			a.cat.listGen[k]++
 		}
 	}
-	alive := 0
-	var failed []string
-	for _, m := range next {
-		if m.err == nil {
-			alive++
-		} else {
-			failed = append(failed, fmt.Sprintf("%s: %s", m.name, errString(m.err)))
-		}
-	}
+	alive, failed := serving(next)
 	a.cat.mu.Unlock()
 
 	// Server→client requests of the members removed are dropped (the
 	// client's answer would have nowhere to go).
 	a.mu.Lock()
-	for n, e := range a.reverse {
-		if gone[e.m] {
-			delete(a.reverse, n)
-		}
-	}
+	maps.DeleteFunc(a.reverse, func(_ int64, e reverseEntry) bool { return gone[e.m] })
 	a.mu.Unlock()
 	for _, rc := range failCalls {
 		rc.fail(unavailable(rc.m.name, errRemoved))
@@ -411,9 +370,9 @@ func statelessServers(v *View) []Server {
 	return out
 }
 
-func serverNamesOf(v *View) []string {
-	out := make([]string, 0, len(v.Servers))
-	for _, s := range v.Servers {
+func namesOf(servers []Server) []string {
+	out := make([]string, 0, len(servers))
+	for _, s := range servers {
 		out = append(out, s.Name())
 	}
 	return out

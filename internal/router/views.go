@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 
 	"github.com/switchboard-mcp/switchboard/internal/jsonrpc"
@@ -37,10 +38,7 @@ type View struct {
 
 // Admits reports whether the view shows the tool name of server (its
 // tools filters; names as the server gives them).
-func (v *View) Admits(server, name string) bool { return v.admits(server, name) }
-
-// admits reports whether the view shows a tool of server.
-func (v *View) admits(server, name string) bool {
+func (v *View) Admits(server, name string) bool {
 	extra := v.shapedNames(server, name)
 	if f := (Filter{Allow: v.Allow, Deny: v.Deny}); !f.Empty() && !admitted([]Filter{f}, server, name, extra...) {
 		return false
@@ -159,12 +157,7 @@ func Views(cfg *Layout, servers map[string]Server, log *slog.Logger) map[string]
 	nsFilter := func(ns *Namespace) Filter {
 		return Filter{Allow: ns.Tools.Allow, Deny: append(slices.Clip(ns.Tools.Deny), hidePatterns(ns)...)}
 	}
-	nsNames := make([]string, 0, len(cfg.Namespaces))
-	for n := range cfg.Namespaces {
-		nsNames = append(nsNames, n)
-	}
-	slices.Sort(nsNames)
-
+	nsNames := slices.Sorted(maps.Keys(cfg.Namespaces))
 	views := map[string]*View{}
 	for _, n := range nsNames {
 		ns := cfg.Namespaces[n]
@@ -198,12 +191,7 @@ func Views(cfg *Layout, servers map[string]Server, log *slog.Logger) map[string]
 		return order
 	}
 
-	groups := make([]string, 0, len(cfg.Groups))
-	for n := range cfg.Groups {
-		groups = append(groups, n)
-	}
-	slices.Sort(groups)
-	for _, n := range groups {
+	for _, n := range slices.Sorted(maps.Keys(cfg.Groups)) {
 		g := cfg.Groups[n]
 		for _, f := range g.Forced {
 			log.Warn("group includes an isolated namespace (\"!\" in its namespaces)", "group", n, "namespace", f)
@@ -222,19 +210,9 @@ func Views(cfg *Layout, servers map[string]Server, log *slog.Logger) map[string]
 		}
 	}
 	filters := map[string][]Filter{}
-	var open []string
-	for _, n := range nsNames {
-		if !cfg.Namespaces[n].Isolated {
-			open = append(open, n)
-		}
-	}
+	open := slices.DeleteFunc(slices.Clone(nsNames), func(n string) bool { return cfg.Namespaces[n].Isolated })
 	included := union(nil, filters, open)
-	var order []string
-	for _, d := range cfg.Names {
-		if !inNS[d] || slices.Contains(included, d) {
-			order = append(order, d)
-		}
-	}
+	order := slices.DeleteFunc(slices.Clone(cfg.Names), func(d string) bool { return inNS[d] && !slices.Contains(included, d) })
 	views[""] = &View{Name: "", Servers: pick(order), Prefix: PrefixAlways, Filters: filters}
 	return views
 }
@@ -249,11 +227,7 @@ func Members(cfg *Layout) map[string][]string {
 	}
 	out := map[string][]string{}
 	for name, v := range Views(cfg, servers, nil) {
-		ms := make([]string, 0, len(v.Servers))
-		for _, s := range v.Servers {
-			ms = append(ms, s.Name())
-		}
-		out[name] = ms
+		out[name] = namesOf(v.Servers)
 	}
 	return out
 }

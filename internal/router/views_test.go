@@ -94,24 +94,24 @@ func TestViews(t *testing.T) {
 func TestViewFilters(t *testing.T) {
 	vs, _ := loadViews(t, viewsLayout())
 	// dev's own view: its deny applies to all its tools.
-	if vs["dev"].admits("a", "delete_repo") || !vs["dev"].admits("a", "create_repo") {
+	if vs["dev"].Admits("a", "delete_repo") || !vs["dev"].Admits("a", "create_repo") {
 		t.Error("dev filter")
 	}
 	// docs extends dev but has no filter of its own.
-	if !vs["docs"].admits("a", "delete_repo") {
+	if !vs["docs"].Admits("a", "delete_repo") {
 		t.Error("docs should not inherit dev's filter")
 	}
 	// In a group, each namespace's filter applies to its servers; a server
 	// reached through a namespace without a filter (docs → a) shows all.
-	if !vs["all"].admits("a", "delete_repo") {
+	if !vs["all"].Admits("a", "delete_repo") {
 		t.Error("group all: a is reached through docs, unfiltered")
 	}
-	if vs["plain"].admits("a", "delete_repo") || !vs["plain"].admits("a", "read") {
+	if vs["plain"].Admits("a", "delete_repo") || !vs["plain"].Admits("a", "read") {
 		t.Error("group plain: dev's filter applies to a")
 	}
 	// The default view: dev's filter on a and b (also reached through docs
 	// and deep, unfiltered: visible); loose is unfiltered.
-	if !vs[""].admits("a", "delete_repo") || !vs[""].admits("loose", "delete_x") {
+	if !vs[""].Admits("a", "delete_repo") || !vs[""].Admits("loose", "delete_x") {
 		t.Error("default view filters")
 	}
 }
@@ -123,7 +123,7 @@ func TestViewFiltersDefaultOnly(t *testing.T) {
 	if got := serverNames(def); !slices.Equal(got, []string{"a", "b"}) {
 		t.Fatalf("default view %v", got)
 	}
-	if !def.admits("a", "read_file") || def.admits("a", "write_file") || !def.admits("b", "write_file") {
+	if !def.Admits("a", "read_file") || def.Admits("a", "write_file") || !def.Admits("b", "write_file") {
 		t.Error("the namespace filter applies to its servers in the default view, and only to them")
 	}
 }

@@ -81,3 +81,13 @@ func Drain(ctx context.Context, call Call, other func(*jsonrpc.Message)) (*jsonr
 		}
 	}
 }
+
+// UpstreamTime is how long the server behind call took to answer (see
+// upstream.Call.UpstreamTime): zero when call cannot tell. A Call that wraps
+// another passes it on with this.
+func UpstreamTime(call Call) time.Duration {
+	if t, ok := call.(interface{ UpstreamTime() time.Duration }); ok {
+		return t.UpstreamTime()
+	}
+	return 0
+}

@@ -11,10 +11,12 @@ package session
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -113,9 +115,6 @@ func (s *Session) IdleSince() (lastSeen time.Time, ok bool) {
 	return s.lastSeen, s.busy == 0 && s.backend != nil
 }
 
-// evictable is IdleSince. Called with s.mu unheld.
-func (s *Session) evictable() (lastSeen time.Time, ok bool) { return s.IdleSince() }
-
 // ErrOrphaned is the end error of a session that owned a child process and
 // whose client had left (see OwnChild).
 var ErrOrphaned = errors.New("session orphaned: its client closed its stream and sent nothing since (session_orphan_timeout)")
@@ -176,7 +175,9 @@ func (s *Session) Deliver(m *jsonrpc.Message) {
 			// Not an overflow: the session is gone (its backend may
 			// not have left yet).
 		default:
-			s.table.dropped(s)
+			if s.table.OnDrop != nil {
+				s.table.OnDrop(s)
+			}
 		}
 	}
 }
@@ -239,19 +240,9 @@ func (s *Session) CloseStream() {
 // Acquire marks the session busy (a request or stream is open) and returns
 // the func that releases it. Busy sessions never expire.
 func (s *Session) Acquire() (release func()) {
-	s.mu.Lock()
-	s.busy++
-	s.lastSeen = time.Now()
-	s.mu.Unlock()
+	s.Hold()
 	var once sync.Once
-	return func() {
-		once.Do(func() {
-			s.mu.Lock()
-			s.busy--
-			s.lastSeen = time.Now()
-			s.mu.Unlock()
-		})
-	}
+	return func() { once.Do(s.Release) }
 }
 
 // Stream is Acquire for a listen stream (a GET stream): it also records
@@ -382,7 +373,7 @@ func (t *Table) NewWithID(dest, id, name string) (*Session, error) {
 			if o.Dest != dest {
 				continue
 			}
-			if seen, ok := o.evictable(); ok && (victim == nil || seen.Before(victimSeen)) {
+			if seen, ok := o.IdleSince(); ok && (victim == nil || seen.Before(victimSeen)) {
 				victim, victimSeen = o, seen
 			}
 		}
@@ -433,21 +424,11 @@ func (t *Table) remove(s *Session) {
 	}
 }
 
-func (t *Table) dropped(s *Session) {
-	if t.OnDrop != nil {
-		t.OnDrop(s)
-	}
-}
-
 // All returns a snapshot of the live sessions.
 func (t *Table) All() []*Session {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := make([]*Session, 0, len(t.byID))
-	for _, s := range t.byID {
-		out = append(out, s)
-	}
-	return out
+	return slices.Collect(maps.Values(t.byID))
 }
 
 // Expire ends the sessions whose idle (or orphan, see OwnChild) timeout
@@ -535,27 +516,13 @@ func newUUID() string {
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
-	var out [36]byte
-	hex.Encode(out[0:8], b[0:4])
-	out[8] = '-'
-	hex.Encode(out[9:13], b[4:6])
-	out[13] = '-'
-	hex.Encode(out[14:18], b[6:8])
-	out[18] = '-'
-	hex.Encode(out[19:23], b[8:10])
-	out[23] = '-'
-	hex.Encode(out[24:], b[10:])
-	return string(out[:])
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }
 
 // ValidID reports whether id is a UUIDv4 in canonical form (any hex case).
 func ValidID(id string) bool {
-	if len(id) != 36 || id[8] != '-' || id[13] != '-' || id[18] != '-' || id[23] != '-' || id[14] != '4' {
-		return false
-	}
-	switch id[19] {
-	case '8', '9', 'a', 'b', 'A', 'B':
-	default:
+	if len(id) != 36 || id[8] != '-' || id[13] != '-' || id[18] != '-' || id[23] != '-' || id[14] != '4' ||
+		strings.IndexByte("89abAB", id[19]) < 0 {
 		return false
 	}
 	// One table lookup per character: this runs on every request.
