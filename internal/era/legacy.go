@@ -46,7 +46,7 @@ func (t *LegacyOverModern) Join(ctx context.Context, down upstream.Downstream, i
 	caps := orEmpty(jsonrpc.Member(init.Params, "capabilities"))
 	info := jsonrpc.Member(init.Params, "clientInfo")
 	s := &legacySession{t: t, down: down, caps: caps, pending: map[string]chan *jsonrpc.Message{}, calls: map[string]*legacyCall{}}
-	s.elicitURL = mcp.ElicitsURL(negotiate(requested), caps)
+	s.elicitURL = mcp.ElicitsURL(mcp.NegotiateLegacy(requested), caps)
 	s.setMeta(info, "")
 
 	ctx, cancel := context.WithTimeout(ctx, t.opts.Timeout)
@@ -91,20 +91,11 @@ func initFromDiscover(d json.RawMessage, requested string) json.RawMessage {
 	if si := jsonrpc.Member(d, "_meta", mcp.MetaServerInfo); len(si) > 0 {
 		info = si
 	}
-	out := map[string]any{"protocolVersion": negotiate(requested), "capabilities": caps, "serverInfo": info}
+	out := map[string]any{"protocolVersion": mcp.NegotiateLegacy(requested), "capabilities": caps, "serverInfo": info}
 	if s, ok := jsonrpc.StringMember(d, "instructions"); ok {
 		out["instructions"] = s
 	}
 	return jsonrpc.Marshal(out)
-}
-
-// negotiate is the legacy version answered to a client that asked for
-// requested: its own when Switchboard knows it, else the latest.
-func negotiate(requested string) string {
-	if mcp.IsLegacy(requested) {
-		return requested
-	}
-	return mcp.LatestLegacyVersion
 }
 
 // legacySession is one legacy client's session over a modern server.

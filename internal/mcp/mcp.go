@@ -37,6 +37,16 @@ func LegacyRank(v string) int { return slices.Index(legacyVersions, v) }
 // IsLegacy reports whether v is a legacy-era version Switchboard speaks.
 func IsLegacy(v string) bool { return LegacyRank(v) >= 0 }
 
+// NegotiateLegacy is the legacy version answered to a client that asked
+// for requested in its initialize: its own when Switchboard speaks it,
+// else the latest.
+func NegotiateLegacy(requested string) string {
+	if IsLegacy(requested) {
+		return requested
+	}
+	return LatestLegacyVersion
+}
+
 // Known reports whether Switchboard speaks protocol version v, of either
 // era.
 func Known(v string) bool { return v == ModernVersion || IsLegacy(v) }

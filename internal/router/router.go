@@ -254,15 +254,6 @@ func (a *aggregate) join(ctx context.Context, servers []Server) []*member {
 	return ms
 }
 
-// negotiate picks the protocol version for a client that asked for
-// requested: its own when Switchboard knows it, else the latest.
-func negotiate(requested string) string {
-	if mcp.IsLegacy(requested) {
-		return requested
-	}
-	return mcp.LatestLegacyVersion
-}
-
 // mergeCapabilities is the union of server capabilities the router can
 // route. With listChanged, list capabilities announce it (sessions: the
 // router passes every member's list_changed on).
@@ -302,7 +293,7 @@ func (r *Router) initializeResult(init *jsonrpc.Message, members []*member) json
 		}
 	}
 	out := map[string]any{
-		"protocolVersion": negotiate(requested),
+		"protocolVersion": mcp.NegotiateLegacy(requested),
 		"capabilities":    mergeCapabilities(caps, true),
 		"serverInfo":      r.serverInfo(),
 	}

@@ -101,7 +101,7 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, rec *audit.Reco
 		}
 		final := m.IsResponse()
 		if final {
-			rec.Upstream = upstreamTime(call)
+			rec.Upstream = session.UpstreamTime(call)
 		}
 		if !final && !sseOK {
 			h.log.Debug("client takes only JSON; message dropped", "method", m.Method)
@@ -188,19 +188,6 @@ func getTimer(d time.Duration) *time.Timer {
 func putTimer(t *time.Timer) {
 	t.Stop()
 	timers.Put(t)
-}
-
-// upstreamTimer is a call that knows how long its server took to answer
-// (*upstream.Call, and the router's calls forwarded to one).
-type upstreamTimer interface{ UpstreamTime() time.Duration }
-
-// upstreamTime is the server's share of a call whose response was taken;
-// zero when the call cannot tell.
-func upstreamTime(c session.Call) time.Duration {
-	if t, ok := c.(upstreamTimer); ok {
-		return t.UpstreamTime()
-	}
-	return 0
 }
 
 // writeFinal writes a response as JSON (or as a one-event SSE stream when

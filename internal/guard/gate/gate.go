@@ -553,15 +553,7 @@ func (c *answer) Poll() (*jsonrpc.Message, bool) {
 	return m, ended
 }
 
-func (c *answer) UpstreamTime() time.Duration { return upstreamTime(c.Call) }
-
-// upstreamTime passes on a wrapped call's upstream time, when it has one.
-func upstreamTime(c session.Call) time.Duration {
-	if t, ok := c.(interface{ UpstreamTime() time.Duration }); ok {
-		return t.UpstreamTime()
-	}
-	return 0
-}
+func (c *answer) UpstreamTime() time.Duration { return session.UpstreamTime(c.Call) }
 
 func (s *Settings) maxBytes() int {
 	if s.MaxBytes <= 0 {

@@ -348,4 +348,4 @@ func (c *hooked) Abandon(cancel bool) {
 	c.Call.Abandon(cancel)
 }
 
-func (c *hooked) UpstreamTime() time.Duration { return upstreamTime(c.Call) }
+func (c *hooked) UpstreamTime() time.Duration { return session.UpstreamTime(c.Call) }
