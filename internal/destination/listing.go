@@ -36,35 +36,18 @@ func ListTools(ctx context.Context, d *Destination) (*Listing, error) {
 		out.Instructions = &s
 	}
 	_ = b.Notify(ctx, jsonrpc.NewNotification("notifications/initialized", nil))
-	cursor := ""
-	for i := 1; i <= 100; i++ {
-		params := map[string]any{}
-		if cursor != "" {
-			params["cursor"] = cursor
-		}
-		c, err := b.Call(ctx, jsonrpc.NewRequest(jsonrpc.IntID(int64(i)), "tools/list", jsonrpc.Marshal(params)))
-		if err != nil {
-			return nil, err
-		}
-		resp, err := session.Drain(ctx, c, nil)
-		if err != nil {
-			return nil, err
-		}
-		if e := resp.ErrorOf(); e != nil {
-			return nil, e
-		}
+	err = session.ListPages(ctx, b.Call, "tools/list", "switchboard-pin-", nil, func(_ int, result json.RawMessage) error {
 		var page struct {
-			Tools      []json.RawMessage `json:"tools"`
-			NextCursor string            `json:"nextCursor"`
+			Tools []json.RawMessage `json:"tools"`
 		}
-		if err := json.Unmarshal(resp.Result, &page); err != nil {
-			return nil, fmt.Errorf("tools/list: %w", err)
+		if err := json.Unmarshal(result, &page); err != nil {
+			return fmt.Errorf("tools/list: %w", err)
 		}
 		out.Tools = append(out.Tools, page.Tools...)
-		if page.NextCursor == "" {
-			break
-		}
-		cursor = page.NextCursor
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
